@@ -1,0 +1,137 @@
+// Vertex kernels: the shape-specialised compute that runs on one tile.
+// compiler/lib describes each vertex with a KernelSpec; VertexCodegen turns
+// every distinct spec into one LLVM function (IRBuilder) in one module.
+//
+// Vertex ABI (shared with runtime/, which knows nothing else about vertices):
+//   void <symbol>(uint8_t* tile_base, const uint32_t* field_offsets)
+// Field i lives at tile_base + field_offsets[i] and has fields[i].bytes bytes.
+// The code touches only those bytes.
+#pragma once
+#include "support/dtype.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace popc::codegen {
+
+// out[i] = op(in0[i], in1[i], ...). An input marked scalar holds one element
+// that is broadcast to all `elements`. Fields: in0..inN-1, out.
+// Ops: unary  Relu Sigmoid Tanh Exp Log Neg Abs Sqrt Reciprocal Copy LeakyRelu(params[0]=alpha)
+//             Clip(params = {min,max}) Floor Ceil Erf Sin Cos
+//      binary Add Sub Mul Div Pow Max Min
+struct ElementwiseSpec {
+  std::string op;
+  DType dtype = DType::F32;
+  uint32_t elements = 0;
+  std::vector<bool> scalarInput; // one per input
+  std::vector<double> params;
+};
+
+// out[b][m][n] = alpha * sum_k A[b][m][k] * B[b][k][n] + beta * C[b][m][n]
+// A is stored [b][m][k], or [b][k][m] if transA. B is stored [b][k][n], or
+// [b][n][k] if transB; with broadcastB it has no batch dimension (one B for all b).
+// Fields: A, B, C (only if hasC), out.
+struct MatMulSpec {
+  DType dtype = DType::F32;
+  uint32_t batch = 1, m = 0, n = 0, k = 0;
+  bool transA = false, transB = false, broadcastB = false;
+  bool hasC = false;
+  float alpha = 1.0f, beta = 1.0f;
+};
+
+// 2-D convolution of one batch item and one group, for a block of output
+// channels and a band of output rows [outRowBegin, outRowBegin+outRows).
+// The input field holds rows [inRowBegin, inRowBegin+inRows) of the (unpadded)
+// input, all inChannels of the group, all inWidth columns: [inChannels][inRows][inWidth].
+// Positions outside [0,inHeight)x[0,inWidth) are zero padding.
+// Weights: [outChannels][inChannels][kernelH][kernelW]; bias: [outChannels].
+// Out: [outChannels][outRows][outWidth]. Fields: in, weights, bias (if hasBias), out.
+struct ConvSpec {
+  DType dtype = DType::F32;
+  uint32_t inChannels = 0, outChannels = 0;
+  uint32_t inHeight = 0, inWidth = 0;
+  int32_t inRowBegin = 0;
+  uint32_t inRows = 0;
+  uint32_t outRowBegin = 0, outRows = 0, outWidth = 0;
+  uint32_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int32_t padTop = 0, padLeft = 0;
+  bool hasBias = false;
+  bool relu = false; // fused activation applied after the bias
+};
+
+// Max or average pooling over a block of channels, same geometry as ConvSpec
+// (without weights). Fields: in [channels][inRows][inWidth], out [channels][outRows][outWidth].
+struct PoolSpec {
+  DType dtype = DType::F32;
+  bool max = true;
+  bool countIncludePad = false; // average pooling only
+  uint32_t channels = 0;
+  uint32_t inHeight = 0, inWidth = 0;
+  int32_t inRowBegin = 0;
+  uint32_t inRows = 0;
+  uint32_t outRowBegin = 0, outRows = 0, outWidth = 0;
+  uint32_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int32_t padTop = 0, padLeft = 0;
+};
+
+// Reduces each of `rows` contiguous rows of `cols` elements to one value.
+// Ops: Sum Mean Max Min Prod SumSquare L1 L2 LogSumExp. Fields: in [rows][cols], out [rows].
+struct ReduceSpec {
+  std::string op;
+  DType dtype = DType::F32;
+  uint32_t rows = 0, cols = 0;
+};
+
+// Softmax (or log-softmax) of each of `rows` contiguous rows of `cols` elements.
+// Fields: in [rows][cols], out [rows][cols].
+struct SoftmaxSpec {
+  DType dtype = DType::F32;
+  uint32_t rows = 0, cols = 0;
+  bool log = false;
+};
+
+using KernelSpec = std::variant<ElementwiseSpec, MatMulSpec, ConvSpec, PoolSpec, ReduceSpec, SoftmaxSpec>;
+
+enum class FieldAccess : uint8_t { Input = 0, Output = 1, InOut = 2 }; // = popef FieldAccess
+
+struct FieldInfo {
+  std::string name;
+  uint32_t bytes = 0;
+  FieldAccess access = FieldAccess::Input;
+};
+
+struct VertexTypeInfo {
+  std::string name;   // readable and unique, e.g. "MatMul_b1_m4_n16_k8_f32"
+  std::string symbol; // entry function name in the module
+  std::vector<FieldInfo> fields;
+  uint64_t cycles = 0; // estimated cycles for one execution on one worker context
+};
+
+// Deterministic, unique text key of a spec (used for dedup and names).
+std::string kernelKey(const KernelSpec &spec);
+
+class VertexCodegen {
+public:
+  VertexCodegen();
+  ~VertexCodegen();
+  VertexCodegen(const VertexCodegen &) = delete;
+  VertexCodegen &operator=(const VertexCodegen &) = delete;
+
+  // Index of the vertex type for `spec`, generating its function on first use.
+  // Throws popc::Error for specs it cannot generate (e.g. an unsupported op/dtype).
+  uint32_t getOrCreate(const KernelSpec &spec);
+  const std::vector<VertexTypeInfo> &vertexTypes() const;
+
+  // Verifies and optimises the module and returns its bitcode. Deterministic:
+  // the same sequence of getOrCreate calls gives identical bytes.
+  std::vector<uint8_t> finish();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace popc::codegen

@@ -1,0 +1,7 @@
+#include "support/version.h"
+namespace popc {
+const std::string &compilerVersion() {
+  static const std::string v = std::string("popc ") + POPC_VERSION;
+  return v;
+}
+} // namespace popc
