@@ -3,6 +3,7 @@
 // byte range inside its tile's memory, program tree well-formed).
 #pragma once
 #include "formats/popef/popef_generated.h"
+#include "support/dtype.h"
 
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,19 @@
 namespace popc::popef {
 
 constexpr uint32_t kFormatVersion = 1;
+
+// Limits enforced by the reader (a file outside them is rejected as invalid).
+constexpr uint64_t kMaxTiles = 1u << 20;              // num_ipus * tiles_per_ipu
+constexpr uint64_t kMaxBytesPerTile = 16u << 20;      // 16 MiB
+constexpr uint32_t kMaxWorkersPerTile = 64;
+constexpr uint32_t kMaxProgramDepth = 64;             // program tree nesting, through calls
+constexpr uint32_t kMaxRepeatCount = 1u << 30;
+constexpr uint64_t kMaxVertexCycles = 1ull << 40;
+constexpr uint64_t kMaxTensorBytes = 1ull << 40;
+
+// Bytes of a (verified) tensor: product(shape) * dtype size.
+uint64_t tensorBytes(const ::popef::fb::Tensor &t);
+Shape tensorShape(const ::popef::fb::Tensor &t);
 
 // Packs an executable with the "POPF" identifier. Deterministic.
 std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe);

@@ -1,0 +1,86 @@
+// Opening popef executables: mmap, identifier, flatbuffers Verifier, then the
+// semantic checks of verify.cpp. Nothing is handed out before all three pass.
+#include "formats/popef/popef.h"
+
+#include "support/error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace popc::popef {
+
+void verifySemantics(const ::popef::fb::Executable &exe, const std::string &label); // verify.cpp
+
+namespace {
+
+// Verifier limits: deep enough for any program tree the checks accept
+// (kMaxProgramDepth), bounded so a hostile file cannot exhaust the stack.
+constexpr flatbuffers::uoffset_t kVerifierMaxDepth = 256;
+constexpr flatbuffers::uoffset_t kVerifierMaxTables = 1u << 26;
+
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+} // namespace
+
+Executable::~Executable() {
+  if (mapping_)
+    ::munmap(mapping_, size_);
+}
+
+std::shared_ptr<const Executable> Executable::open(const std::string &path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0)
+    fail("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0)
+    fail("{}: cannot stat: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    fail("{}: not a regular file", path);
+  auto exe = std::shared_ptr<Executable>(new Executable());
+  exe->label_ = path;
+  exe->size_ = static_cast<size_t>(st.st_size);
+  if (exe->size_ < 8)
+    fail("{}: not a popef file", path);
+  void *p = ::mmap(nullptr, exe->size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  if (p == MAP_FAILED)
+    fail("{}: cannot map file: {}", path, std::strerror(errno));
+  exe->mapping_ = p;
+  exe->data_ = static_cast<const uint8_t *>(p);
+  exe->verify();
+  return exe;
+}
+
+std::shared_ptr<const Executable> Executable::fromBytes(std::vector<uint8_t> bytes,
+                                                        const std::string &label) {
+  auto exe = std::shared_ptr<Executable>(new Executable());
+  exe->label_ = label;
+  exe->owned_ = std::move(bytes);
+  exe->data_ = exe->owned_.data();
+  exe->size_ = exe->owned_.size();
+  exe->verify();
+  return exe;
+}
+
+void Executable::verify() {
+  if (size_ < 8 || !::popef::fb::ExecutableBufferHasIdentifier(data_))
+    fail("{}: not a popef file", label_);
+  if (size_ >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    fail("{}: file is larger than the 2 GiB popef limit", label_);
+  flatbuffers::Verifier verifier(data_, size_, kVerifierMaxDepth, kVerifierMaxTables);
+  if (!::popef::fb::VerifyExecutableBuffer(verifier))
+    fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
+  root_ = ::popef::fb::GetExecutable(data_);
+  verifySemantics(*root_, label_);
+}
+
+} // namespace popc::popef

@@ -1,0 +1,407 @@
+// Semantic checks of a popef executable, run after the flatbuffers Verifier.
+// After these pass, a runner may index every array and touch every byte range
+// named in the file without further bounds checks.
+#include "formats/popef/popef.h"
+
+#include "support/dtype.h"
+#include "support/error.h"
+#include "support/version.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace popc::popef {
+
+namespace fb = ::popef::fb;
+
+namespace {
+
+template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+
+class Checker {
+public:
+  Checker(const fb::Executable &exe, const std::string &label) : exe_(exe), label_(label) {}
+
+  void run() {
+    checkHeader();
+    checkTarget();
+    checkTensors();
+    checkCode();
+    checkVertexTypes();
+    checkComputeSets();
+    checkExchanges();
+    checkStreams();
+    checkPrograms();
+    checkMetadata();
+    checkTileBytesUsed();
+  }
+
+private:
+  template <typename... Args>
+  [[noreturn]] void bad(const std::string &where, fmt::format_string<Args...> format,
+                        Args &&...args) {
+    fail("{}: {}: {}", label_, where, fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  void checkHeader() {
+    if (exe_.format_version() != kFormatVersion)
+      fail("{}: format_version {} is not supported (this build reads version {}, popc {}): "
+           "recompile the model with this popc",
+           label_, exe_.format_version(), kFormatVersion, compilerVersion());
+  }
+
+  void checkTarget() {
+    const fb::Target *t = exe_.target();
+    if (!t)
+      bad("target", "missing");
+    auto nonzero = [&](const char *name, uint64_t v) {
+      if (v == 0)
+        bad("target", "{} must be nonzero", name);
+    };
+    nonzero("num_ipus", t->num_ipus());
+    nonzero("tiles_per_ipu", t->tiles_per_ipu());
+    nonzero("bytes_per_tile", t->bytes_per_tile());
+    nonzero("workers_per_tile", t->workers_per_tile());
+    nonzero("clock_hz", t->clock_hz());
+    nonzero("exchange_bytes_per_cycle", t->exchange_bytes_per_cycle());
+    nonzero("inter_ipu_bytes_per_cycle", t->inter_ipu_bytes_per_cycle());
+    nonzero("host_bytes_per_cycle", t->host_bytes_per_cycle());
+    uint64_t tiles = uint64_t(t->num_ipus()) * t->tiles_per_ipu();
+    if (tiles > kMaxTiles)
+      bad("target", "{} IPUs x {} tiles = {} tiles exceeds the limit of {}", t->num_ipus(),
+          t->tiles_per_ipu(), tiles, kMaxTiles);
+    if (t->bytes_per_tile() > kMaxBytesPerTile)
+      bad("target", "bytes_per_tile {} exceeds the limit of {}", t->bytes_per_tile(),
+          kMaxBytesPerTile);
+    if (t->workers_per_tile() > kMaxWorkersPerTile)
+      bad("target", "workers_per_tile {} exceeds the limit of {}", t->workers_per_tile(),
+          kMaxWorkersPerTile);
+    numTiles_ = static_cast<uint32_t>(tiles);
+    bytesPerTile_ = t->bytes_per_tile();
+  }
+
+  void checkTile(const std::string &where, const char *what, uint32_t tile) {
+    if (tile >= numTiles_)
+      bad(where, "{} {} out of range (target has {} tiles)", what, tile, numTiles_);
+  }
+
+  void checkRange(const std::string &where, const std::string &what, uint64_t offset,
+                  uint64_t bytes) {
+    if (offset + bytes > bytesPerTile_)
+      bad(where, "{} range [{}, {}) exceeds tile memory (bytes_per_tile {})", what, offset,
+          offset + bytes, bytesPerTile_);
+  }
+
+  void checkDType(const std::string &where, fb::DType d) {
+    if (static_cast<uint8_t>(d) > static_cast<uint8_t>(fb::DType::MAX))
+      bad(where, "invalid dtype code {}", static_cast<int>(d));
+  }
+
+  // Byte size of dtype x shape; fails on negative dims or overflow.
+  uint64_t shapeBytes(const std::string &where, fb::DType d, const flatbuffers::Vector<int64_t> *shape) {
+    checkDType(where, d);
+    uint64_t n = dtypeSize(static_cast<DType>(d));
+    for (uint32_t i = 0; i < len(shape); ++i) {
+      int64_t dim = shape->Get(i);
+      if (dim < 0)
+        bad(where, "shape dimension {} is negative ({})", i, dim);
+      if (dim != 0 && n > kMaxTensorBytes / static_cast<uint64_t>(dim))
+        bad(where, "tensor size overflows (limit {} bytes)", kMaxTensorBytes);
+      n *= static_cast<uint64_t>(dim);
+    }
+    return n;
+  }
+
+  void checkTensors() {
+    uint32_t n = len(exe_.tensors());
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::Tensor *t = exe_.tensors()->Get(i);
+      std::string where = fmt::format("tensors[{}] '{}'", i, str(t->name()));
+      if (static_cast<uint8_t>(t->role()) > static_cast<uint8_t>(fb::TensorRole::MAX))
+        bad(where, "invalid role code {}", static_cast<int>(t->role()));
+      uint64_t bytes = shapeBytes(where, t->dtype(), t->shape());
+      uint64_t covered = 0;
+      for (uint32_t j = 0; j < len(t->mapping()); ++j) {
+        const fb::TileInterval *iv = t->mapping()->Get(j);
+        std::string w = fmt::format("{}.mapping[{}]", where, j);
+        checkTile(w, "tile", iv->tile());
+        checkRange(w, "interval", iv->offset(), iv->bytes());
+        if (iv->begin() != covered)
+          bad(w, "begins at tensor byte {}, expected {} (intervals must be sorted by begin and "
+                 "cover the tensor exactly once)",
+              iv->begin(), covered);
+        covered += iv->bytes();
+      }
+      if (covered != bytes)
+        bad(where, "mapping covers {} bytes but the tensor has {} bytes", covered, bytes);
+      int32_t c = t->constant();
+      if (c < -1 || c >= static_cast<int64_t>(len(exe_.constants())))
+        bad(where, "constant index {} out of range ({} constants)", c, len(exe_.constants()));
+      if (c >= 0) {
+        uint64_t have = len(exe_.constants()->Get(c)->data());
+        if (have != bytes)
+          bad(where, "constant {} holds {} bytes but the tensor has {} bytes", c, have, bytes);
+      } else if (t->role() == fb::TensorRole::Constant) {
+        bad(where, "role Constant but no constant data");
+      }
+    }
+  }
+
+  void checkCode() {
+    for (uint32_t i = 0; i < len(exe_.code()); ++i)
+      if (len(exe_.code()->Get(i)->bitcode()) == 0)
+        bad(fmt::format("code[{}]", i), "empty bitcode");
+  }
+
+  void checkVertexTypes() {
+    for (uint32_t i = 0; i < len(exe_.vertex_types()); ++i) {
+      const fb::VertexType *vt = exe_.vertex_types()->Get(i);
+      std::string where = fmt::format("vertex_types[{}] '{}'", i, str(vt->name()));
+      if (vt->module_() >= len(exe_.code()))
+        bad(where, "module {} out of range ({} code modules)", vt->module_(), len(exe_.code()));
+      if (str(vt->symbol()).empty())
+        bad(where, "empty symbol");
+      if (vt->cycles() > kMaxVertexCycles)
+        bad(where, "cycles {} exceeds the limit of {}", vt->cycles(), kMaxVertexCycles);
+      for (uint32_t f = 0; f < len(vt->fields()); ++f) {
+        const fb::FieldDecl *fd = vt->fields()->Get(f);
+        if (static_cast<uint8_t>(fd->access()) > static_cast<uint8_t>(fb::FieldAccess::MAX))
+          bad(where, "field {} has invalid access code {}", f, static_cast<int>(fd->access()));
+        if (fd->bytes() > bytesPerTile_)
+          bad(where, "field {} has {} bytes, more than bytes_per_tile {}", f, fd->bytes(),
+              bytesPerTile_);
+      }
+    }
+  }
+
+  void checkComputeSets() {
+    for (uint32_t i = 0; i < len(exe_.compute_sets()); ++i) {
+      const fb::ComputeSet *cs = exe_.compute_sets()->Get(i);
+      uint64_t nOffsets = len(cs->field_offsets());
+      for (uint32_t j = 0; j < len(cs->vertices()); ++j) {
+        const fb::Vertex *v = cs->vertices()->Get(j);
+        std::string where = fmt::format("compute_sets[{}].vertices[{}]", i, j);
+        if (v->type() >= len(exe_.vertex_types()))
+          bad(where, "vertex type {} out of range ({} vertex types)", v->type(),
+              len(exe_.vertex_types()));
+        checkTile(where, "tile", v->tile());
+        const fb::VertexType *vt = exe_.vertex_types()->Get(v->type());
+        uint32_t nf = len(vt->fields());
+        if (uint64_t(v->fields_begin()) + nf > nOffsets)
+          bad(where, "fields [{}, {}) exceed field_offsets size {}", v->fields_begin(),
+              uint64_t(v->fields_begin()) + nf, nOffsets);
+        for (uint32_t f = 0; f < nf; ++f)
+          checkRange(where, fmt::format("field {}", f),
+                     cs->field_offsets()->Get(v->fields_begin() + f), vt->fields()->Get(f)->bytes());
+      }
+    }
+  }
+
+  void checkExchanges() {
+    for (uint32_t i = 0; i < len(exe_.exchanges()); ++i) {
+      const fb::ExchangeStep *ex = exe_.exchanges()->Get(i);
+      uint32_t n = len(ex->copies());
+      for (uint32_t j = 0; j < n; ++j) {
+        const fb::Copy *c = ex->copies()->Get(j);
+        std::string where = fmt::format("exchanges[{}].copies[{}]", i, j);
+        checkTile(where, "src_tile", c->src_tile());
+        checkTile(where, "dst_tile", c->dst_tile());
+        checkRange(where, "source", c->src_offset(), c->bytes());
+        checkRange(where, "destination", c->dst_offset(), c->bytes());
+      }
+      checkCopyOverlaps(i, ex);
+    }
+  }
+
+  // Copies of one step run in parallel: destinations must not overlap each
+  // other, and no source may read bytes another copy of the step writes.
+  void checkCopyOverlaps(uint32_t step, const fb::ExchangeStep *ex) {
+    uint32_t n = len(ex->copies());
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    auto key = [&](uint32_t k) {
+      const fb::Copy *c = ex->copies()->Get(k);
+      return std::pair(c->dst_tile(), c->dst_offset());
+    };
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    for (uint32_t k = 1; k < n; ++k) {
+      const fb::Copy *p = ex->copies()->Get(order[k - 1]);
+      const fb::Copy *c = ex->copies()->Get(order[k]);
+      if (p->dst_tile() == c->dst_tile() && uint64_t(p->dst_offset()) + p->bytes() > c->dst_offset() &&
+          p->bytes() && c->bytes())
+        bad(fmt::format("exchanges[{}].copies[{}]", step, order[k]),
+            "destination overlaps copies[{}] on tile {}", order[k - 1], c->dst_tile());
+    }
+    for (uint32_t j = 0; j < n; ++j) {
+      const fb::Copy *c = ex->copies()->Get(j);
+      if (!c->bytes())
+        continue;
+      // First destination on src_tile ending after src_offset.
+      auto it = std::lower_bound(order.begin(), order.end(), std::pair(c->src_tile(), 0u),
+                                 [&](uint32_t k, std::pair<uint32_t, uint32_t> v) { return key(k) < v; });
+      for (; it != order.end(); ++it) {
+        const fb::Copy *d = ex->copies()->Get(*it);
+        if (d->dst_tile() != c->src_tile() || d->dst_offset() >= uint64_t(c->src_offset()) + c->bytes())
+          break;
+        if (d->bytes() && uint64_t(d->dst_offset()) + d->bytes() > c->src_offset())
+          bad(fmt::format("exchanges[{}].copies[{}]", step, j),
+              "source overlaps the destination of copies[{}] in the same step", *it);
+      }
+    }
+  }
+
+  void checkStreams() {
+    for (uint32_t i = 0; i < len(exe_.streams()); ++i) {
+      const fb::HostStream *s = exe_.streams()->Get(i);
+      std::string where = fmt::format("streams[{}] '{}'", i, str(s->name()));
+      if (s->tensor() >= len(exe_.tensors()))
+        bad(where, "tensor {} out of range ({} tensors)", s->tensor(), len(exe_.tensors()));
+      if (static_cast<uint8_t>(s->direction()) > static_cast<uint8_t>(fb::StreamDirection::MAX))
+        bad(where, "invalid direction code {}", static_cast<int>(s->direction()));
+    }
+  }
+
+  // Depth-first over the program tree. Returns the deepest nesting reached,
+  // counting the bodies of called functions.
+  uint32_t checkProgram(const fb::Program *p, const std::string &where, uint32_t depth) {
+    if (depth > kMaxProgramDepth)
+      bad(where, "program tree deeper than {}", kMaxProgramDepth);
+    uint32_t deepest = depth;
+    auto need = [&](uint32_t count, const char *what) {
+      if (p->index() >= count)
+        bad(where, "{} index {} out of range ({} {})", fb::EnumNameProgramKind(p->kind()),
+            p->index(), count, what);
+    };
+    switch (p->kind()) {
+    case fb::ProgramKind::Sequence:
+    case fb::ProgramKind::Repeat:
+      if (p->kind() == fb::ProgramKind::Repeat && p->count() > kMaxRepeatCount)
+        bad(where, "Repeat count {} exceeds the limit of {}", p->count(), kMaxRepeatCount);
+      for (uint32_t i = 0; i < len(p->children()); ++i)
+        deepest = std::max(deepest, checkProgram(p->children()->Get(i),
+                                                 fmt::format("{}.children[{}]", where, i), depth + 1));
+      return deepest;
+    case fb::ProgramKind::Execute: need(len(exe_.compute_sets()), "compute sets"); break;
+    case fb::ProgramKind::Exchange: need(len(exe_.exchanges()), "exchange steps"); break;
+    case fb::ProgramKind::StreamCopy: need(len(exe_.streams()), "streams"); break;
+    case fb::ProgramKind::Call:
+      need(len(exe_.functions()), "functions");
+      deepest = std::max(deepest, depth + checkFunction(p->index()));
+      break;
+    case fb::ProgramKind::Sync: break;
+    default: bad(where, "invalid program kind code {}", static_cast<int>(p->kind()));
+    }
+    if (len(p->children()) != 0)
+      bad(where, "{} must not have children (only Sequence and Repeat do)",
+          fb::EnumNameProgramKind(p->kind()));
+    return deepest;
+  }
+
+  // Depth of function f's body including nested calls; detects call cycles.
+  uint32_t checkFunction(uint32_t f) {
+    if (fnState_[f] == 1)
+      bad(fmt::format("functions[{}]", f), "calls itself (recursion through Call)");
+    if (fnState_[f] == 2)
+      return fnDepth_[f];
+    fnState_[f] = 1;
+    uint32_t d = checkProgram(exe_.functions()->Get(f), fmt::format("functions[{}]", f), 1);
+    if (d > kMaxProgramDepth)
+      bad(fmt::format("functions[{}]", f), "nesting through calls deeper than {}", kMaxProgramDepth);
+    fnState_[f] = 2;
+    fnDepth_[f] = d;
+    return d;
+  }
+
+  void checkPrograms() {
+    fnState_.assign(len(exe_.functions()), 0);
+    fnDepth_.assign(len(exe_.functions()), 0);
+    if (!exe_.main())
+      bad("main", "missing");
+    if (checkProgram(exe_.main(), "main", 1) > kMaxProgramDepth)
+      bad("main", "nesting through calls deeper than {}", kMaxProgramDepth);
+    for (uint32_t f = 0; f < len(exe_.functions()); ++f)
+      checkFunction(f);
+  }
+
+  void checkIo(const flatbuffers::Vector<flatbuffers::Offset<fb::IoInfo>> *list, const char *kind,
+               fb::StreamDirection dir) {
+    std::set<std::string> names;
+    for (uint32_t i = 0; i < len(list); ++i) {
+      const fb::IoInfo *io = list->Get(i);
+      std::string where = fmt::format("metadata.{}[{}] '{}'", kind, i, str(io->name()));
+      if (str(io->name()).empty())
+        bad(where, "empty name");
+      if (!names.insert(str(io->name())).second)
+        bad(where, "duplicate name");
+      if (io->tensor() >= len(exe_.tensors()))
+        bad(where, "tensor {} out of range ({} tensors)", io->tensor(), len(exe_.tensors()));
+      if (io->stream() >= len(exe_.streams()))
+        bad(where, "stream {} out of range ({} streams)", io->stream(), len(exe_.streams()));
+      const fb::HostStream *s = exe_.streams()->Get(io->stream());
+      if (s->tensor() != io->tensor())
+        bad(where, "stream {} carries tensor {}, not tensor {}", io->stream(), s->tensor(), io->tensor());
+      if (s->direction() != dir)
+        bad(where, "stream {} has direction {}, expected {}", io->stream(),
+            fb::EnumNameStreamDirection(s->direction()), fb::EnumNameStreamDirection(dir));
+      const fb::Tensor *t = exe_.tensors()->Get(io->tensor());
+      checkDType(where, io->dtype());
+      if (io->dtype() != t->dtype())
+        bad(where, "dtype {} differs from tensor {} dtype {}", dtypeName(static_cast<DType>(io->dtype())),
+            io->tensor(), dtypeName(static_cast<DType>(t->dtype())));
+      bool same = len(io->shape()) == len(t->shape());
+      for (uint32_t d = 0; same && d < len(io->shape()); ++d)
+        same = io->shape()->Get(d) == t->shape()->Get(d);
+      if (!same)
+        bad(where, "shape differs from the shape of tensor {}", io->tensor());
+    }
+  }
+
+  void checkMetadata() {
+    const fb::Metadata *m = exe_.metadata();
+    if (!m)
+      return;
+    checkIo(m->inputs(), "inputs", fb::StreamDirection::HostToDevice);
+    checkIo(m->outputs(), "outputs", fb::StreamDirection::DeviceToHost);
+  }
+
+  void checkTileBytesUsed() {
+    uint32_t n = len(exe_.tile_bytes_used());
+    if (n != 0 && n != numTiles_)
+      bad("tile_bytes_used", "has {} entries, expected 0 or one per tile ({})", n, numTiles_);
+    for (uint32_t i = 0; i < n; ++i)
+      if (exe_.tile_bytes_used()->Get(i) > bytesPerTile_)
+        bad(fmt::format("tile_bytes_used[{}]", i), "{} exceeds bytes_per_tile {}",
+            exe_.tile_bytes_used()->Get(i), bytesPerTile_);
+  }
+
+  const fb::Executable &exe_;
+  const std::string &label_;
+  uint32_t numTiles_ = 0;
+  uint64_t bytesPerTile_ = 0;
+  std::vector<uint8_t> fnState_; // 0 unvisited, 1 on stack, 2 done
+  std::vector<uint32_t> fnDepth_;
+};
+
+} // namespace
+
+void verifySemantics(const fb::Executable &exe, const std::string &label) {
+  Checker(exe, label).run();
+}
+
+uint64_t tensorBytes(const fb::Tensor &t) {
+  uint64_t n = dtypeSize(static_cast<DType>(t.dtype()));
+  if (t.shape())
+    for (int64_t d : *t.shape())
+      n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+Shape tensorShape(const fb::Tensor &t) {
+  return t.shape() ? Shape(t.shape()->begin(), t.shape()->end()) : Shape{};
+}
+
+} // namespace popc::popef

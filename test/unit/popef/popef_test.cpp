@@ -1,0 +1,206 @@
+#include "formats/popef/popef.h"
+#include "test/unit/popef/sample_executable.h"
+#include "support/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+using popc::Error;
+using popc::popef::Executable;
+namespace fb = ::popef::fb;
+
+namespace {
+
+std::vector<uint8_t> dummyCode() { return {'B', 'C', 0xC0, 0xDE, 1, 2, 3, 4}; }
+
+std::vector<uint8_t> sampleBytes() { return popc::popef::serialize(popc::test::makeSampleExecutable(dummyCode())); }
+
+std::string tempPath(const std::string &name) {
+  return (std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()))).string();
+}
+
+// Applies `edit` to a fresh sample, serializes it and expects the reader to
+// reject it with a message containing `expected`.
+void expectRejected(const std::function<void(fb::ExecutableT &)> &edit, const std::string &expected) {
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  edit(exe);
+  auto bytes = popc::popef::serialize(exe);
+  try {
+    Executable::fromBytes(bytes, "x.popef");
+    FAIL("accepted an invalid executable, expected: " << expected);
+  } catch (const Error &e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(expected) != std::string::npos);
+    CHECK(std::string(e.what()).rfind("x.popef: ", 0) == 0);
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+} // namespace
+
+TEST_CASE("popef round trip is exact and deterministic", "[popef]") {
+  auto bytes = sampleBytes();
+  CHECK(bytes == sampleBytes());
+  auto exe = Executable::fromBytes(bytes, "mem");
+  const auto &r = exe->root();
+  CHECK(r.format_version() == popc::popef::kFormatVersion);
+  CHECK(r.target()->tiles_per_ipu() == 2);
+  CHECK(r.tensors()->size() == 4);
+  CHECK(popc::popef::tensorBytes(*r.tensors()->Get(0)) == 16);
+  CHECK(popc::popef::tensorShape(*r.tensors()->Get(3)) == popc::Shape{4});
+  CHECK(r.metadata()->outputs()->Get(0)->name()->str() == "out");
+  // Constants are 64-byte aligned inside the buffer.
+  auto off = r.constants()->Get(0)->data()->data() - exe->bytes().data();
+  CHECK(off % 64 == 0);
+
+  // Unpack + pack gives the same bytes.
+  std::unique_ptr<fb::ExecutableT> unpacked(r.UnPack());
+  CHECK(popc::popef::serialize(*unpacked) == bytes);
+
+  // Through a file.
+  std::string path = tempPath("roundtrip.popef");
+  popc::popef::writeFile(path, bytes);
+  auto fromFile = Executable::open(path);
+  CHECK(std::vector<uint8_t>(fromFile->bytes().begin(), fromFile->bytes().end()) == bytes);
+  CHECK(fromFile->label() == path);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("popef open rejects missing, tiny and foreign files", "[popef]") {
+  CHECK_THROWS_WITH(Executable::open("/nonexistent/x.popef"), Catch::Contains("/nonexistent/x.popef: cannot open"));
+  std::string path = tempPath("tiny.popef");
+  popc::popef::writeFile(path, std::vector<uint8_t>{1, 2, 3});
+  CHECK_THROWS_WITH(Executable::open(path), path + ": not a popef file");
+  std::vector<uint8_t> foreign(100, 0);
+  popc::popef::writeFile(path, foreign);
+  CHECK_THROWS_WITH(Executable::open(path), path + ": not a popef file");
+  std::remove(path.c_str());
+  CHECK_THROWS_AS(Executable::fromBytes({}, "e"), Error);
+}
+
+TEST_CASE("popef truncated files are rejected", "[popef]") {
+  auto bytes = sampleBytes();
+  // The builder ends the buffer with up to 7 bytes of zero alignment padding;
+  // cutting only those loses nothing, so such files may still be accepted.
+  size_t padding = 0;
+  while (padding < 7 && bytes[bytes.size() - 1 - padding] == 0)
+    ++padding;
+  for (size_t n = 0; n + padding < bytes.size(); ++n) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + n);
+    INFO("kept " << n << " of " << bytes.size() << " bytes");
+    CHECK_THROWS_AS(Executable::fromBytes(cut, "cut"), Error);
+  }
+}
+
+TEST_CASE("popef bit flips never crash the reader", "[popef]") {
+  auto bytes = sampleBytes();
+  size_t rejected = 0, accepted = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (uint8_t mask : {0x01, 0x10, 0x80, 0xff}) {
+      auto b = bytes;
+      b[i] ^= mask;
+      try {
+        auto exe = Executable::fromBytes(std::move(b), "flip");
+        // Whatever was accepted must be usable: touch everything the runtime touches.
+        for (auto *t : *exe->root().tensors())
+          (void)popc::popef::tensorBytes(*t);
+        ++accepted;
+      } catch (const Error &) {
+        ++rejected;
+      }
+    }
+  }
+  CHECK(rejected > 0);
+  CHECK(accepted > 0); // flips inside names and constant data are harmless
+}
+
+TEST_CASE("popef semantic checks give precise messages", "[popef]") {
+  using K = fb::ProgramKind;
+  expectRejected([](auto &e) { e.format_version = 99; }, "recompile the model with this popc");
+  expectRejected([](auto &e) { e.target.reset(); }, "target: missing");
+  expectRejected([](auto &e) { e.target->tiles_per_ipu = 0; }, "target: tiles_per_ipu must be nonzero");
+  expectRejected([](auto &e) { e.target->tiles_per_ipu = 1u << 20; }, "exceeds the limit");
+  expectRejected([](auto &e) { e.target->bytes_per_tile = 17u << 20; }, "bytes_per_tile 17825792 exceeds");
+  expectRejected([](auto &e) { e.compute_sets[0]->field_offsets[5] = 1020; },
+                 "compute_sets[0].vertices[1]: field 2 range [1020, 1028) exceeds tile memory (bytes_per_tile 1024)");
+  expectRejected([](auto &e) { e.compute_sets[0]->vertices[1] = fb::Vertex(7, 1, 3); },
+                 "compute_sets[0].vertices[1]: vertex type 7 out of range (1 vertex types)");
+  expectRejected([](auto &e) { e.compute_sets[0]->vertices[0] = fb::Vertex(0, 4, 0); },
+                 "compute_sets[0].vertices[0]: tile 4 out of range (target has 4 tiles)");
+  expectRejected([](auto &e) { e.compute_sets[0]->vertices[1] = fb::Vertex(0, 1, 4); },
+                 "fields [4, 7) exceed field_offsets size 6");
+  expectRejected([](auto &e) { e.vertex_types[0]->module_ = 1; }, "module 1 out of range");
+  expectRejected([](auto &e) { e.vertex_types[0]->symbol.clear(); }, "empty symbol");
+  expectRejected([](auto &e) { e.tensors[0]->shape = {5}; }, "mapping covers 16 bytes but the tensor has 20 bytes");
+  expectRejected([](auto &e) { e.tensors[0]->shape = {-1}; }, "shape dimension 0 is negative");
+  expectRejected([](auto &e) { e.tensors[0]->shape = {1ll << 40, 1ll << 40}; }, "tensor size overflows");
+  expectRejected([](auto &e) { e.tensors[0]->mapping[1] = fb::TileInterval(9, 7, 1, 0); }, "begins at tensor byte 9, expected 8");
+  expectRejected([](auto &e) { e.tensors[0]->mapping[1] = fb::TileInterval(8, 8, 1, 1020); },
+                 "tensors[0] 'a'.mapping[1]: interval range [1020, 1028) exceeds tile memory");
+  expectRejected([](auto &e) { e.tensors[0]->mapping[1] = fb::TileInterval(8, 8, 9, 0); }, "tile 9 out of range");
+  expectRejected([](auto &e) { e.tensors[1]->constant = 3; }, "constant index 3 out of range");
+  expectRejected([](auto &e) { e.tensors[1]->constant = -1; }, "role Constant but no constant data");
+  expectRejected([](auto &e) { e.constants[0]->data.resize(12); }, "constant 0 holds 12 bytes but the tensor has 16 bytes");
+  expectRejected([](auto &e) { e.code[0]->bitcode.clear(); }, "code[0]: empty bitcode");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 1020, 2, 0, 8); },
+                 "exchanges[0].copies[0]: source range [1020, 1028) exceeds tile memory");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 7, 0, 8); }, "dst_tile 7 out of range");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = fb::Copy(1, 32, 2, 4, 8); },
+                 "destination overlaps copies[0] on tile 2");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = fb::Copy(2, 4, 3, 0, 8); },
+                 "exchanges[0].copies[1]: source overlaps the destination of copies[0]");
+  expectRejected([](auto &e) { e.streams[0]->tensor = 4; }, "streams[0] 'a': tensor 4 out of range");
+  expectRejected([](auto &e) { e.main->children[1]->index = 1; }, "main.children[1]: Execute index 1 out of range (1 compute sets)");
+  expectRejected([](auto &e) { e.main->children[3]->index = 2; }, "Exchange index 2 out of range");
+  expectRejected([](auto &e) { e.main->children[0]->index = 2; }, "StreamCopy index 2 out of range");
+  expectRejected([](auto &e) { e.main->children.push_back(popc::test::sampleProgram(K::Call, 0)); }, "Call index 0 out of range (0 functions)");
+  expectRejected([](auto &e) { e.main->children[2]->children.push_back(popc::test::sampleProgram(K::Sync)); },
+                 "Sync must not have children");
+  expectRejected([](auto &e) { e.main.reset(); }, "main: missing");
+  expectRejected([](auto &e) {
+    auto r = popc::test::sampleProgram(K::Repeat);
+    r->count = 2000000000u;
+    e.main->children.push_back(std::move(r));
+  }, "Repeat count 2000000000 exceeds");
+  expectRejected([](auto &e) {
+    // functions[0] calls functions[1] calls functions[0].
+    e.functions.push_back(popc::test::sampleProgram(K::Sequence));
+    e.functions[0]->children.push_back(popc::test::sampleProgram(K::Call, 1));
+    e.functions.push_back(popc::test::sampleProgram(K::Call, 0));
+    e.main->children.push_back(popc::test::sampleProgram(K::Call, 0));
+  }, "recursion through Call");
+  expectRejected([](auto &e) {
+    fb::ProgramT *p = e.main.get();
+    for (int i = 0; i < 70; ++i) {
+      p->children.push_back(popc::test::sampleProgram(K::Sequence));
+      p = p->children.back().get();
+    }
+  }, "program tree deeper than 64");
+  expectRejected([](auto &e) { e.metadata->inputs[0]->dtype = fb::DType::F16; }, "metadata.inputs[0] 'a': dtype float16 differs");
+  expectRejected([](auto &e) { e.metadata->inputs[0]->shape = {2, 2}; }, "shape differs");
+  expectRejected([](auto &e) { e.metadata->inputs[0]->stream = 1; }, "stream 1 carries tensor 3, not tensor 0");
+  expectRejected([](auto &e) { e.metadata->outputs[0]->stream = 5; }, "stream 5 out of range");
+  expectRejected([](auto &e) { e.metadata->outputs[0]->tensor = 9; }, "tensor 9 out of range");
+  expectRejected([](auto &e) {
+    e.metadata->outputs[0]->tensor = 0;
+    e.metadata->outputs[0]->stream = 0;
+  }, "direction HostToDevice, expected DeviceToHost");
+  expectRejected([](auto &e) { e.tile_bytes_used = {1, 2}; }, "expected 0 or one per tile (4)");
+  expectRejected([](auto &e) { e.tile_bytes_used[3] = 5000; }, "tile_bytes_used[3]: 5000 exceeds");
+}
+
+TEST_CASE("popef call graph without cycles is accepted", "[popef]") {
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  using K = fb::ProgramKind;
+  exe.functions.push_back(popc::test::sampleProgram(K::Sequence));
+  exe.functions[0]->children.push_back(popc::test::sampleProgram(K::Call, 1));
+  exe.functions.push_back(popc::test::sampleProgram(K::Sync));
+  exe.main->children.push_back(popc::test::sampleProgram(K::Call, 0));
+  exe.main->children.push_back(popc::test::sampleProgram(K::Call, 1));
+  CHECK_NOTHROW(Executable::fromBytes(popc::popef::serialize(exe)));
+}
