@@ -2,7 +2,7 @@
 
 #include "support/error.h"
 
-#include <spdlog/sinks/stderr_sinks.h>
+#include <spdlog/sinks/stdout_sinks.h>
 
 #include <mutex>
 
