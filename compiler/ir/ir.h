@@ -74,6 +74,7 @@ struct Op {
   std::vector<std::string> outputs; // tensor names
   Attributes attrs;
   int64_t ipu = 0; // virtual graph (multi-IPU), 0 by default
+  int64_t pipelineStage = -1; // ONNX `__pipeline_stage`, -1 when not annotated
 
   bool hasInput(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
 };
@@ -107,6 +108,9 @@ public:
 
   std::vector<std::string> inputs;  // graph inputs in order (TensorKind::Input)
   std::vector<std::string> outputs; // graph outputs in order
+  // ai.onnx opset whose semantics the ops follow (inference reads it); the
+  // importer copies Ir::opsetVersion here.
+  int64_t opset = 13;
 
 private:
   std::string id_;

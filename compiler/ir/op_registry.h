@@ -14,10 +14,13 @@ namespace popc::ir {
 // Throws popc::Error naming the op (type and name) on invalid input.
 using InferFn = std::function<std::vector<TensorInfo>(const Op &, const Graph &)>;
 
+// OpDef::maxInputs value for ops with any number of inputs (Concat).
+constexpr int kVariadic = -1;
+
 struct OpDef {
   std::string type;
   int minInputs = 1;
-  int maxInputs = 1;
+  int maxInputs = 1; // kVariadic = unbounded
   InferFn infer;
 };
 
@@ -39,6 +42,16 @@ void inferGraph(Graph &graph);
 // Structural verification: every input defined before use, names unique,
 // outputs exist. Throws popc::Error.
 void verifyGraph(const Graph &graph);
+
+// "Conv 'conv1'": how errors name an op.
+std::string describeOp(const Op &op);
+
+// The value of a Constant op (value / value_float(s) / value_int(s) attribute)
+// as a TensorKind::Constant tensor named after the op's output.
+Tensor constantOpTensor(const Op &op);
+// Compile-time value of tensor `name`: a Constant tensor, or the output of a
+// Constant op. nullopt when it is only known at run time.
+std::optional<Tensor> constantValue(const Graph &graph, const std::string &name);
 
 // Numpy broadcasting of two shapes; throws popc::Error with both shapes on mismatch.
 Shape broadcastShapes(const Shape &a, const Shape &b);

@@ -1,0 +1,236 @@
+#include "compiler/ir/op_attrs.h"
+
+#include "compiler/ir/op_helpers.h"
+
+#include <algorithm>
+
+namespace popc::ir {
+
+using detail::failOp;
+using detail::inputInfo;
+
+int64_t normalizeAxis(const Op &op, int64_t axis, int64_t rank, bool inclusive) {
+  const int64_t hi = inclusive ? rank : rank - 1;
+  if (axis < -rank || axis > hi)
+    failOp(op, "axis {} is out of range [{}, {}] for rank {}", axis, -rank, hi, rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+namespace {
+std::vector<int64_t> perDim(const Op &op, const char *name, size_t n, int64_t fallback) {
+  auto v = op.attrs.getInts(name, std::vector<int64_t>(n, fallback));
+  if (v.size() != n)
+    failOp(op, "attribute '{}' has {} values, expected {} (one per spatial dim)", name, v.size(), n);
+  for (int64_t x : v)
+    if (x < 1)
+      failOp(op, "attribute '{}' values must be >= 1, got {}", name, shapeToString(v));
+  return v;
+}
+
+// Fills pads and output dims from kernel/strides/dilations and auto_pad.
+void resolveWindow(const Op &op, const Shape &inSpatial, WindowParams &p) {
+  const size_t nd = inSpatial.size();
+  const std::string autoPad = op.attrs.getString("auto_pad", "NOTSET");
+  p.padsBegin.assign(nd, 0);
+  p.padsEnd.assign(nd, 0);
+  if (autoPad == "NOTSET") {
+    auto pads = op.attrs.getInts("pads", std::vector<int64_t>(2 * nd, 0));
+    if (pads.size() != 2 * nd)
+      failOp(op, "attribute 'pads' has {} values, expected {} (begin and end per spatial dim)",
+             pads.size(), 2 * nd);
+    for (int64_t x : pads)
+      if (x < 0)
+        failOp(op, "attribute 'pads' must be >= 0, got {}", shapeToString(pads));
+    for (size_t i = 0; i < nd; ++i) {
+      p.padsBegin[i] = pads[i];
+      p.padsEnd[i] = pads[i + nd];
+    }
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" || autoPad == "VALID") {
+    if (op.attrs.has("pads"))
+      failOp(op, "attribute 'pads' cannot be used together with auto_pad={}", autoPad);
+    if (autoPad != "VALID") {
+      for (size_t i = 0; i < nd; ++i) {
+        const int64_t dk = (p.kernel[i] - 1) * p.dilations[i] + 1;
+        const int64_t out = (inSpatial[i] + p.strides[i] - 1) / p.strides[i];
+        const int64_t total = std::max<int64_t>(0, (out - 1) * p.strides[i] + dk - inSpatial[i]);
+        const int64_t small = total / 2, big = total - small;
+        p.padsBegin[i] = autoPad == "SAME_UPPER" ? small : big;
+        p.padsEnd[i] = autoPad == "SAME_UPPER" ? big : small;
+      }
+    }
+  } else {
+    failOp(op, "attribute 'auto_pad' is '{}', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID",
+           autoPad);
+  }
+  p.outSpatial.resize(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t dk = (p.kernel[i] - 1) * p.dilations[i] + 1;
+    const int64_t span = inSpatial[i] + p.padsBegin[i] + p.padsEnd[i] - dk;
+    if (span < 0)
+      failOp(op, "kernel (dilated size {}) is larger than the padded input ({}) in spatial dim {}",
+             dk, inSpatial[i] + p.padsBegin[i] + p.padsEnd[i], i);
+    // Same rule as ONNX shape inference, so our shapes agree with ONNX's.
+    p.outSpatial[i] = 1 + (p.ceilMode ? (span + p.strides[i] - 1) / p.strides[i] : span / p.strides[i]);
+  }
+}
+} // namespace
+
+WindowParams convParams(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  const TensorInfo &w = inputInfo(op, graph, 1);
+  if (x.shape.size() != 4)
+    failOp(op, "only 2-D convolution is supported: input X must be 4-D [N,C,H,W], got {}",
+           shapeToString(x.shape));
+  if (w.shape.size() != 4)
+    failOp(op, "weights W must be 4-D [M,C/group,kH,kW], got {}", shapeToString(w.shape));
+  WindowParams p;
+  p.kernel = Shape(w.shape.begin() + 2, w.shape.end());
+  if (op.attrs.has("kernel_shape") && op.attrs.getInts("kernel_shape") != p.kernel)
+    failOp(op, "attribute 'kernel_shape' {} does not match the weights' spatial dims {}",
+           shapeToString(op.attrs.getInts("kernel_shape")), shapeToString(p.kernel));
+  p.strides = perDim(op, "strides", 2, 1);
+  p.dilations = perDim(op, "dilations", 2, 1);
+  p.group = op.attrs.getInt("group", 1);
+  if (p.group < 1)
+    failOp(op, "attribute 'group' must be >= 1, got {}", p.group);
+  resolveWindow(op, Shape(x.shape.begin() + 2, x.shape.end()), p);
+  return p;
+}
+
+WindowParams poolParams(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  if (x.shape.size() < 3)
+    failOp(op, "input X must have rank >= 3 [N,C,spatial...], got {}", shapeToString(x.shape));
+  const size_t nd = x.shape.size() - 2;
+  WindowParams p;
+  if (!op.attrs.has("kernel_shape"))
+    failOp(op, "required attribute 'kernel_shape' is missing");
+  p.kernel = perDim(op, "kernel_shape", nd, 1);
+  p.strides = perDim(op, "strides", nd, 1);
+  if (op.type == "AveragePool" && op.attrs.has("dilations"))
+    failOp(op, "attribute 'dilations' is not supported for AveragePool");
+  p.dilations = perDim(op, "dilations", nd, 1);
+  p.ceilMode = op.attrs.getInt("ceil_mode", 0) != 0;
+  p.countIncludePad = op.attrs.getInt("count_include_pad", 0) != 0;
+  if (op.type == "MaxPool" && op.attrs.getInt("storage_order", 0) != 0)
+    failOp(op, "storage_order=1 (column-major indices) is not supported");
+  resolveWindow(op, Shape(x.shape.begin() + 2, x.shape.end()), p);
+  return p;
+}
+
+bool softmaxCoerces2D(const Graph &graph) { return graph.opset < 13; }
+
+int64_t softmaxAxis(const Op &op, const Graph &graph) {
+  const int64_t rank = int64_t(inputInfo(op, graph, 0).shape.size());
+  const int64_t fallback = softmaxCoerces2D(graph) ? 1 : -1;
+  if (rank == 0)
+    failOp(op, "input must have rank >= 1");
+  return normalizeAxis(op, op.attrs.getInt("axis", fallback), rank);
+}
+
+std::vector<int64_t> transposePerm(const Op &op, const Graph &graph) {
+  const int64_t rank = int64_t(inputInfo(op, graph, 0).shape.size());
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i)
+    perm[size_t(i)] = rank - 1 - i;
+  perm = op.attrs.getInts("perm", perm);
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = int64_t(perm.size()) == rank;
+  for (int64_t i = 0; ok && i < rank; ++i)
+    ok = sorted[size_t(i)] == i;
+  if (!ok)
+    failOp(op, "attribute 'perm' {} is not a permutation of the {} input dims", shapeToString(perm),
+           rank);
+  return perm;
+}
+
+int64_t concatAxis(const Op &op, const Graph &graph) {
+  const int64_t rank = int64_t(inputInfo(op, graph, 0).shape.size());
+  if (!op.attrs.has("axis"))
+    failOp(op, "required attribute 'axis' is missing");
+  return normalizeAxis(op, op.attrs.getInt("axis"), rank);
+}
+
+int64_t flattenAxis(const Op &op, const Graph &graph) {
+  const int64_t rank = int64_t(inputInfo(op, graph, 0).shape.size());
+  return normalizeAxis(op, op.attrs.getInt("axis", 1), rank, /*inclusive=*/true);
+}
+
+namespace {
+// Axes from the attribute (opset < 13) or the constant input 1 (opset >= 13).
+std::optional<std::vector<int64_t>> axesOf(const Op &op, const Graph &graph) {
+  if (graph.opset >= 13) {
+    if (op.attrs.has("axes"))
+      failOp(op, "'axes' is an input since opset 13, not an attribute");
+    if (!op.hasInput(1))
+      return std::nullopt;
+    return detail::constantInputInts(op, graph, 1, "axes");
+  }
+  if (op.inputs.size() > 1)
+    failOp(op, "takes 1 input before opset 13 (axes is an attribute), got {}", op.inputs.size());
+  if (!op.attrs.has("axes"))
+    return std::nullopt;
+  return op.attrs.getInts("axes");
+}
+
+std::vector<int64_t> normalizeAxes(const Op &op, const std::vector<int64_t> &axes, int64_t rank) {
+  std::vector<int64_t> out;
+  for (int64_t a : axes)
+    out.push_back(normalizeAxis(op, a, rank));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    failOp(op, "axes {} contain a duplicate", shapeToString(axes));
+  return out;
+}
+} // namespace
+
+std::vector<int64_t> squeezeAxes(const Op &op, const Graph &graph) {
+  const Shape &shape = inputInfo(op, graph, 0).shape;
+  auto axes = axesOf(op, graph);
+  std::vector<int64_t> out;
+  if (!axes || axes->empty()) {
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] == 1)
+        out.push_back(int64_t(i));
+    return out;
+  }
+  out = normalizeAxes(op, *axes, int64_t(shape.size()));
+  for (int64_t a : out)
+    if (shape[size_t(a)] != 1)
+      failOp(op, "cannot squeeze axis {} of size {} (input {})", a, shape[size_t(a)],
+             shapeToString(shape));
+  return out;
+}
+
+std::vector<int64_t> unsqueezeAxes(const Op &op, const Graph &graph) {
+  const Shape &shape = inputInfo(op, graph, 0).shape;
+  auto axes = axesOf(op, graph);
+  if (!axes || axes->empty())
+    failOp(op, "axes are required");
+  return normalizeAxes(op, *axes, int64_t(shape.size() + axes->size()));
+}
+
+GemmParams gemmParams(const Op &op, const Graph &graph) {
+  const TensorInfo &a = inputInfo(op, graph, 0);
+  const TensorInfo &b = inputInfo(op, graph, 1);
+  detail::requireRank(op, a, 2, "input A");
+  detail::requireRank(op, b, 2, "input B");
+  if (op.attrs.has("broadcast"))
+    failOp(op, "legacy (opset < 7) attribute 'broadcast' is not supported");
+  GemmParams p;
+  p.transA = op.attrs.getInt("transA", 0) != 0;
+  p.transB = op.attrs.getInt("transB", 0) != 0;
+  p.alpha = op.attrs.getFloat("alpha", 1.0);
+  p.beta = op.attrs.getFloat("beta", 1.0);
+  p.M = p.transA ? a.shape[1] : a.shape[0];
+  p.K = p.transA ? a.shape[0] : a.shape[1];
+  const int64_t kb = p.transB ? b.shape[1] : b.shape[0];
+  p.N = p.transB ? b.shape[0] : b.shape[1];
+  if (p.K != kb)
+    failOp(op, "inner dimensions differ: A {} (transA={}) has K={}, B {} (transB={}) has K={}",
+           shapeToString(a.shape), int(p.transA), p.K, shapeToString(b.shape), int(p.transB), kb);
+  return p;
+}
+
+} // namespace popc::ir

@@ -1,0 +1,52 @@
+// Resolved attributes of ops whose ONNX attributes need interpretation
+// (defaults, auto_pad, negative axes, opset differences). Inference uses them
+// and so do the lowerings in compiler/lib, so both agree on the semantics.
+// All functions throw popc::Error naming the op when an attribute is invalid.
+#pragma once
+#include "compiler/ir/ir.h"
+
+namespace popc::ir {
+
+// Geometry of Conv / MaxPool / AveragePool over the spatial dims (2-D for Conv).
+struct WindowParams {
+  Shape kernel;                     // kernel size per spatial dim
+  std::vector<int64_t> strides;     // per spatial dim
+  std::vector<int64_t> dilations;   // per spatial dim (1 for AveragePool)
+  std::vector<int64_t> padsBegin;   // auto_pad resolved into explicit pads
+  std::vector<int64_t> padsEnd;
+  Shape outSpatial;                 // output spatial dims
+  int64_t group = 1;                // Conv only
+  bool ceilMode = false;            // pools only
+  bool countIncludePad = false;     // AveragePool only
+};
+// Conv: X [N,C,H,W], W [M,C/group,kH,kW]; kernel from W (kernel_shape checked against it).
+WindowParams convParams(const Op &op, const Graph &graph);
+// MaxPool / AveragePool: kernel_shape required.
+WindowParams poolParams(const Op &op, const Graph &graph);
+
+// `axis` in [-rank, rank) (or [-rank, rank] when inclusive) → [0, rank); error otherwise.
+int64_t normalizeAxis(const Op &op, int64_t axis, int64_t rank, bool inclusive = false);
+// Softmax axis, normalised. Opset < 13: the input is coerced to 2-D
+// [prod(dims[:axis]), prod(dims[axis:])] and softmax runs over the second dim;
+// opset >= 13: over this single axis. Use softmaxCoerces2D() to tell.
+int64_t softmaxAxis(const Op &op, const Graph &graph);
+bool softmaxCoerces2D(const Graph &graph);
+// Transpose perm (default: reversed dims), validated.
+std::vector<int64_t> transposePerm(const Op &op, const Graph &graph);
+// Concat axis, normalised.
+int64_t concatAxis(const Op &op, const Graph &graph);
+// Flatten axis in [0, rank].
+int64_t flattenAxis(const Op &op, const Graph &graph);
+// Squeeze / Unsqueeze axes (attribute before opset 13, constant input from 13),
+// normalised and sorted. Squeeze without axes → every dim of size 1.
+std::vector<int64_t> squeezeAxes(const Op &op, const Graph &graph);
+std::vector<int64_t> unsqueezeAxes(const Op &op, const Graph &graph);
+// Gemm attributes.
+struct GemmParams {
+  bool transA = false, transB = false;
+  double alpha = 1.0, beta = 1.0;
+  int64_t M = 0, N = 0, K = 0;
+};
+GemmParams gemmParams(const Op &op, const Graph &graph);
+
+} // namespace popc::ir

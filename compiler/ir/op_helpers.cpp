@@ -1,0 +1,142 @@
+#include "compiler/ir/op_helpers.h"
+
+#include <cstring>
+
+namespace popc::ir {
+
+std::string describeOp(const Op &op) {
+  std::string type = op.domain.empty() ? op.type : op.domain + "::" + op.type;
+  return fmt::format("{} '{}'", type, op.name);
+}
+
+Tensor constantOpTensor(const Op &op) {
+  using detail::failOp;
+  if (op.type != "Constant")
+    failOp(op, "not a Constant op");
+  if (op.outputs.size() != 1)
+    failOp(op, "expected 1 output, got {}", op.outputs.size());
+  Tensor t;
+  t.name = op.outputs[0];
+  t.kind = TensorKind::Constant;
+  const auto &attrs = op.attrs;
+  int count = 0;
+  for (const char *name : {"value", "value_float", "value_floats", "value_int", "value_ints",
+                           "value_string", "value_strings", "sparse_value"})
+    count += attrs.has(name) ? 1 : 0;
+  if (count != 1)
+    failOp(op, "needs exactly one value attribute (value, value_float, value_floats, value_int, "
+               "value_ints), found {}", count);
+  auto put = [&](const void *src, size_t n) {
+    t.data.resize(n);
+    if (n)
+      std::memcpy(t.data.data(), src, n);
+  };
+  if (attrs.has("value")) {
+    auto v = attrs.getTensor("value");
+    if (!v)
+      failOp(op, "attribute 'value' holds no tensor");
+    t.info = v->info;
+    if (v->data.size() != v->info.bytes())
+      failOp(op, "attribute 'value' holds {} bytes, expected {}", v->data.size(), v->info.bytes());
+    t.data = v->data;
+  } else if (attrs.has("value_float")) {
+    float f = float(attrs.getFloat("value_float", 0));
+    t.info = {DType::F32, {}};
+    put(&f, 4);
+  } else if (attrs.has("value_floats")) {
+    auto d = attrs.getFloats("value_floats");
+    std::vector<float> f(d.begin(), d.end());
+    t.info = {DType::F32, {int64_t(f.size())}};
+    put(f.data(), f.size() * 4);
+  } else if (attrs.has("value_int")) {
+    int64_t i = attrs.getInt("value_int");
+    t.info = {DType::I64, {}};
+    put(&i, 8);
+  } else if (attrs.has("value_ints")) {
+    auto v = attrs.getInts("value_ints");
+    t.info = {DType::I64, {int64_t(v.size())}};
+    put(v.data(), v.size() * 8);
+  } else {
+    failOp(op, "string and sparse constants are not supported");
+  }
+  return t;
+}
+
+std::optional<Tensor> constantValue(const Graph &graph, const std::string &name) {
+  if (!graph.hasTensor(name))
+    return std::nullopt;
+  const Tensor &t = graph.tensor(name);
+  if (t.kind == TensorKind::Constant)
+    return t;
+  if (auto p = graph.producer(name)) {
+    const Op &op = *graph.ops()[*p];
+    if (op.type == "Constant" && op.domain.empty())
+      return constantOpTensor(op);
+  }
+  return std::nullopt;
+}
+
+namespace detail {
+
+const TensorInfo &inputInfo(const Op &op, const Graph &graph, size_t i) {
+  if (!op.hasInput(i))
+    failOp(op, "input {} is missing", i);
+  if (!graph.hasTensor(op.inputs[i]))
+    failOp(op, "input {} '{}' is not defined", i, op.inputs[i]);
+  return graph.tensor(op.inputs[i]).info;
+}
+
+std::vector<int64_t> constantInputInts(const Op &op, const Graph &graph, size_t i, const char *what) {
+  inputInfo(op, graph, i);
+  auto value = constantValue(graph, op.inputs[i]);
+  if (!value)
+    failOp(op, "{} (input {} '{}') must be a compile-time constant (static shapes only)", what, i,
+           op.inputs[i]);
+  if (!isInteger(value->info.dtype))
+    failOp(op, "{} (input {} '{}') must be an integer tensor, got {}", what, i, op.inputs[i],
+           dtypeName(value->info.dtype));
+  if (value->info.shape.size() > 1)
+    failOp(op, "{} (input {} '{}') must be 1-D, got shape {}", what, i, op.inputs[i],
+           shapeToString(value->info.shape));
+  return value->toInt64s();
+}
+
+bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64; }
+bool isInteger(DType t) {
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8;
+}
+
+void requireFloat(const Op &op, const TensorInfo &info, const char *what) {
+  if (!isFloat(info.dtype))
+    failOp(op, "{} must be float16/float32/float64, got {}", what, dtypeName(info.dtype));
+}
+
+void requireSameDType(const Op &op, const TensorInfo &a, const TensorInfo &b, const char *whatA,
+                      const char *whatB) {
+  if (a.dtype != b.dtype)
+    failOp(op, "{} and {} must have the same type, got {} and {}", whatA, whatB,
+           dtypeName(a.dtype), dtypeName(b.dtype));
+}
+
+void requireRank(const Op &op, const TensorInfo &info, size_t rank, const char *what) {
+  if (info.shape.size() != rank)
+    failOp(op, "{} must be {}-D, got shape {}", what, rank, shapeToString(info.shape));
+}
+
+std::string shortDType(DType t) {
+  switch (t) {
+  case DType::F32: return "f32";
+  case DType::F16: return "f16";
+  case DType::F64: return "f64";
+  case DType::I8: return "i8";
+  case DType::I16: return "i16";
+  case DType::I32: return "i32";
+  case DType::I64: return "i64";
+  case DType::U8: return "u8";
+  case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+} // namespace detail
+} // namespace popc::ir

@@ -1,0 +1,125 @@
+// Neural-network ops: convolution, pooling, normalisation, softmax, dropout.
+#include "compiler/ir/op_attrs.h"
+#include "compiler/ir/op_helpers.h"
+
+namespace popc::ir::detail {
+
+namespace {
+std::vector<TensorInfo> inferConv(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  const TensorInfo &w = inputInfo(op, graph, 1);
+  requireFloat(op, x, "input X");
+  requireSameDType(op, x, w, "input X", "weights W");
+  WindowParams p = convParams(op, graph);
+  const int64_t C = x.shape[1], M = w.shape[0];
+  if (C != w.shape[1] * p.group)
+    failOp(op, "input channels {} != weights' channels per group {} x group {}", C, w.shape[1],
+           p.group);
+  if (M % p.group != 0)
+    failOp(op, "output channels {} are not divisible by group {}", M, p.group);
+  if (op.hasInput(2)) {
+    const TensorInfo &b = inputInfo(op, graph, 2);
+    requireSameDType(op, x, b, "input X", "bias B");
+    if (b.shape != Shape{M})
+      failOp(op, "bias B must have shape [{}], got {}", M, shapeToString(b.shape));
+  }
+  Shape out{x.shape[0], M};
+  out.insert(out.end(), p.outSpatial.begin(), p.outSpatial.end());
+  return {TensorInfo{x.dtype, out}};
+}
+
+std::vector<TensorInfo> inferPool(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input X");
+  WindowParams p = poolParams(op, graph);
+  Shape out{x.shape[0], x.shape[1]};
+  out.insert(out.end(), p.outSpatial.begin(), p.outSpatial.end());
+  std::vector<TensorInfo> result{TensorInfo{x.dtype, out}};
+  if (op.outputs.size() == 2) {
+    if (op.type != "MaxPool")
+      failOp(op, "has 1 output, got 2");
+    result.push_back(TensorInfo{DType::I64, out}); // Indices
+  } else if (op.outputs.size() > 2) {
+    failOp(op, "has at most {} outputs, got {}", op.type == "MaxPool" ? 2 : 1, op.outputs.size());
+  }
+  return result;
+}
+
+std::vector<TensorInfo> inferGlobalPool(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input X");
+  if (x.shape.size() < 3)
+    failOp(op, "input X must have rank >= 3 [N,C,spatial...], got {}", shapeToString(x.shape));
+  Shape out = x.shape;
+  for (size_t i = 2; i < out.size(); ++i)
+    out[i] = 1;
+  return {TensorInfo{x.dtype, out}};
+}
+
+std::vector<TensorInfo> inferBatchNorm(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input X");
+  if (x.shape.size() < 2)
+    failOp(op, "input X must have rank >= 2 [N,C,...], got {}", shapeToString(x.shape));
+  size_t requested = 0;
+  for (size_t i = 1; i < op.outputs.size(); ++i)
+    requested += op.outputs[i].empty() ? 0 : 1;
+  if (requested > 0 || op.attrs.getInt("training_mode", 0) != 0)
+    failOp(op, "training mode (running mean/var or saved statistics outputs) is not supported; "
+               "export the model in inference mode (1 output)");
+  if (op.attrs.getInt("spatial", 1) != 1)
+    failOp(op, "spatial=0 (per-activation statistics) is not supported");
+  const int64_t C = x.shape[1];
+  const char *names[] = {"", "scale", "B", "input_mean", "input_var"};
+  for (size_t i = 1; i < 5; ++i) {
+    const TensorInfo &t = inputInfo(op, graph, i);
+    requireFloat(op, t, names[i]);
+    if (t.shape != Shape{C})
+      failOp(op, "{} must have shape [{}] (channels), got {}", names[i], C, shapeToString(t.shape));
+  }
+  std::vector<TensorInfo> result(op.outputs.size(), x); // unrequested outputs are ""
+  return result;
+}
+
+std::vector<TensorInfo> inferSoftmax(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input");
+  softmaxAxis(op, graph); // validates
+  return {x};
+}
+
+std::vector<TensorInfo> inferDropout(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input");
+  if (graph.opset < 12 && op.inputs.size() > 1)
+    failOp(op, "takes 1 input before opset 12 (ratio is an attribute), got {}", op.inputs.size());
+  if (op.hasInput(2)) { // training_mode
+    auto value = constantValue(graph, op.inputs[2]);
+    if (!value)
+      failOp(op, "training_mode (input 2) must be a compile-time constant");
+    auto v = value->toInt64s();
+    if (v.size() != 1)
+      failOp(op, "training_mode must be a scalar");
+    if (v[0] != 0)
+      failOp(op, "training_mode=true is not supported (inference only)");
+  }
+  if (op.outputs.size() > 2)
+    failOp(op, "has at most 2 outputs (output, mask), got {}", op.outputs.size());
+  std::vector<TensorInfo> result{x};
+  if (op.outputs.size() == 2) // mask: bool since opset 10, input type before
+    result.push_back(TensorInfo{graph.opset >= 10 ? DType::Bool : x.dtype, x.shape});
+  return result;
+}
+} // namespace
+
+void registerNnOps(OpRegistry &reg) {
+  reg.add({"Conv", 2, 3, inferConv});
+  reg.add({"MaxPool", 1, 1, inferPool});
+  reg.add({"AveragePool", 1, 1, inferPool});
+  reg.add({"GlobalAveragePool", 1, 1, inferGlobalPool});
+  reg.add({"BatchNormalization", 5, 5, inferBatchNorm});
+  reg.add({"Softmax", 1, 1, inferSoftmax});
+  reg.add({"Dropout", 1, 3, inferDropout});
+}
+
+} // namespace popc::ir::detail
