@@ -1,0 +1,58 @@
+// Constant folding: evaluate on the host whatever depends only on constants,
+// so the device never spends cycles (or tile memory for intermediates) on it.
+// Exported models are full of such subgraphs: Shape→Gather→Concat→Reshape
+// chains, weight transposes, Constant ops.
+#include "compiler/passes/host_eval.h"
+#include "compiler/passes/pass_utils.h"
+#include "compiler/passes/passes.h"
+#include "support/log.h"
+
+namespace popc::passes {
+
+namespace {
+
+bool foldable(const ir::Graph &g, const ir::Op &op) {
+  if (!isOnnxOp(op) || op.outputs.size() != 1 || op.outputs[0].empty() ||
+      !hostEvalSupports(op.type) || !g.hasTensor(op.outputs[0]))
+    return false;
+  // Shapes are static, so Shape folds whatever its input is.
+  if (op.type == "Shape")
+    return op.hasInput(0) && g.hasTensor(op.inputs[0]);
+  for (const auto &in : op.inputs)
+    if (!in.empty() && !(g.hasTensor(in) && g.tensor(in).kind == ir::TensorKind::Constant))
+      return false;
+  return true;
+}
+
+} // namespace
+
+size_t foldConstants(ir::Ir &ir) {
+  ir::Graph &g = ir.main;
+  size_t folded = 0;
+  // One forward sweep folds whole chains: ops are in topological order, so a
+  // folded output is already Constant when its consumers are visited.
+  for (size_t i = 0; i < g.ops().size();) {
+    const ir::Op &op = *g.ops()[i];
+    if (!foldable(g, op)) {
+      ++i;
+      continue;
+    }
+    std::vector<const ir::Tensor *> inputs;
+    for (const auto &in : op.inputs)
+      inputs.push_back(in.empty() ? nullptr : &g.tensor(in));
+    ir::Tensor &out = g.tensor(op.outputs[0]);
+    auto result = hostEvaluate(op, inputs, {out.info});
+    if (!result) {
+      ++i;
+      continue;
+    }
+    log::get("passes")->trace("constant folding: {} ({}) -> {}", op.name, op.type, out.name);
+    out.kind = ir::TensorKind::Constant;
+    out.data = std::move((*result)[0]);
+    g.removeOp(i);
+    ++folded;
+  }
+  return folded;
+}
+
+} // namespace popc::passes

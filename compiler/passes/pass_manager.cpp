@@ -1,0 +1,148 @@
+#include "compiler/passes/pass_manager.h"
+
+#include "compiler/ir/op_registry.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/passes.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace popc::passes {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void writeFile(const fs::path &dir, const std::string &fileName, const std::string &text) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    fail("{}: cannot create the dump directory: {}: choose a writable directory", dir.string(),
+         ec.message());
+  fs::path path = dir / fileName;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out)
+    fail("{}: cannot write the dump file in directory {}: choose a writable directory",
+         path.string(), dir.string());
+}
+
+// Subgraph ids come from the model: keep file names to a safe alphabet.
+std::string safeFilePart(const std::string &s) {
+  std::string r = s;
+  for (char &c : r)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+      c = '_';
+  return r;
+}
+
+void inferAndVerify(ir::Ir &ir) {
+  ir::inferGraph(ir.main);
+  ir::verifyGraph(ir.main);
+}
+
+} // namespace
+
+const std::vector<std::string> &checkpointNames() {
+  static const std::vector<std::string> names = {"FWD0", "FWD1", "PREALIAS", "MAINLOOPS", "FINAL"};
+  return names;
+}
+
+PassManager::PassManager(PassOptions options) : options_(std::move(options)) {}
+
+void PassManager::addPass(std::string name, PassFn fn) {
+  steps_.push_back({false, std::move(name), std::move(fn)});
+}
+
+void PassManager::addCheckpoint(std::string name) { steps_.push_back({true, std::move(name), {}}); }
+
+std::vector<std::string> PassManager::passNames() const {
+  std::vector<std::string> names;
+  for (const auto &s : steps_)
+    if (!s.checkpoint && std::find(names.begin(), names.end(), s.name) == names.end())
+      names.push_back(s.name);
+  return names;
+}
+
+void PassManager::checkpoint(const ir::Ir &ir, const std::string &name, size_t index) {
+  log::get("passes")->debug("checkpoint {}: {} ops, {} tensors", name, ir.main.ops().size(),
+                            ir.main.tensors().size());
+  std::string stem = fmt::format("{:02}_{}", index, name);
+  if (!options_.dumpIrDir.empty())
+    writeFile(options_.dumpIrDir, stem + ".ir.txt", ir::printIr(ir));
+  if (!options_.dumpDotDir.empty()) {
+    writeFile(options_.dumpDotDir, stem + ".dot", ir::graphToDot(ir.main));
+    for (const auto &[id, g] : ir.subgraphs)
+      writeFile(options_.dumpDotDir, stem + "." + safeFilePart(id) + ".dot", ir::graphToDot(g));
+  }
+}
+
+void PassManager::run(ir::Ir &ir) {
+  std::vector<std::string> known = passNames();
+  for (const auto &d : options_.disabledPasses)
+    if (std::find(known.begin(), known.end(), d) == known.end())
+      fail("disabled pass '{}': no such pass; valid names are {}", d, fmt::join(known, ", "));
+
+  auto logger = log::get("passes");
+  executed_.clear();
+  // The importer's output is the baseline: if it does not verify, say so
+  // before blaming a pass.
+  try {
+    inferAndVerify(ir);
+  } catch (const Error &e) {
+    fail("internal error in the IR given to the passes: {}", e.what());
+  }
+  size_t checkpointIndex = 0;
+  for (const Step &step : steps_) {
+    if (step.checkpoint) {
+      checkpoint(ir, step.name, checkpointIndex++);
+      executed_.push_back(step.name);
+      continue;
+    }
+    const auto &disabled = options_.disabledPasses;
+    if (std::find(disabled.begin(), disabled.end(), step.name) != disabled.end()) {
+      logger->debug("pass {}: disabled", step.name);
+      continue;
+    }
+    size_t before = ir.main.ops().size(), rewrites = 0;
+    try {
+      rewrites = step.fn(ir);
+    } catch (const Error &e) {
+      fail("pass {}: {}", step.name, e.what());
+    }
+    try {
+      inferAndVerify(ir);
+    } catch (const Error &e) {
+      fail("internal error after pass {}: {}", step.name, e.what());
+    }
+    logger->debug("pass {}: {} rewrites, ops {} -> {}", step.name, rewrites, before,
+                  ir.main.ops().size());
+    executed_.push_back("pass " + step.name);
+  }
+}
+
+PassManager makeDefaultPipeline(const PassOptions &options) {
+  PassManager pm(options);
+  pm.addCheckpoint("FWD0");
+  pm.addPass("constant-folding", foldConstants);
+  pm.addPass("noop-removal", removeNoOps);
+  pm.addPass("conv-bn-fold", foldConvBatchNorm); // before BN decomposition
+  pm.addPass("batchnorm-decomposition", decomposeBatchNorm);
+  pm.addPass("constant-folding", foldConstants); // the new BN constants, Shape chains freed by no-op removal
+  pm.addPass("dead-code-elimination", eliminateDeadCode); // last: collects what the others left
+  pm.addCheckpoint("FWD1");
+  // Placeholders: passes for aliasing/inplacing and main-loop (batches per
+  // step) transforms go between these, as in PopART.
+  pm.addCheckpoint("PREALIAS");
+  pm.addCheckpoint("MAINLOOPS");
+  pm.addCheckpoint("FINAL");
+  return pm;
+}
+
+void runPasses(ir::Ir &ir, const PassOptions &options) { makeDefaultPipeline(options).run(ir); }
+
+} // namespace popc::passes

@@ -1,0 +1,70 @@
+// The pass manager: runs named IR passes in a fixed order, grouped between
+// named checkpoints FWD0 FWD1 PREALIAS MAINLOOPS FINAL (as PopART's
+// POPART_DOT_CHECKS / POPART_IR_DUMP). At each checkpoint the IR can be dumped
+// as text and as Graphviz DOT. After every pass the main graph is re-inferred
+// and verified, so a pass that breaks the IR is caught and named.
+#pragma once
+#include "compiler/ir/ir.h"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace popc::passes {
+
+struct PassOptions {
+  // Write <dir>/<NN>_<CHECKPOINT>.ir.txt (ir::printIr) at each checkpoint; "" = off.
+  std::string dumpIrDir;
+  // Write <dir>/<NN>_<CHECKPOINT>.dot (ir::graphToDot of the main graph, and
+  // <NN>_<CHECKPOINT>.<subgraph>.dot per subgraph) at each checkpoint; "" = off.
+  std::string dumpDotDir;
+  // Pass names to skip (every instance of the name); unknown names are an error.
+  std::vector<std::string> disabledPasses;
+};
+
+// Rewrites the IR in place; returns the number of rewrites (for logging).
+using PassFn = std::function<size_t(ir::Ir &)>;
+
+// The checkpoint names of the standard pipeline, in order.
+const std::vector<std::string> &checkpointNames();
+
+class PassManager {
+public:
+  explicit PassManager(PassOptions options = {});
+  void addPass(std::string name, PassFn fn);
+  void addCheckpoint(std::string name);
+
+  // Runs every step in the order added. Throws popc::Error: "pass <name>: ..."
+  // when a pass throws, "internal error after pass <name>: ..." when the IR no
+  // longer infers/verifies after it, or naming a dump file/dir that cannot be written.
+  void run(ir::Ir &ir);
+
+  // Distinct pass names in order of first appearance.
+  std::vector<std::string> passNames() const;
+  // What the last run() did, in order: "FWD0", "pass constant-folding", ...
+  // (disabled passes are absent).
+  const std::vector<std::string> &executed() const { return executed_; }
+
+private:
+  struct Step {
+    bool checkpoint = false;
+    std::string name;
+    PassFn fn;
+  };
+  void checkpoint(const ir::Ir &ir, const std::string &name, size_t index);
+
+  PassOptions options_;
+  std::vector<Step> steps_;
+  std::vector<std::string> executed_;
+};
+
+// The standard pipeline:
+//   FWD0, constant-folding, noop-removal, conv-bn-fold, batchnorm-decomposition,
+//   constant-folding, dead-code-elimination, FWD1, PREALIAS, MAINLOOPS, FINAL.
+PassManager makeDefaultPipeline(const PassOptions &options);
+
+// Runs the standard pipeline on `ir`.
+void runPasses(ir::Ir &ir, const PassOptions &options);
+
+} // namespace popc::passes

@@ -1,0 +1,121 @@
+#include "compiler/passes/pass_utils.h"
+
+#include "compiler/passes/host_eval.h"
+#include "support/error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace popc::passes {
+
+bool isConstant(const ir::Graph &g, const std::string &name) {
+  return g.hasTensor(name) && g.tensor(name).kind == ir::TensorKind::Constant;
+}
+
+bool isGraphOutput(const ir::Graph &g, const std::string &name) {
+  return std::find(g.outputs.begin(), g.outputs.end(), name) != g.outputs.end();
+}
+
+bool isGraphInput(const ir::Graph &g, const std::string &name) {
+  return std::find(g.inputs.begin(), g.inputs.end(), name) != g.inputs.end();
+}
+
+std::set<std::string> namesUsedBySubgraphs(const ir::Ir &ir) {
+  std::set<std::string> names;
+  for (const auto &[id, g] : ir.subgraphs)
+    for (const auto &op : g.ops())
+      for (const auto &in : op->inputs)
+        if (!in.empty())
+          names.insert(in);
+  return names;
+}
+
+bool isUnused(const ir::Graph &g, const std::set<std::string> &captured, const std::string &name) {
+  return g.consumers(name).empty() && !isGraphOutput(g, name) && !captured.count(name);
+}
+
+std::string addConstant(ir::Graph &g, const std::string &base, ir::TensorInfo info,
+                        std::vector<uint8_t> data) {
+  POPC_ASSERT(data.size() == info.bytes());
+  ir::Tensor t;
+  t.name = g.uniqueName(base);
+  t.info = std::move(info);
+  t.kind = ir::TensorKind::Constant;
+  t.data = std::move(data);
+  return g.addTensor(std::move(t)).name;
+}
+
+std::string addFloatConstant(ir::Graph &g, const std::string &base, DType dtype, Shape shape,
+                             const std::vector<double> &values) {
+  ir::TensorInfo info{dtype, std::move(shape)};
+  return addConstant(g, base, info, encodeDoubles(dtype, values));
+}
+
+std::vector<double> constantAsDoubles(const ir::Tensor &t) {
+  POPC_ASSERT(t.kind == ir::TensorKind::Constant && hostDTypeSupported(t.info.dtype));
+  return decodeDoubles(t.info.dtype, t.data);
+}
+
+void removeOpAndDeadOutputs(ir::Graph &g, size_t index, const std::set<std::string> &captured) {
+  std::vector<std::string> outs = g.ops()[index]->outputs;
+  g.removeOp(index);
+  for (const auto &o : outs)
+    if (!o.empty() && g.hasTensor(o) && g.tensor(o).kind == ir::TensorKind::Intermediate &&
+        !g.producer(o) && isUnused(g, captured, o))
+      g.removeTensor(o);
+}
+
+size_t indexOf(const ir::Graph &g, const ir::Op *op) {
+  const auto &ops = g.ops();
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].get() == op)
+      return i;
+  fail("internal error: op {} not found in graph {}", op->name, g.id());
+}
+
+} // namespace popc::passes
+
+namespace popc::passes {
+
+std::optional<ChannelAffine> constantBatchNormAffine(const ir::Graph &g, const ir::Op &bn,
+                                                     const std::set<std::string> &captured) {
+  if (bn.type != "BatchNormalization" || !isOnnxOp(bn) || bn.inputs.size() != 5 ||
+      bn.attrs.getInt("training_mode", 0) != 0)
+    return std::nullopt;
+  for (size_t i = 1; i < bn.outputs.size(); ++i)
+    if (!bn.outputs[i].empty() && g.hasTensor(bn.outputs[i]) && !isUnused(g, captured, bn.outputs[i]))
+      return std::nullopt; // running statistics are used: not an inference BN
+  std::vector<double> p[4];
+  for (int i = 0; i < 4; ++i) {
+    const std::string &name = bn.inputs[size_t(i) + 1];
+    if (!isConstant(g, name))
+      return std::nullopt;
+    DType t = g.tensor(name).info.dtype;
+    if (t != DType::F32 && t != DType::F64)
+      return std::nullopt;
+    p[i] = constantAsDoubles(g.tensor(name));
+    if (p[i].size() != p[0].size())
+      return std::nullopt;
+  }
+  double eps = bn.attrs.getFloat("epsilon", 1e-5);
+  ChannelAffine a;
+  for (size_t c = 0; c < p[0].size(); ++c) {
+    // y = (x - mean) / sqrt(var + eps) * scale + B
+    double s = p[0][c] / std::sqrt(p[3][c] + eps);
+    a.scale.push_back(s);
+    a.shift.push_back(p[1][c] - p[2][c] * s);
+  }
+  return a;
+}
+
+std::string uniqueOpName(const ir::Graph &g, const std::string &base) {
+  std::set<std::string> used;
+  for (const auto &op : g.ops())
+    used.insert(op->name);
+  std::string name = base;
+  for (int i = 1; used.count(name); ++i)
+    name = base + "_" + std::to_string(i);
+  return name;
+}
+
+} // namespace popc::passes

@@ -1,0 +1,60 @@
+// Small graph queries and edits shared by the passes.
+#pragma once
+#include "compiler/ir/ir.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace popc::passes {
+
+// True for ops of the default ONNX domain ("" or "ai.onnx").
+inline bool isOnnxOp(const ir::Op &op) { return op.domain.empty() || op.domain == "ai.onnx"; }
+
+bool isConstant(const ir::Graph &g, const std::string &name);
+bool isGraphOutput(const ir::Graph &g, const std::string &name);
+bool isGraphInput(const ir::Graph &g, const std::string &name);
+
+// Tensor names referenced by ops of the subgraphs. Subgraph bodies may capture
+// main-graph tensors by name, so passes must neither rename nor drop them.
+std::set<std::string> namesUsedBySubgraphs(const ir::Ir &ir);
+
+// True when `name` is read by nothing: no op input, no graph output, no subgraph.
+bool isUnused(const ir::Graph &g, const std::set<std::string> &captured, const std::string &name);
+
+// Adds a Constant tensor named after `base` (made unique) and returns its name.
+std::string addConstant(ir::Graph &g, const std::string &base, ir::TensorInfo info,
+                        std::vector<uint8_t> data);
+// Same for float data converted to `dtype` (F32 or F64).
+std::string addFloatConstant(ir::Graph &g, const std::string &base, DType dtype, Shape shape,
+                             const std::vector<double> &values);
+
+// Constant data as doubles (float and integer dtypes; throws for F16).
+std::vector<double> constantAsDoubles(const ir::Tensor &t);
+
+// Removes the op at `index`, then the tensors it produced that nothing else references.
+void removeOpAndDeadOutputs(ir::Graph &g, size_t index, const std::set<std::string> &captured);
+
+// Index of `op` in g.ops() (ops are stored by unique_ptr, so the address is stable).
+size_t indexOf(const ir::Graph &g, const ir::Op *op);
+
+} // namespace popc::passes
+
+namespace popc::passes {
+
+// A per-channel affine map y[:,c,...] = x[:,c,...] * scale[c] + shift[c].
+struct ChannelAffine {
+  std::vector<double> scale, shift;
+};
+
+// The affine map of an inference BatchNormalization whose scale, B, mean and
+// var are constants (float dtypes) and whose training outputs are unused;
+// nullopt otherwise.
+std::optional<ChannelAffine> constantBatchNormAffine(const ir::Graph &g, const ir::Op &bn,
+                                                     const std::set<std::string> &captured);
+
+// An op name not used by any op of the graph: base, base_1, base_2 ...
+std::string uniqueOpName(const ir::Graph &g, const std::string &base);
+
+} // namespace popc::passes

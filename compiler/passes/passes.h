@@ -1,0 +1,33 @@
+// The individual IR passes. Each rewrites the main graph of `ir` in place and
+// returns how many rewrites it made (for logging). The pass manager re-infers
+// and verifies the graph after each one, so a pass may leave tensor infos of
+// downstream ops stale as long as the structure is valid.
+#pragma once
+#include "compiler/ir/ir.h"
+
+#include <cstddef>
+
+namespace popc::passes {
+
+// Ops whose (non-optional) inputs are all Constant, plus Shape of any tensor
+// (shapes are static), are evaluated by the host evaluator and replaced by
+// Constant tensors.
+size_t foldConstants(ir::Ir &ir);
+
+// Removes ops that do not change their data: Identity, inference Dropout,
+// Reshape/Flatten/Squeeze/Unsqueeze to the same shape, identity Transpose.
+// Graph output names are preserved.
+size_t removeNoOps(ir::Ir &ir);
+
+// Conv followed by BatchNormalization (or by a per-channel Mul and/or Add) with
+// constant parameters becomes one Conv with rescaled weights and a new bias.
+size_t foldConvBatchNorm(ir::Ir &ir);
+
+// Inference BatchNormalization with constant parameters becomes Mul + Add by
+// per-channel constants shaped [C,1,...,1].
+size_t decomposeBatchNorm(ir::Ir &ir);
+
+// Removes ops not needed for the graph outputs and tensors nobody references.
+size_t eliminateDeadCode(ir::Ir &ir);
+
+} // namespace popc::passes
