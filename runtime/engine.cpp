@@ -1,0 +1,431 @@
+#include "runtime/engine.h"
+
+#include "runtime/bitcode_gate.h"
+#include "runtime/cycle_model.h"
+#include "runtime/device_memory.h"
+#include "runtime/jit.h"
+#include "runtime/thread_pool.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+
+namespace popc::runtime {
+
+namespace fb = ::popef::fb;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Below this many bytes an exchange step is copied by the control thread alone.
+constexpr uint64_t kParallelCopyBytes = 64 << 10;
+
+struct VertexCall {
+  VertexFn fn;
+  const uint32_t *fields; // into the executable's field_offsets
+};
+struct TileWork {
+  uint8_t *base;
+  uint32_t begin, end; // range in ComputeSetPlan::calls
+};
+struct ComputeSetPlan {
+  std::vector<VertexCall> calls; // grouped by tile, one type after another
+  std::vector<TileWork> tiles;
+  uint64_t cycles = 0;
+};
+
+struct CopyOp {
+  uint8_t *dst;
+  const uint8_t *src;
+  uint32_t bytes;
+};
+struct ExchangePlan {
+  std::vector<CopyOp> local;        // on-IPU copies, sorted by destination
+  std::vector<uint32_t> chunks;     // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
+  std::vector<RemoteCopy> remote;   // cross-IPU, via IpuLink
+  ExchangeCost cost;
+};
+
+std::string ioList(const std::vector<IoDesc> &list) {
+  std::string s;
+  for (const auto &io : list)
+    s += fmt::format("{}{} {} {}", s.empty() ? "" : ", ", io.name, dtypeName(io.dtype),
+                     shapeToString(io.shape));
+  return s.empty() ? "(none)" : s;
+}
+
+} // namespace
+
+struct Engine::Impl {
+  std::shared_ptr<const popef::Executable> exe;
+  const fb::Executable &root;
+  const fb::Target &target;
+  std::string label;
+  std::shared_ptr<IpuLink> link;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Jit> jit;
+  std::unique_ptr<DeviceMemory> memory;
+  std::vector<VertexFn> typeFns;
+  std::vector<ComputeSetPlan> computeSets;
+  std::vector<ExchangePlan> exchanges;
+  std::vector<IoDesc> inputs, outputs;
+  // Host buffers of the current run, by stream index.
+  std::vector<const uint8_t *> streamSource;
+  std::vector<uint8_t *> streamSink;
+  std::vector<bool> streamed;
+  Report report;
+
+  Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
+      : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
+        link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()) {
+    pool = std::make_unique<ThreadPool>(options.threads);
+    report.arch = target.arch() ? target.arch()->str() : "";
+    report.clockHz = target.clock_hz();
+    report.threads = pool->size();
+
+    auto t0 = Clock::now();
+    compile();
+    report.jitSeconds = secondsSince(t0);
+    report.hostCpu = jit->hostCpu();
+
+    t0 = Clock::now();
+    memory = std::make_unique<DeviceMemory>(target.num_ipus() * target.tiles_per_ipu(),
+                                            target.bytes_per_tile());
+    loadConstants();
+    planComputeSets();
+    planExchanges();
+    describeIo();
+    report.loadSeconds = secondsSince(t0);
+  }
+
+  template <typename T> static uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
+  void compile() {
+    jit = std::make_unique<Jit>();
+    uint32_t nTypes = len(root.vertex_types());
+    for (uint32_t m = 0; m < len(root.code()); ++m) {
+      std::vector<std::string> entries;
+      for (uint32_t t = 0; t < nTypes; ++t)
+        if (root.vertex_types()->Get(t)->module_() == m)
+          entries.push_back(root.vertex_types()->Get(t)->symbol()->str());
+      std::string where = fmt::format("{}: code module {}", label, m);
+      auto context = std::make_unique<llvm::LLVMContext>();
+      const auto *bitcode = root.code()->Get(m)->bitcode();
+      auto module = loadCodeModule(*context, {bitcode->data(), bitcode->size()}, where, entries);
+      jit->addModule(std::move(module), std::move(context), where);
+    }
+    typeFns.resize(nTypes);
+    for (uint32_t t = 0; t < nTypes; ++t) {
+      const fb::VertexType *vt = root.vertex_types()->Get(t);
+      typeFns[t] = jit->lookup(vt->symbol()->str(), fmt::format("{}: code module {}", label, vt->module_()));
+    }
+  }
+
+  void scatter(const fb::Tensor &t, const uint8_t *host) {
+    for (const fb::TileInterval *iv : *t.mapping())
+      std::memcpy(memory->tile(iv->tile()) + iv->offset(), host + iv->begin(), iv->bytes());
+  }
+  void gather(const fb::Tensor &t, uint8_t *host) {
+    for (const fb::TileInterval *iv : *t.mapping())
+      std::memcpy(host + iv->begin(), memory->tile(iv->tile()) + iv->offset(), iv->bytes());
+  }
+
+  void loadConstants() {
+    for (uint32_t i = 0; i < len(root.tensors()); ++i) {
+      const fb::Tensor *t = root.tensors()->Get(i);
+      if (t->constant() >= 0 && t->mapping())
+        scatter(*t, root.constants()->Get(t->constant())->data()->data());
+    }
+  }
+
+  void planComputeSets() {
+    uint32_t n = len(root.compute_sets());
+    computeSets.resize(n);
+    report.computeSets.resize(n);
+    std::vector<uint64_t> costs;
+    for (uint32_t c = 0; c < n; ++c) {
+      const fb::ComputeSet *cs = root.compute_sets()->Get(c);
+      ComputeSetPlan &plan = computeSets[c];
+      ComputeSetReport &rep = report.computeSets[c];
+      rep.name = cs->name() ? cs->name()->str() : fmt::format("cs{}", c);
+      uint32_t nv = len(cs->vertices());
+      rep.vertices = nv;
+      std::vector<uint32_t> order(nv);
+      std::iota(order.begin(), order.end(), 0u);
+      auto key = [&](uint32_t v) {
+        const fb::Vertex *x = cs->vertices()->Get(v);
+        return std::pair(x->tile(), x->type());
+      };
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+      plan.calls.reserve(nv);
+      for (uint32_t k = 0; k < nv; ++k) {
+        const fb::Vertex *v = cs->vertices()->Get(order[k]);
+        if (plan.tiles.empty() || cs->vertices()->Get(order[k - 1])->tile() != v->tile()) {
+          if (!plan.tiles.empty())
+            plan.tiles.back().end = k;
+          plan.tiles.push_back({memory->tile(v->tile()), k, nv});
+        }
+        plan.calls.push_back({typeFns[v->type()], cs->field_offsets()->data() + v->fields_begin()});
+      }
+      for (const TileWork &tw : plan.tiles) {
+        costs.clear();
+        for (uint32_t k = tw.begin; k < tw.end; ++k)
+          costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
+        plan.cycles = std::max(plan.cycles, tileComputeCycles(costs, target.workers_per_tile()));
+      }
+      rep.tiles = static_cast<uint32_t>(plan.tiles.size());
+      rep.cyclesPerRun = plan.cycles;
+    }
+  }
+
+  void planExchanges() {
+    uint32_t n = len(root.exchanges());
+    exchanges.resize(n);
+    report.exchanges.resize(n);
+    for (uint32_t e = 0; e < n; ++e) {
+      const fb::ExchangeStep *step = root.exchanges()->Get(e);
+      ExchangePlan &plan = exchanges[e];
+      std::vector<const fb::Copy *> local;
+      for (uint32_t i = 0; i < len(step->copies()); ++i) {
+        const fb::Copy *c = step->copies()->Get(i);
+        if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu())
+          plan.remote.push_back({c->src_tile(), c->src_offset(), c->dst_tile(), c->dst_offset(), c->bytes()});
+        else if (c->bytes())
+          local.push_back(c);
+      }
+      std::stable_sort(local.begin(), local.end(), [](const fb::Copy *a, const fb::Copy *b) {
+        return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
+      });
+      uint64_t total = 0;
+      for (const fb::Copy *c : local) {
+        plan.local.push_back({memory->tile(c->dst_tile()) + c->dst_offset(),
+                              memory->tile(c->src_tile()) + c->src_offset(), c->bytes()});
+        total += c->bytes();
+      }
+      // Chunks of whole destination tiles, a few per thread, so one tile's
+      // memory is written by one thread.
+      uint64_t chunkBytes = total < kParallelCopyBytes
+                                ? total + 1
+                                : std::max<uint64_t>(16 << 10, total / (4 * pool->size()));
+      plan.chunks.push_back(0);
+      uint64_t acc = 0;
+      for (size_t i = 0; i < local.size(); ++i) {
+        if (acc >= chunkBytes && local[i]->dst_tile() != local[i - 1]->dst_tile()) {
+          plan.chunks.push_back(static_cast<uint32_t>(i));
+          acc = 0;
+        }
+        acc += local[i]->bytes();
+      }
+      plan.chunks.push_back(static_cast<uint32_t>(local.size()));
+      plan.cost = exchangeCost(target, *step);
+      ExchangeReport &rep = report.exchanges[e];
+      rep.name = step->name() ? step->name()->str() : fmt::format("exchange{}", e);
+      rep.copies = len(step->copies());
+      rep.bytes = plan.cost.bytes;
+      rep.interIpu = plan.cost.interIpu;
+      rep.syncCyclesPerRun = plan.cost.sync;
+      rep.transferCyclesPerRun = plan.cost.transfer;
+    }
+  }
+
+  void describeIo() {
+    uint32_t nStreams = len(root.streams());
+    streamSource.assign(nStreams, nullptr);
+    streamSink.assign(nStreams, nullptr);
+    streamed.assign(nStreams, false);
+    const fb::Metadata *m = root.metadata();
+    if (!m)
+      return;
+    auto add = [&](const auto *list, std::vector<IoDesc> &out) {
+      for (uint32_t i = 0; i < len(list); ++i) {
+        const fb::IoInfo *io = list->Get(i);
+        const fb::Tensor *t = root.tensors()->Get(io->tensor());
+        out.push_back({io->name()->str(), static_cast<DType>(t->dtype()), popef::tensorShape(*t),
+                       popef::tensorBytes(*t)});
+      }
+    };
+    add(m->inputs(), inputs);
+    add(m->outputs(), outputs);
+  }
+
+  // --- execution -----------------------------------------------------------
+
+  void execute(uint32_t index) {
+    auto t0 = Clock::now();
+    ComputeSetPlan &plan = computeSets[index];
+    const TileWork *tiles = plan.tiles.data();
+    const VertexCall *calls = plan.calls.data();
+    pool->parallelFor(plan.tiles.size(), [tiles, calls](size_t i) {
+      const TileWork &tw = tiles[i];
+      for (uint32_t k = tw.begin; k < tw.end; ++k)
+        calls[k].fn(tw.base, calls[k].fields);
+    });
+    double s = secondsSince(t0);
+    ComputeSetReport &rep = report.computeSets[index];
+    rep.runs++;
+    rep.cycles += plan.cycles;
+    rep.seconds += s;
+    report.cycles.compute += plan.cycles;
+    report.seconds.compute += s;
+  }
+
+  void exchange(uint32_t index) {
+    auto t0 = Clock::now();
+    ExchangePlan &plan = exchanges[index];
+    const CopyOp *ops = plan.local.data();
+    const uint32_t *chunks = plan.chunks.data();
+    pool->parallelFor(plan.chunks.size() - 1, [ops, chunks](size_t k) {
+      for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i)
+        std::memcpy(ops[i].dst, ops[i].src, ops[i].bytes);
+    });
+    if (!plan.remote.empty())
+      link->exchange(plan.remote, *memory);
+    double s = secondsSince(t0);
+    ExchangeReport &rep = report.exchanges[index];
+    rep.runs++;
+    rep.cycles += plan.cost.sync + plan.cost.transfer;
+    rep.seconds += s;
+    report.cycles.sync += plan.cost.sync;
+    report.cycles.exchange += plan.cost.transfer;
+    report.seconds.exchange += s;
+  }
+
+  void streamCopy(uint32_t index) {
+    auto t0 = Clock::now();
+    const fb::HostStream *stream = root.streams()->Get(index);
+    const fb::Tensor &t = *root.tensors()->Get(stream->tensor());
+    uint64_t bytes = popef::tensorBytes(t);
+    if (stream->direction() == fb::StreamDirection::HostToDevice) {
+      if (!streamSource[index])
+        fail("{}: host stream '{}' has no host data (it is not a model input)", label,
+             stream->name() ? stream->name()->str() : "");
+      scatter(t, streamSource[index]);
+      report.hostBytesIn += bytes;
+    } else {
+      if (streamSink[index]) {
+        gather(t, streamSink[index]);
+        streamed[index] = true;
+      }
+      report.hostBytesOut += bytes;
+    }
+    StreamCost cost = streamCopyCost(target, bytes);
+    report.cycles.sync += cost.sync;
+    report.cycles.host += cost.host;
+    report.seconds.host += secondsSince(t0);
+  }
+
+  void exec(const fb::Program &p) {
+    switch (p.kind()) {
+    case fb::ProgramKind::Sequence:
+      if (p.children())
+        for (const fb::Program *c : *p.children())
+          exec(*c);
+      break;
+    case fb::ProgramKind::Repeat:
+      for (uint32_t i = 0; i < p.count() && p.children(); ++i)
+        for (const fb::Program *c : *p.children())
+          exec(*c);
+      break;
+    case fb::ProgramKind::Execute: execute(p.index()); break;
+    case fb::ProgramKind::Exchange: exchange(p.index()); break;
+    case fb::ProgramKind::StreamCopy: streamCopy(p.index()); break;
+    case fb::ProgramKind::Call: exec(*root.functions()->Get(p.index())); break;
+    case fb::ProgramKind::Sync: report.cycles.sync += target.sync_cycles(); break;
+    }
+  }
+
+  void checkInputs(const HostTensorMap &given) {
+    std::vector<std::string> problems;
+    for (const IoDesc &io : inputs) {
+      auto it = given.find(io.name);
+      if (it == given.end()) {
+        problems.push_back(fmt::format("missing '{}'", io.name));
+        continue;
+      }
+      const HostTensor &h = it->second;
+      if (h.dtype != io.dtype)
+        problems.push_back(fmt::format("'{}' has dtype {}, expected {}", io.name, dtypeName(h.dtype),
+                                       dtypeName(io.dtype)));
+      else if (h.shape != io.shape)
+        problems.push_back(fmt::format("'{}' has shape {}, expected {}", io.name,
+                                       shapeToString(h.shape), shapeToString(io.shape)));
+      else if (h.data.size() != io.bytes)
+        problems.push_back(fmt::format("'{}' has {} bytes of data, expected {}", io.name,
+                                       h.data.size(), io.bytes));
+    }
+    for (const auto &[name, tensor] : given)
+      if (std::none_of(inputs.begin(), inputs.end(), [&](const IoDesc &io) { return io.name == name; }))
+        problems.push_back(fmt::format("unexpected input '{}'", name));
+    if (!problems.empty()) {
+      std::string list;
+      for (const auto &p : problems)
+        list += (list.empty() ? "" : "; ") + p;
+      fail("inputs do not match {}: {}. Expected inputs: {}", label, list, ioList(inputs));
+    }
+  }
+
+  HostTensorMap run(const HostTensorMap &given) {
+    checkInputs(given);
+    auto t0 = Clock::now();
+    const fb::Metadata *m = root.metadata();
+    std::fill(streamSource.begin(), streamSource.end(), nullptr);
+    std::fill(streamSink.begin(), streamSink.end(), nullptr);
+    std::fill(streamed.begin(), streamed.end(), false);
+    for (uint32_t i = 0; i < inputs.size(); ++i)
+      streamSource[m->inputs()->Get(i)->stream()] = given.at(inputs[i].name).data.data();
+    HostTensorMap result;
+    for (uint32_t i = 0; i < outputs.size(); ++i) {
+      HostTensor &h = result[outputs[i].name];
+      h.dtype = outputs[i].dtype;
+      h.shape = outputs[i].shape;
+      h.data.assign(outputs[i].bytes, 0);
+      streamSink[m->outputs()->Get(i)->stream()] = h.data.data();
+    }
+    exec(*root.main());
+    for (uint32_t i = 0; i < outputs.size(); ++i)
+      if (!streamed[m->outputs()->Get(i)->stream()])
+        log::get("runtime")->warn("{}: output '{}' was never copied to the host; it reads as zeros",
+                                  label, outputs[i].name);
+    std::fill(streamSource.begin(), streamSource.end(), nullptr);
+    std::fill(streamSink.begin(), streamSink.end(), nullptr);
+    report.runs++;
+    report.runSeconds += secondsSince(t0);
+    return result;
+  }
+};
+
+Engine::Engine(std::shared_ptr<const popef::Executable> executable, EngineOptions options)
+    : impl_(std::make_unique<Impl>(std::move(executable), std::move(options))) {}
+Engine::~Engine() = default;
+
+const std::vector<IoDesc> &Engine::inputs() const { return impl_->inputs; }
+const std::vector<IoDesc> &Engine::outputs() const { return impl_->outputs; }
+std::string Engine::describeInputs() const { return ioList(impl_->inputs); }
+HostTensorMap Engine::run(const HostTensorMap &inputs) { return impl_->run(inputs); }
+const Report &Engine::report() const { return impl_->report; }
+const popef::Executable &Engine::executable() const { return *impl_->exe; }
+
+void Engine::resetReport() {
+  Report &r = impl_->report;
+  r.runs = 0;
+  r.runSeconds = 0;
+  r.hostBytesIn = r.hostBytesOut = 0;
+  r.cycles = {};
+  r.seconds = {};
+  for (auto &c : r.computeSets)
+    c.runs = c.cycles = 0, c.seconds = 0;
+  for (auto &e : r.exchanges)
+    e.runs = e.cycles = 0, e.seconds = 0;
+}
+
+} // namespace popc::runtime

@@ -1,0 +1,67 @@
+// Engine: loads a verified popef onto the simulated target, JIT-compiles its
+// vertex code and runs its `main` program bulk-synchronously. It executes
+// programs, exchanges and vertices only; all arithmetic is the executable's.
+#pragma once
+#include "formats/popef/popef.h"
+#include "runtime/ipu_link.h"
+#include "runtime/report.h"
+#include "support/dtype.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace popc::runtime {
+
+struct EngineOptions {
+  unsigned threads = 0;             // host threads incl. the caller; 0 = hardware concurrency
+  std::shared_ptr<IpuLink> ipuLink; // null = all IPUs in this process
+};
+
+// Host-side tensor: raw little-endian bytes, row-major.
+struct HostTensor {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<uint8_t> data;
+};
+using HostTensorMap = std::map<std::string, HostTensor>;
+
+// One model input or output (popef metadata IoInfo).
+struct IoDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  uint64_t bytes = 0;
+};
+
+class Engine {
+public:
+  // Runs the bitcode gate, JIT-compiles every entry point, reserves tile
+  // memory and loads constants. Throws popc::Error.
+  explicit Engine(std::shared_ptr<const popef::Executable> executable, EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  const std::vector<IoDesc> &inputs() const;
+  const std::vector<IoDesc> &outputs() const;
+  // "a float32 [1,4], b int64 [2]" — what run() expects.
+  std::string describeInputs() const;
+
+  // Runs `main` once. `inputs` must hold exactly the model inputs with the
+  // right dtype and shape (else popc::Error listing what is expected).
+  // Returns every model output. Device memory persists between runs.
+  HostTensorMap run(const HostTensorMap &inputs);
+
+  const Report &report() const;
+  void resetReport(); // clears cycles/time/run counters; keeps load and JIT times
+
+  const popef::Executable &executable() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace popc::runtime

@@ -1,0 +1,30 @@
+// The one seam for exchange between IPUs. Everything else in the runtime
+// works on global tile numbers; an implementation that runs IPU groups in
+// separate processes (e.g. over MPI, DESIGN.md "Scale past one machine")
+// replaces only this interface: at the sync point of an exchange step it is
+// handed that step's cross-IPU copies.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace popc::runtime {
+
+class DeviceMemory;
+
+struct RemoteCopy {
+  uint32_t srcTile, srcOffset, dstTile, dstOffset, bytes; // global tiles, verified ranges
+};
+
+class IpuLink {
+public:
+  virtual ~IpuLink() = default;
+  // Performs all cross-IPU copies of one exchange step. Called from the
+  // engine's control thread; returns when every destination byte is written.
+  virtual void exchange(std::span<const RemoteCopy> copies, DeviceMemory &memory) = 0;
+};
+
+// All IPUs in this process: a copy is a memcpy inside the arena.
+std::shared_ptr<IpuLink> makeInProcessIpuLink();
+
+} // namespace popc::runtime

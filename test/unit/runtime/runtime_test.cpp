@@ -1,0 +1,261 @@
+#include "runtime/bitcode_gate.h"
+#include "runtime/cycle_model.h"
+#include "runtime/engine.h"
+#include "support/error.h"
+#include "test/unit/popef/sample_executable.h"
+
+#include <catch2/catch.hpp>
+
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+using popc::Error;
+using popc::runtime::Engine;
+using popc::runtime::HostTensor;
+using popc::runtime::HostTensorMap;
+namespace fb = ::popef::fb;
+
+namespace {
+
+enum class Variant { Add, AddExp, CallsSystem, InlineAsm, ExternalGlobal, IndirectCall, WrongEntryType, ExternalDefGlobal };
+
+// out[i] = in0[i] + in1[i] for 2 floats; fields at tile_base + offsets[0..2].
+// Variants add one forbidden construct each (or an allowed libm call).
+std::vector<uint8_t> makeBitcode(Variant variant, const std::string &symbol = "add_f32_2") {
+  llvm::LLVMContext ctx;
+  llvm::Module m("vertices", ctx);
+  llvm::IRBuilder<> b(ctx);
+  auto *ptr = b.getPtrTy();
+  auto *fty = variant == Variant::WrongEntryType ? llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr}, false)
+                                                 : llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false);
+  auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, m);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Value *base = f->getArg(0), *offsets = f->getArg(1);
+  auto field = [&](unsigned i) {
+    llvm::Value *off = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, i));
+    return b.CreateGEP(b.getInt8Ty(), base, b.CreateZExt(off, b.getInt64Ty()));
+  };
+  llvm::Value *in0 = field(0), *in1 = field(1), *out = field(2);
+  for (unsigned i = 0; i < 2; ++i) {
+    llvm::Value *x = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in0, i));
+    llvm::Value *y = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in1, i));
+    llvm::Value *r = b.CreateFAdd(x, y);
+    if (variant == Variant::AddExp) {
+      auto expf = m.getOrInsertFunction("expf", b.getFloatTy(), b.getFloatTy());
+      r = b.CreateFAdd(r, b.CreateCall(expf, {llvm::ConstantFP::get(b.getFloatTy(), 0.0)})); // + 1
+    }
+    b.CreateStore(r, b.CreateConstGEP1_32(b.getFloatTy(), out, i));
+  }
+  switch (variant) {
+  case Variant::CallsSystem: {
+    auto system = m.getOrInsertFunction("system", b.getInt32Ty(), ptr);
+    b.CreateCall(system, {llvm::ConstantPointerNull::get(ptr)});
+    break;
+  }
+  case Variant::InlineAsm:
+    b.CreateCall(llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), false), "nop", "", true), {});
+    break;
+  case Variant::ExternalGlobal: {
+    auto *g = new llvm::GlobalVariable(m, b.getInt32Ty(), false, llvm::GlobalValue::ExternalLinkage, nullptr, "environ");
+    b.CreateLoad(b.getInt32Ty(), g);
+    break;
+  }
+  case Variant::ExternalDefGlobal:
+    new llvm::GlobalVariable(m, b.getInt32Ty(), false, llvm::GlobalValue::ExternalLinkage, b.getInt32(0), "counter");
+    break;
+  case Variant::IndirectCall:
+    b.CreateCall(llvm::FunctionType::get(b.getVoidTy(), false),
+                 b.CreateIntToPtr(b.getInt64(0x1234), ptr), {});
+    break;
+  default: break;
+  }
+  if (variant == Variant::WrongEntryType)
+    b.CreateRet(b.getInt32(0));
+  else
+    b.CreateRetVoid();
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  llvm::WriteBitcodeToFile(m, os);
+  os.flush();
+  return {bytes.begin(), bytes.end()};
+}
+
+std::shared_ptr<const popc::popef::Executable> build(const fb::ExecutableT &exe) {
+  return popc::popef::Executable::fromBytes(popc::popef::serialize(exe), "sample.popef");
+}
+
+HostTensorMap sampleInputs() {
+  HostTensor a{popc::DType::F32, {4}, std::vector<uint8_t>(16)};
+  float v[4] = {1, 2, 3, 4};
+  std::memcpy(a.data.data(), v, 16);
+  return {{"a", a}};
+}
+
+std::vector<float> floats(const HostTensor &t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+std::string gateError(Variant variant) {
+  try {
+    Engine engine(build(popc::test::makeSampleExecutable(makeBitcode(variant))));
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+} // namespace
+
+TEST_CASE("runtime runs the sample executable", "[runtime]") {
+  for (unsigned threads : {1u, 2u, 4u}) {
+    Engine engine(build(popc::test::makeSampleExecutable(makeBitcode(Variant::Add))), {threads, nullptr});
+    REQUIRE(engine.inputs().size() == 1);
+    CHECK(engine.describeInputs() == "a float32 [4]");
+    auto out = engine.run(sampleInputs());
+    REQUIRE(out.count("out"));
+    CHECK(out["out"].shape == popc::Shape{4});
+    CHECK(floats(out["out"]) == std::vector<float>{11, 22, 33, 44});
+
+    // Cycle model: 1 vertex of 10 cycles per tile; the exchange crosses IPUs
+    // (global sync 1000 + 8 bytes / 2 per cycle); Sync 100; two stream copies
+    // of 16 bytes (global sync 1000 + 16 / 8).
+    const auto &r = engine.report();
+    CHECK(r.cycles.compute == 10);
+    CHECK(r.cycles.exchange == 4);
+    CHECK(r.cycles.sync == 100 + 1000 + 2000);
+    CHECK(r.cycles.host == 4);
+    CHECK(r.runs == 1);
+    CHECK(r.threads == threads);
+    REQUIRE(r.computeSets.size() == 1);
+    CHECK(r.computeSets[0].tiles == 2);
+    CHECK(r.computeSets[0].runs == 1);
+    CHECK(r.exchanges[0].interIpu);
+    CHECK(r.exchanges[0].bytes == 16);
+
+    engine.run(sampleInputs());
+    CHECK(engine.report().cycles.total() == 2 * (10 + 4 + 3100 + 4));
+    engine.resetReport();
+    CHECK(engine.report().cycles.total() == 0);
+  }
+}
+
+TEST_CASE("runtime runs Repeat and Call and allowed libm calls", "[runtime]") {
+  auto exe = popc::test::makeSampleExecutable(makeBitcode(Variant::AddExp));
+  using K = fb::ProgramKind;
+  auto repeat = popc::test::sampleProgram(K::Repeat);
+  repeat->count = 3;
+  repeat->children.push_back(popc::test::sampleProgram(K::Call, 0));
+  exe.functions.push_back(popc::test::sampleProgram(K::Execute, 0));
+  exe.main->children.insert(exe.main->children.begin() + 2, std::move(repeat));
+  Engine engine(build(exe), {2, nullptr});
+  auto out = engine.run(sampleInputs());
+  CHECK(floats(out["out"]) == std::vector<float>{12, 23, 34, 45});
+  CHECK(engine.report().cycles.compute == 40);
+  CHECK(engine.report().computeSets[0].runs == 4);
+}
+
+TEST_CASE("runtime checks host inputs", "[runtime]") {
+  Engine engine(build(popc::test::makeSampleExecutable(makeBitcode(Variant::Add))), {1, nullptr});
+  auto expectMessage = [&](const HostTensorMap &in, const std::string &part) {
+    try {
+      engine.run(in);
+      FAIL("accepted bad inputs");
+    } catch (const Error &e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(part) != std::string::npos);
+      CHECK(std::string(e.what()).find("Expected inputs: a float32 [4]") != std::string::npos);
+    }
+  };
+  expectMessage({}, "missing 'a'");
+  auto in = sampleInputs();
+  in["b"] = in["a"];
+  expectMessage(in, "unexpected input 'b'");
+  in = sampleInputs();
+  in["a"].dtype = popc::DType::I32;
+  expectMessage(in, "'a' has dtype int32, expected float32");
+  in = sampleInputs();
+  in["a"].shape = {2, 2};
+  expectMessage(in, "'a' has shape [2,2], expected [4]");
+  in = sampleInputs();
+  in["a"].data.resize(12);
+  expectMessage(in, "'a' has 12 bytes of data, expected 16");
+}
+
+TEST_CASE("bitcode gate refuses unsafe vertex code", "[runtime]") {
+  CHECK(gateError(Variant::CallsSystem) ==
+        "sample.popef: code module 0: call to external function 'system' is not allowed");
+  CHECK_THAT(gateError(Variant::InlineAsm), Catch::Contains("inline assembly"));
+  CHECK_THAT(gateError(Variant::ExternalGlobal), Catch::Contains("external global 'environ'"));
+  CHECK_THAT(gateError(Variant::ExternalDefGlobal), Catch::Contains("'counter' has external linkage"));
+  CHECK_THAT(gateError(Variant::IndirectCall), Catch::Contains("indirect call"));
+  CHECK_THAT(gateError(Variant::WrongEntryType), Catch::Contains("must have type void(ptr, ptr)"));
+  try {
+    Engine engine(build(popc::test::makeSampleExecutable(makeBitcode(Variant::Add), "missing_fn")));
+    FAIL("accepted");
+  } catch (const Error &e) {
+    CHECK_THAT(e.what(), Catch::Contains("entry function 'missing_fn' is not defined"));
+  }
+  auto garbage = popc::test::makeSampleExecutable({'n', 'o', 't', ' ', 'b', 'c'});
+  CHECK_THROWS_WITH(Engine(build(garbage)), Catch::Contains("sample.popef: code module 0: invalid bitcode"));
+}
+
+TEST_CASE("runtime rejects truncated and bit-flipped popef files", "[runtime]") {
+  auto bytes = popc::popef::serialize(popc::test::makeSampleExecutable(makeBitcode(Variant::Add)));
+  std::string path = (std::filesystem::temp_directory_path() / ("rt." + std::to_string(::getpid()) + ".popef")).string();
+  for (size_t keep : {size_t(0), size_t(7), bytes.size() / 3, bytes.size() / 2, bytes.size() - 9}) {
+    popc::popef::writeFile(path, std::span(bytes.data(), keep));
+    CHECK_THROWS_AS(popc::popef::Executable::open(path), Error);
+  }
+  // Flips anywhere (including inside the bitcode): refused or run, never a crash.
+  size_t refused = 0;
+  for (size_t i = 0; i < bytes.size(); i += 7) {
+    auto b = bytes;
+    b[i] ^= 0x5a;
+    try {
+      Engine engine(popc::popef::Executable::fromBytes(b, "flip"), {1, nullptr});
+      try {
+        engine.run(sampleInputs());
+      } catch (const Error &) {
+      }
+    } catch (const Error &) {
+      ++refused;
+    }
+  }
+  CHECK(refused > 0);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("cycle model", "[runtime]") {
+  using popc::runtime::tileComputeCycles;
+  std::vector<uint64_t> seven(7, 10);
+  CHECK(tileComputeCycles(seven, 6) == 20);
+  std::vector<uint64_t> mixed = {50, 10, 10, 10, 10, 10, 10};
+  CHECK(tileComputeCycles(mixed, 6) == 50);
+  CHECK(tileComputeCycles({}, 6) == 0);
+
+  auto exe = popc::test::makeSampleExecutable({1});
+  fb::TargetT &t = *exe.target;
+  t.tiles_per_ipu = 4;
+  exe.exchanges[0]->copies = {{0, 0, 1, 0, 10}, {0, 16, 2, 0, 6}, {3, 0, 1, 16, 3}};
+  auto bytes = popc::popef::serialize(exe);
+  const auto *root = fb::GetExecutable(bytes.data());
+  auto cost = popc::runtime::exchangeCost(*root->target(), *root->exchanges()->Get(0));
+  // Tile 0 sends 16 bytes, tile 1 receives 13: ceil(16/4) = 4.
+  CHECK(cost.transfer == 4);
+  CHECK(cost.sync == 100);
+  CHECK(!cost.interIpu);
+  CHECK(cost.bytes == 19);
+  auto s = popc::runtime::streamCopyCost(*root->target(), 17);
+  CHECK(s.sync == 1000);
+  CHECK(s.host == 3);
+}
