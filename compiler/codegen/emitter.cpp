@@ -1,0 +1,234 @@
+#include "compiler/codegen/emitter.h"
+
+#include "support/error.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+
+namespace popc::codegen::detail {
+
+using namespace llvm;
+
+Emitter::Emitter(Module &module) : module_(module), b_(module.getContext()) {}
+
+void Emitter::beginKernel(const std::string &symbol, size_t numFields) {
+  LLVMContext &c = ctx();
+  Type *ptrTy = PointerType::getUnqual(c);
+  auto *entryTy = FunctionType::get(Type::getVoidTy(c), {ptrTy, ptrTy}, false);
+  entry_ = Function::Create(entryTy, GlobalValue::ExternalLinkage, symbol, module_);
+  entry_->addFnAttr(Attribute::NoUnwind);
+  Argument *tileBase = entry_->getArg(0);
+  Argument *offsets = entry_->getArg(1);
+  tileBase->setName("tile_base");
+  offsets->setName("field_offsets");
+
+  std::vector<Type *> bodyParams(numFields, ptrTy);
+  auto *bodyTy = FunctionType::get(Type::getVoidTy(c), bodyParams, false);
+  Function *body = Function::Create(bodyTy, GlobalValue::InternalLinkage, symbol + ".body", module_);
+  body->addFnAttr(Attribute::AlwaysInline);
+  body->addFnAttr(Attribute::NoUnwind);
+  for (unsigned i = 0; i < numFields; ++i) {
+    // Valid because no output field overlaps another field (see README).
+    body->addParamAttr(i, Attribute::NoAlias);
+    body->addParamAttr(i, Attribute::NoCapture);
+    body->getArg(i)->setName("f" + std::to_string(i));
+  }
+
+  b_.SetInsertPoint(BasicBlock::Create(c, "entry", entry_));
+  std::vector<Value *> ptrs;
+  for (unsigned i = 0; i < numFields; ++i) {
+    Value *offPtr = b_.CreateInBoundsGEP(b_.getInt32Ty(), offsets, b_.getInt64(i));
+    Value *off = b_.CreateAlignedLoad(b_.getInt32Ty(), offPtr, Align(4), "off" + std::to_string(i));
+    Value *off64 = b_.CreateZExt(off, b_.getInt64Ty());
+    ptrs.push_back(b_.CreateInBoundsGEP(b_.getInt8Ty(), tileBase, off64, "field" + std::to_string(i)));
+  }
+  b_.CreateCall(body, ptrs);
+  b_.CreateRetVoid();
+
+  b_.SetInsertPoint(BasicBlock::Create(c, "entry", body));
+  fields_.clear();
+  for (Argument &arg : body->args())
+    fields_.push_back(&arg);
+}
+
+void Emitter::endKernel() {
+  b_.CreateRetVoid();
+  fields_.clear();
+  entry_ = nullptr;
+}
+
+Type *Emitter::type(DType t) {
+  switch (t) {
+  case DType::F32: return b_.getFloatTy();
+  case DType::F64: return b_.getDoubleTy();
+  case DType::F16: return b_.getInt16Ty(); // only ever copied as raw bits
+  default: return b_.getIntNTy(static_cast<unsigned>(dtypeSize(t) * 8));
+  }
+}
+
+Value *Emitter::constant(DType t, double v) {
+  if (isFloat(t))
+    return ConstantFP::get(type(t), v);
+  return ConstantInt::get(type(t), static_cast<uint64_t>(static_cast<int64_t>(v)), true);
+}
+
+Value *Emitter::gep(DType t, Value *base, Value *index) {
+  return b_.CreateInBoundsGEP(type(t), base, index);
+}
+
+Value *Emitter::load(DType t, Value *base, Value *index) {
+  return b_.CreateAlignedLoad(type(t), gep(t, base, index), Align(dtypeSize(t)));
+}
+
+void Emitter::store(DType t, Value *value, Value *base, Value *index) {
+  b_.CreateAlignedStore(value, gep(t, base, index), Align(dtypeSize(t)));
+}
+
+Emitter::Carried Emitter::forLoop(Value *begin, Value *end, Carried init,
+                                  const std::function<Carried(Value *, const Carried &)> &body) {
+  auto *cb = dyn_cast<ConstantInt>(begin);
+  auto *ce = dyn_cast<ConstantInt>(end);
+  bool known = cb && ce;
+  if (known && cb->getSExtValue() >= ce->getSExtValue())
+    return init; // zero-trip loop: nothing to emit
+  LLVMContext &c = ctx();
+  Function *f = b_.GetInsertBlock()->getParent();
+  BasicBlock *guard = nullptr;
+  BasicBlock *exit = BasicBlock::Create(c, "exit"); // inserted after the body
+  if (!known) {
+    guard = b_.GetInsertBlock();
+    BasicBlock *ph = BasicBlock::Create(c, "preheader", f);
+    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), ph, exit);
+    b_.SetInsertPoint(ph);
+  }
+  BasicBlock *preheader = b_.GetInsertBlock();
+  BasicBlock *header = BasicBlock::Create(c, "loop", f);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  PHINode *iv = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  iv->addIncoming(begin, preheader);
+  Carried cur;
+  std::vector<PHINode *> phis;
+  for (Value *v : init) {
+    PHINode *p = b_.CreatePHI(v->getType(), 2, "acc");
+    p->addIncoming(v, preheader);
+    phis.push_back(p);
+    cur.push_back(p);
+  }
+  Carried next = body(iv, cur);
+  POPC_ASSERT(next.size() == init.size());
+  BasicBlock *latch = BasicBlock::Create(c, "latch", f);
+  b_.CreateBr(latch);
+  b_.SetInsertPoint(latch);
+  Value *ivNext = b_.CreateAdd(iv, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+  iv->addIncoming(ivNext, latch);
+  for (size_t j = 0; j < phis.size(); ++j)
+    phis[j]->addIncoming(next[j], latch);
+  b_.CreateCondBr(b_.CreateICmpNE(ivNext, end), header, exit);
+  exit->insertInto(f);
+  b_.SetInsertPoint(exit);
+  if (!guard)
+    return next;
+  Carried result;
+  for (size_t j = 0; j < init.size(); ++j) {
+    PHINode *p = b_.CreatePHI(init[j]->getType(), 2, "acc.final");
+    p->addIncoming(init[j], guard);
+    p->addIncoming(next[j], latch);
+    result.push_back(p);
+  }
+  return result;
+}
+
+void Emitter::forLoop(Value *begin, Value *end, const std::function<void(Value *)> &body) {
+  forLoop(begin, end, {}, [&](Value *iv, const Carried &) {
+    body(iv);
+    return Carried{};
+  });
+}
+
+void Emitter::ifThen(Value *cond, const std::function<void()> &then) {
+  Function *f = b_.GetInsertBlock()->getParent();
+  BasicBlock *thenBlock = BasicBlock::Create(ctx(), "then", f);
+  BasicBlock *merge = BasicBlock::Create(ctx(), "endif");
+  b_.CreateCondBr(cond, thenBlock, merge);
+  b_.SetInsertPoint(thenBlock);
+  then();
+  b_.CreateBr(merge);
+  merge->insertInto(f);
+  b_.SetInsertPoint(merge);
+}
+
+Value *Emitter::unaryIntrinsic(Intrinsic::ID id, Value *x) {
+  return b_.CreateUnaryIntrinsic(id, x);
+}
+
+Value *Emitter::binaryIntrinsic(Intrinsic::ID id, Value *x, Value *y) {
+  return b_.CreateBinaryIntrinsic(id, x, y);
+}
+
+Value *Emitter::libm(const std::string &floatName, std::vector<Value *> args) {
+  Type *t = args.at(0)->getType();
+  std::string name = floatName;
+  if (t->isDoubleTy())
+    name.pop_back(); // tanhf → tanh
+  std::vector<Type *> params(args.size(), t);
+  FunctionCallee callee = module_.getOrInsertFunction(name, FunctionType::get(t, params, false));
+  // Like clang with -fno-math-errno: pure, so loops around the call still optimise.
+  auto *fn = cast<Function>(callee.getCallee());
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->addFnAttr(Attribute::WillReturn);
+  CallInst *call = b_.CreateCall(callee, args);
+  call->setDoesNotAccessMemory();
+  call->setDoesNotThrow();
+  return call;
+}
+
+static Value *withReassoc(Value *v) {
+  if (auto *inst = dyn_cast<Instruction>(v); inst && isa<FPMathOperator>(inst)) {
+    FastMathFlags fmf = inst->getFastMathFlags();
+    fmf.setAllowReassoc();
+    inst->setFastMathFlags(fmf);
+  }
+  return v;
+}
+
+Value *Emitter::accAdd(Value *x, Value *y) {
+  if (x->getType()->isFloatingPointTy())
+    return withReassoc(b_.CreateFAdd(x, y));
+  return b_.CreateAdd(x, y);
+}
+
+Value *Emitter::accMul(Value *x, Value *y) {
+  if (x->getType()->isFloatingPointTy())
+    return withReassoc(b_.CreateFMul(x, y));
+  return b_.CreateMul(x, y);
+}
+
+Value *Emitter::add(DType t, Value *x, Value *y) { return isFloat(t) ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y); }
+Value *Emitter::sub(DType t, Value *x, Value *y) { return isFloat(t) ? b_.CreateFSub(x, y) : b_.CreateSub(x, y); }
+Value *Emitter::mul(DType t, Value *x, Value *y) { return isFloat(t) ? b_.CreateFMul(x, y) : b_.CreateMul(x, y); }
+Value *Emitter::max(DType t, Value *x, Value *y) {
+  return binaryIntrinsic(isFloat(t) ? Intrinsic::maxnum : Intrinsic::smax, x, y);
+}
+Value *Emitter::min(DType t, Value *x, Value *y) {
+  return binaryIntrinsic(isFloat(t) ? Intrinsic::minnum : Intrinsic::smin, x, y);
+}
+
+uint32_t fieldBytes(const char *what, std::initializer_list<uint64_t> dims, DType t) {
+  uint64_t bytes = dtypeSize(t);
+  bool overflow = false;
+  for (uint64_t d : dims)
+    overflow |= __builtin_mul_overflow(bytes, d, &bytes);
+  if (overflow || bytes > UINT32_MAX)
+    fail("codegen: field {} of {} exceeds the 4 GiB a vertex field can address: split the work over more "
+         "vertices",
+         what, dtypeName(t));
+  return static_cast<uint32_t>(bytes);
+}
+
+void unsupported(const std::string &op, DType t) {
+  fail("codegen: {} not supported for {}", op, dtypeName(t));
+}
+
+} // namespace popc::codegen::detail

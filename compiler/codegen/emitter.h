@@ -1,0 +1,102 @@
+// Internal to compiler/codegen: the IRBuilder helpers every kernel kind uses
+// (vertex function frame, counted loops, typed loads/stores, math).
+#pragma once
+#include "support/dtype.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace popc::codegen::detail {
+
+using llvm::Value;
+
+class Emitter {
+public:
+  explicit Emitter(llvm::Module &module);
+
+  // Starts vertex `symbol` with the ABI void(i8* tile_base, i32* field_offsets).
+  // The entry computes the field pointers and calls an internal always-inline
+  // body whose pointer parameters are noalias (fields never overlap), so after
+  // inlining every access carries scoped-noalias metadata. The builder is left
+  // in the body; fields() are its pointer parameters.
+  void beginKernel(const std::string &symbol, size_t numFields);
+  void endKernel();
+  Value *field(size_t i) const { return fields_.at(i); }
+
+  llvm::IRBuilder<> &b() { return b_; }
+  llvm::LLVMContext &ctx() { return module_.getContext(); }
+
+  // Element types: F32/F64 → float/double, integers → iN of the same size.
+  llvm::Type *type(DType t);
+  bool isFloat(DType t) const { return t == DType::F32 || t == DType::F64; }
+
+  Value *i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+  Value *fconst(DType t, double v) { return llvm::ConstantFP::get(type(t), v); }
+  Value *constant(DType t, double v); // float or integer constant of type t
+
+  // Typed element access: base[index] (index is i64).
+  Value *gep(DType t, Value *base, Value *index);
+  Value *load(DType t, Value *base, Value *index);
+  void store(DType t, Value *value, Value *base, Value *index);
+
+  // Counted loop for (iv = begin; iv < end; ++iv) in rotated canonical form
+  // (guard if the trip count is not a known positive constant, preheader,
+  // header with phi induction, latch). `carried` are loop-carried values
+  // (accumulators): the body receives their current values and returns the
+  // next ones; the result is their final values (init if the loop runs 0 times).
+  using Carried = std::vector<Value *>;
+  Carried forLoop(Value *begin, Value *end, Carried init,
+                  const std::function<Carried(Value *iv, const Carried &)> &body);
+  void forLoop(Value *begin, Value *end, const std::function<void(Value *iv)> &body);
+  void forLoop(int64_t tripCount, const std::function<void(Value *iv)> &body) {
+    forLoop(i64(0), i64(tripCount), body);
+  }
+  Carried forLoop(int64_t tripCount, Carried init,
+                  const std::function<Carried(Value *iv, const Carried &)> &body) {
+    return forLoop(i64(0), i64(tripCount), std::move(init), body);
+  }
+  // if (cond) { then() }
+  void ifThen(Value *cond, const std::function<void()> &then);
+
+  // Math on float values (float or double). Intrinsics where LLVM has one,
+  // otherwise calls to the allow-listed libm functions (tanhf erff, ...).
+  Value *unaryIntrinsic(llvm::Intrinsic::ID id, Value *x);
+  Value *binaryIntrinsic(llvm::Intrinsic::ID id, Value *x, Value *y);
+  Value *libm(const std::string &floatName, std::vector<Value *> args); // "tanhf" → tanh for double
+  Value *exp(Value *x) { return unaryIntrinsic(llvm::Intrinsic::exp, x); }
+  Value *log(Value *x) { return unaryIntrinsic(llvm::Intrinsic::log, x); }
+  Value *fmax(Value *x, Value *y) { return binaryIntrinsic(llvm::Intrinsic::maxnum, x, y); }
+  Value *fmin(Value *x, Value *y) { return binaryIntrinsic(llvm::Intrinsic::minnum, x, y); }
+  // Reassociable add/mul for accumulations, so the host JIT may vectorise reductions.
+  Value *accAdd(Value *x, Value *y);
+  Value *accMul(Value *x, Value *y);
+
+  // Type-generic arithmetic (float or signed integer) for dtype t.
+  Value *add(DType t, Value *x, Value *y);
+  Value *sub(DType t, Value *x, Value *y);
+  Value *mul(DType t, Value *x, Value *y);
+  Value *max(DType t, Value *x, Value *y);
+  Value *min(DType t, Value *x, Value *y);
+
+private:
+  llvm::Module &module_;
+  llvm::IRBuilder<> b_;
+  std::vector<Value *> fields_;
+  llvm::Function *entry_ = nullptr;
+};
+
+// Output size checks shared by the kernel kinds: element counts times element
+// size must fit the u32 field sizes of the ABI.
+uint32_t fieldBytes(const char *what, std::initializer_list<uint64_t> dims, DType t);
+
+// "codegen: <op> not supported for <dtype>"
+[[noreturn]] void unsupported(const std::string &op, DType t);
+
+} // namespace popc::codegen::detail

@@ -1,0 +1,46 @@
+// Internal to compiler/codegen: one describe/emit/key triple per kernel kind,
+// implemented in <kind>.cpp and dispatched by vertex_codegen.cpp.
+#pragma once
+#include "compiler/codegen/emitter.h"
+#include "compiler/codegen/kernels.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace popc::codegen::detail {
+
+struct KernelDesc {
+  std::string kind;               // lower case, used in symbols: "v<index>_<kind>"
+  std::string name;               // readable, unique per key
+  std::vector<FieldInfo> fields;  // in ABI order
+  uint64_t cycles = 0;            // one execution on one worker context
+};
+
+// describe() validates the spec completely (throws popc::Error) so emit()
+// never fails half-way through a function. key() encodes every field of the spec.
+KernelDesc describe(const ElementwiseSpec &s);
+void emit(Emitter &em, const ElementwiseSpec &s);
+std::string key(const ElementwiseSpec &s);
+
+KernelDesc describe(const MatMulSpec &s);
+void emit(Emitter &em, const MatMulSpec &s);
+std::string key(const MatMulSpec &s);
+
+KernelDesc describe(const ConvSpec &s);
+void emit(Emitter &em, const ConvSpec &s);
+std::string key(const ConvSpec &s);
+
+KernelDesc describe(const PoolSpec &s);
+void emit(Emitter &em, const PoolSpec &s);
+std::string key(const PoolSpec &s);
+
+KernelDesc describe(const ReduceSpec &s);
+void emit(Emitter &em, const ReduceSpec &s);
+std::string key(const ReduceSpec &s);
+
+KernelDesc describe(const SoftmaxSpec &s);
+void emit(Emitter &em, const SoftmaxSpec &s);
+std::string key(const SoftmaxSpec &s);
+
+} // namespace popc::codegen::detail

@@ -1,0 +1,145 @@
+#include "test/unit/codegen/jit_helper.h"
+
+#include "support/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+using namespace popc;
+using namespace popc::codegen;
+using namespace popc::codegen::test;
+
+namespace {
+
+struct ConvCase {
+  uint32_t ic, oc, h, w, kh, kw, sh, sw, dh, dw;
+  int32_t padTop, padLeft, padBottom, padRight;
+  uint32_t outRowBegin, outRows; // 0 outRows = all rows
+  bool bias, relu;
+  bool bandIncludesPadding; // field starts at a (possibly negative) padded row
+};
+
+// Builds the spec for a band of output rows, and the input field for it from
+// the full image (rows outside the image are NaN: they must never be read).
+ConvSpec makeSpec(const ConvCase &c, uint32_t &fullOutH) {
+  ConvSpec s;
+  s.inChannels = c.ic;
+  s.outChannels = c.oc;
+  s.inHeight = c.h;
+  s.inWidth = c.w;
+  fullOutH = (c.h + c.padTop + c.padBottom - c.dh * (c.kh - 1) - 1) / c.sh + 1;
+  s.outWidth = (c.w + c.padLeft + c.padRight - c.dw * (c.kw - 1) - 1) / c.sw + 1;
+  s.outRowBegin = c.outRowBegin;
+  s.outRows = c.outRows ? c.outRows : fullOutH - c.outRowBegin;
+  s.kernelH = c.kh;
+  s.kernelW = c.kw;
+  s.strideH = c.sh;
+  s.strideW = c.sw;
+  s.dilationH = c.dh;
+  s.dilationW = c.dw;
+  s.padTop = c.padTop;
+  s.padLeft = c.padLeft;
+  s.hasBias = c.bias;
+  s.relu = c.relu;
+  int64_t first = int64_t(s.outRowBegin) * c.sh - c.padTop;
+  int64_t last = int64_t(s.outRowBegin + s.outRows - 1) * c.sh - c.padTop + int64_t(c.dh) * (c.kh - 1);
+  if (!c.bandIncludesPadding) {
+    first = std::max<int64_t>(first, 0);
+    last = std::min<int64_t>(last, c.h - 1);
+  }
+  s.inRowBegin = int32_t(first);
+  s.inRows = uint32_t(last - first + 1);
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("conv matches a reference with stride, dilation, padding, bands, bias and relu", "[codegen][conv]") {
+  const std::vector<ConvCase> cases = {
+      {3, 4, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false},  // same conv, all rows
+      {2, 3, 12, 10, 3, 2, 2, 2, 2, 1, 2, 1, 2, 1, 1, 3, true, false, false}, // band in the middle
+      {5, 2, 6, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, false, false, false},  // 1x1
+      {2, 2, 8, 8, 5, 5, 1, 2, 1, 1, 2, 2, 2, 2, 0, 2, false, true, true},   // band starts in padding
+      {1, 1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 3, 0, true, false, true},   // band ends in padding
+      {3, 2, 7, 9, 2, 4, 3, 3, 1, 1, 0, 3, 1, 3, 0, 0, true, false, false},  // wide left padding, stride 3
+  };
+  VertexCodegen cg;
+  std::vector<std::pair<ConvSpec, uint32_t>> runs;
+  std::vector<uint32_t> fullH;
+  for (const ConvCase &c : cases) {
+    uint32_t oh;
+    ConvSpec s = makeSpec(c, oh);
+    runs.emplace_back(s, cg.getOrCreate(s));
+  }
+  JitModule jit(cg.finish());
+  std::mt19937 rng(5);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const ConvCase &c = cases[ci];
+    const ConvSpec &s = runs[ci].first;
+    const VertexTypeInfo &vt = cg.vertexTypes()[runs[ci].second];
+    INFO("case " << ci << " " << vt.name);
+    auto image = randomVector<float>(size_t(c.ic) * c.h * c.w, rng);
+    auto weights = randomVector<float>(size_t(c.oc) * c.ic * c.kh * c.kw, rng);
+    auto bias = randomVector<float>(c.oc, rng);
+    std::vector<float> in(size_t(c.ic) * s.inRows * c.w, std::numeric_limits<float>::quiet_NaN());
+    for (uint32_t i = 0; i < c.ic; ++i)
+      for (uint32_t r = 0; r < s.inRows; ++r) {
+        int64_t ih = s.inRowBegin + int64_t(r);
+        if (ih >= 0 && ih < c.h)
+          for (uint32_t x = 0; x < c.w; ++x)
+            in[(size_t(i) * s.inRows + r) * c.w + x] = image[(size_t(i) * c.h + ih) * c.w + x];
+      }
+    std::vector<double> want(size_t(c.oc) * s.outRows * s.outWidth);
+    for (uint32_t o = 0; o < c.oc; ++o)
+      for (uint32_t r = 0; r < s.outRows; ++r)
+        for (uint32_t x = 0; x < s.outWidth; ++x) {
+          double acc = c.bias ? bias[o] : 0.0;
+          for (uint32_t i = 0; i < c.ic; ++i)
+            for (uint32_t ky = 0; ky < c.kh; ++ky)
+              for (uint32_t kx = 0; kx < c.kw; ++kx) {
+                int64_t iy = int64_t(s.outRowBegin + r) * c.sh - c.padTop + int64_t(ky) * c.dh;
+                int64_t ix = int64_t(x) * c.sw - c.padLeft + int64_t(kx) * c.dw;
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w)
+                  continue;
+                acc += double(weights[((size_t(o) * c.ic + i) * c.kh + ky) * c.kw + kx]) *
+                       image[(size_t(i) * c.h + iy) * c.w + ix];
+              }
+          if (c.relu)
+            acc = std::max(acc, 0.0);
+          want[(size_t(o) * s.outRows + r) * s.outWidth + x] = acc;
+        }
+    std::vector<Bytes> fields = {toBytes(in), toBytes(weights)};
+    if (c.bias)
+      fields.push_back(toBytes(bias));
+    fields.push_back(Bytes(want.size() * 4, 0xFF));
+    requireClose(fromBytes<float>(jit.run(vt, fields).back()), want);
+  }
+}
+
+TEST_CASE("conv describes its fields and rejects bad geometry", "[codegen][conv]") {
+  VertexCodegen cg;
+  uint32_t oh;
+  ConvSpec s = makeSpec({3, 4, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false}, oh);
+  const VertexTypeInfo &vt = cg.vertexTypes().at(cg.getOrCreate(s));
+  REQUIRE(vt.fields.size() == 4);
+  CHECK(vt.fields[0].name == "in");
+  CHECK(vt.fields[0].bytes == 3 * 9 * 11 * 4);
+  CHECK(vt.fields[1].name == "weights");
+  CHECK(vt.fields[1].bytes == 4 * 3 * 3 * 3 * 4);
+  CHECK(vt.fields[2].name == "bias");
+  CHECK(vt.fields[3].name == "out");
+  CHECK(vt.fields[3].bytes == 4 * 9 * 11 * 4);
+  CHECK(vt.cycles == 10 + uint64_t(4 * 9 * 11) * (5 + 28 / 2) + 4 * 9 * 11);
+
+  ConvSpec narrow = s;
+  narrow.inRows = 5; // rows 5..8 are needed too
+  CHECK_THROWS_AS(cg.getOrCreate(narrow), popc::Error);
+  ConvSpec zeroStride = s;
+  zeroStride.strideW = 0;
+  CHECK_THROWS_AS(cg.getOrCreate(zeroStride), popc::Error);
+  ConvSpec i32 = s;
+  i32.dtype = DType::I32;
+  CHECK_THROWS_WITH(cg.getOrCreate(i32), "codegen: Conv not supported for int32");
+}

@@ -1,0 +1,65 @@
+// Test helper: JIT a vertex module with ORC LLJIT and run one vertex on a fake
+// tile (fields laid out with canary gaps, so stray writes are caught).
+#pragma once
+#include "compiler/codegen/kernels.h"
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace popc::codegen::test {
+
+using Bytes = std::vector<uint8_t>;
+
+class JitModule {
+public:
+  // Optionally runs the host-CPU O3 pipeline first, like the runtime does.
+  explicit JitModule(const Bytes &bitcode, bool optimiseForHost = true);
+  ~JitModule();
+  using VertexFn = void (*)(uint8_t *tileBase, const uint32_t *fieldOffsets);
+  VertexFn lookup(const std::string &symbol);
+
+  // Runs `vertex` with the given field contents (outputs: any bytes of the
+  // right size) and returns every field's bytes afterwards. Checks that only
+  // Output/InOut fields changed and no byte outside the fields was written.
+  std::vector<Bytes> run(const VertexTypeInfo &vertex, const std::vector<Bytes> &fields);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Textual IR of the module after the host O3 pipeline (for vectorisation checks).
+std::string hostOptimisedIR(const Bytes &bitcode);
+
+template <typename T> Bytes toBytes(const std::vector<T> &v) {
+  Bytes b(v.size() * sizeof(T));
+  if (!v.empty())
+    std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+template <typename T> std::vector<T> fromBytes(const Bytes &b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  if (!v.empty())
+    std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+
+template <typename T> std::vector<T> randomVector(size_t n, std::mt19937 &rng, double lo = -1.0, double hi = 1.0) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<T> v(n);
+  for (auto &x : v)
+    x = static_cast<T>(dist(rng));
+  return v;
+}
+
+// |got - want| <= rtol * max(|want|, 1) elementwise (1 stands for the scale of
+// the inputs, so sums that cancel to ~0 are not held to a relative bound).
+void requireClose(const std::vector<float> &got, const std::vector<double> &want, double rtol = 1e-5);
+void requireClose(const std::vector<double> &got, const std::vector<double> &want, double rtol = 1e-12);
+
+} // namespace popc::codegen::test

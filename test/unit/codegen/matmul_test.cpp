@@ -1,0 +1,117 @@
+#include "test/unit/codegen/jit_helper.h"
+
+#include "support/error.h"
+
+#include <catch2/catch.hpp>
+
+using namespace popc;
+using namespace popc::codegen;
+using namespace popc::codegen::test;
+
+namespace {
+
+std::vector<double> reference(const MatMulSpec &s, const std::vector<float> &A, const std::vector<float> &B,
+                              const std::vector<float> &C) {
+  std::vector<double> out(size_t(s.batch) * s.m * s.n);
+  for (uint32_t b = 0; b < s.batch; ++b)
+    for (uint32_t m = 0; m < s.m; ++m)
+      for (uint32_t n = 0; n < s.n; ++n) {
+        double acc = 0;
+        for (uint32_t k = 0; k < s.k; ++k) {
+          double a = s.transA ? A[(size_t(b) * s.k + k) * s.m + m] : A[(size_t(b) * s.m + m) * s.k + k];
+          size_t bb = s.broadcastB ? 0 : b;
+          double bv = s.transB ? B[(bb * s.n + n) * s.k + k] : B[(bb * s.k + k) * s.n + n];
+          acc += a * bv;
+        }
+        size_t o = (size_t(b) * s.m + m) * s.n + n;
+        out[o] = s.alpha * acc + (s.hasC ? s.beta * C[o] : 0.0);
+      }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("matmul matches a reference for every trans/broadcast/C/alpha/beta combination", "[codegen][matmul]") {
+  VertexCodegen cg;
+  std::vector<std::pair<MatMulSpec, uint32_t>> runs;
+  for (int flags = 0; flags < 16; ++flags)
+    for (auto [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{0.5f, -2.0f}}) {
+      MatMulSpec s;
+      s.batch = 3;
+      s.m = 5;
+      s.n = 19;
+      s.k = 13;
+      s.transA = flags & 1;
+      s.transB = flags & 2;
+      s.broadcastB = flags & 4;
+      s.hasC = flags & 8;
+      s.alpha = alpha;
+      s.beta = beta;
+      runs.emplace_back(s, cg.getOrCreate(s));
+    }
+  JitModule jit(cg.finish());
+  std::mt19937 rng(1);
+  for (auto &[s, index] : runs) {
+    const VertexTypeInfo &vt = cg.vertexTypes()[index];
+    INFO(vt.name);
+    auto A = randomVector<float>(size_t(s.batch) * s.m * s.k, rng);
+    auto B = randomVector<float>(size_t(s.broadcastB ? 1 : s.batch) * s.k * s.n, rng);
+    auto C = randomVector<float>(size_t(s.batch) * s.m * s.n, rng);
+    std::vector<Bytes> fields = {toBytes(A), toBytes(B)};
+    if (s.hasC)
+      fields.push_back(toBytes(C));
+    fields.push_back(Bytes(C.size() * 4, 0xFF)); // garbage: the kernel must initialise out
+    auto out = fromBytes<float>(jit.run(vt, fields).back());
+    requireClose(out, reference(s, A, B, C));
+  }
+}
+
+TEST_CASE("matmul fields, cycles and names", "[codegen][matmul]") {
+  VertexCodegen cg;
+  MatMulSpec s;
+  s.batch = 2;
+  s.m = 4;
+  s.n = 16;
+  s.k = 8;
+  s.hasC = true;
+  s.broadcastB = true;
+  const VertexTypeInfo &vt = cg.vertexTypes().at(cg.getOrCreate(s));
+  REQUIRE(vt.fields.size() == 4);
+  CHECK(vt.fields[0].name == "A");
+  CHECK(vt.fields[0].bytes == 2 * 4 * 8 * 4);
+  CHECK(vt.fields[1].name == "B");
+  CHECK(vt.fields[1].bytes == 8 * 16 * 4); // broadcast: one B
+  CHECK(vt.fields[2].name == "C");
+  CHECK(vt.fields[3].name == "out");
+  CHECK(vt.fields[3].access == FieldAccess::Output);
+  CHECK(vt.fields[3].bytes == 2 * 4 * 16 * 4);
+  CHECK(vt.cycles == 10 + 2 * 4 * 16 * (5 + 9 / 2) + 2 * 4 * 16);
+  CHECK(vt.symbol == "v0_matmul");
+  CHECK_THROWS_WITH(cg.getOrCreate(MatMulSpec{DType::I32}), "codegen: MatMul not supported for int32");
+}
+
+TEST_CASE("matmul float64", "[codegen][matmul]") {
+  VertexCodegen cg;
+  MatMulSpec s;
+  s.dtype = DType::F64;
+  s.m = 3;
+  s.n = 7;
+  s.k = 5;
+  s.transB = true;
+  uint32_t a = cg.getOrCreate(s);
+  s.transB = false;
+  uint32_t b = cg.getOrCreate(s);
+  JitModule jit(cg.finish());
+  std::mt19937 rng(9);
+  auto A = randomVector<double>(15, rng), B = randomVector<double>(35, rng);
+  for (bool transB : {true, false}) {
+    std::vector<double> want(21, 0.0);
+    for (int m = 0; m < 3; ++m)
+      for (int n = 0; n < 7; ++n)
+        for (int k = 0; k < 5; ++k)
+          want[m * 7 + n] += A[m * 5 + k] * (transB ? B[n * 5 + k] : B[k * 7 + n]);
+    auto out = fromBytes<double>(
+        jit.run(cg.vertexTypes()[transB ? a : b], {toBytes(A), toBytes(B), Bytes(21 * 8)}).back());
+    requireClose(out, want, 1e-12);
+  }
+}
