@@ -1,0 +1,121 @@
+#include "compiler/driver/compile.h"
+
+#include "compiler/codegen/kernels.h"
+#include "compiler/graph/memory_plan.h"
+#include "compiler/graph/serialize.h"
+#include "compiler/ir/ir.h"
+#include "compiler/lib/lowering.h"
+#include "compiler/onnx/importer.h"
+#include "compiler/passes/pass_manager.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <chrono>
+#include <set>
+
+namespace popc::driver {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+graph::Target makeTarget(const CompileOptions &o) {
+  graph::Target t = graph::Target::forArch(o.arch, o.numIpus);
+  if (o.tilesPerIpu) {
+    if (*o.tilesPerIpu == 0 || *o.tilesPerIpu > t.tilesPerIpu)
+      fail("--tiles-per-ipu {}: must be between 1 and {} for {}", *o.tilesPerIpu, t.tilesPerIpu, o.arch);
+    t.tilesPerIpu = *o.tilesPerIpu;
+  }
+  if (o.bytesPerTile) {
+    if (*o.bytesPerTile < 64 || *o.bytesPerTile > 16u * 1024 * 1024)
+      fail("--bytes-per-tile {}: must be between 64 and 16777216", *o.bytesPerTile);
+    t.bytesPerTile = *o.bytesPerTile;
+  }
+  return t;
+}
+
+// One error naming every op type the device cannot run yet, with its nodes.
+void checkLowerable(const ir::Graph &g, const std::string &modelPath) {
+  std::map<std::string, std::vector<std::string>> missing;
+  for (const auto &op : g.ops())
+    if (!lib::findLowering(op->type))
+      missing[op->type].push_back(op->name);
+  if (missing.empty())
+    return;
+  std::string list;
+  for (const auto &[type, nodes] : missing) {
+    list += (list.empty() ? "" : "; ") + type + " (nodes: ";
+    for (size_t i = 0; i < nodes.size(); ++i)
+      list += (i ? ", " : "") + nodes[i];
+    list += ")";
+  }
+  fail("{}: unsupported operators: {}", modelPath, list);
+}
+
+} // namespace
+
+std::map<std::string, std::string> CompileOptions::describe() const {
+  const graph::Target t = makeTarget(*this);
+  std::map<std::string, std::string> d{
+      {"arch", arch},
+      {"num-ipus", std::to_string(numIpus)},
+      {"tiles-per-ipu", std::to_string(t.tilesPerIpu)},
+      {"bytes-per-tile", std::to_string(t.bytesPerTile)},
+  };
+  for (const auto &[name, shape] : inputShapes)
+    d["input-shape:" + name] = shapeToString(shape);
+  return d;
+}
+
+std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
+                                 CompileStats *stats) {
+  auto log = log::get("driver");
+  CompileStats local;
+  CompileStats &st = stats ? *stats : local;
+  const graph::Target target = makeTarget(options);
+
+  auto t0 = Clock::now();
+  onnx_import::ImportOptions importOptions;
+  importOptions.inputShapes = options.inputShapes;
+  ir::Ir ir = onnx_import::importOnnx(modelPath, importOptions);
+  st.importSeconds = secondsSince(t0);
+
+  t0 = Clock::now();
+  passes::PassOptions passOptions;
+  passOptions.dumpIrDir = options.dumpIrDir;
+  passOptions.dumpDotDir = options.dumpDotDir;
+  passes::runPasses(ir, passOptions);
+  st.irOps = ir.main.ops().size();
+  st.passesSeconds = secondsSince(t0);
+  checkLowerable(ir.main, modelPath);
+
+  t0 = Clock::now();
+  graph::DeviceGraph dg(target);
+  codegen::VertexCodegen codegen;
+  lib::lowerIr(ir, dg, codegen);
+  const graph::MemoryPlan plan = graph::planMemory(dg);
+  st.lowerSeconds = secondsSince(t0);
+  for (const auto &cs : dg.computeSets())
+    st.vertices += cs.vertices.size();
+  for (const auto &ex : dg.exchanges())
+    st.exchangeCopies += ex.copies.size();
+
+  t0 = Clock::now();
+  graph::ExecutableCode code;
+  code.bitcode = codegen.finish();
+  code.vertexTypes = codegen.vertexTypes();
+  st.vertexTypes = code.vertexTypes.size();
+  st.codegenSeconds = secondsSince(t0);
+
+  t0 = Clock::now();
+  std::vector<uint8_t> bytes = graph::serializeExecutable(dg, plan, code, options.describe());
+  st.writeSeconds = secondsSince(t0);
+  log->info("compiled {}: {} IR ops, {} vertex types, {} vertices, {} copies, {} bytes", modelPath,
+            st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, bytes.size());
+  return bytes;
+}
+
+} // namespace popc::driver

@@ -1,0 +1,37 @@
+// The compile pipeline behind popc-onnx: ONNX import → IR passes → lowering
+// onto the device graph → memory plan → vertex code → popef bytes.
+#pragma once
+#include "support/dtype.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace popc::driver {
+
+struct CompileOptions {
+  std::string arch = "ipu2";
+  uint32_t numIpus = 1;
+  std::optional<uint32_t> tilesPerIpu;  // shrink the target (tests)
+  std::optional<uint32_t> bytesPerTile; // override the memory budget (tests)
+  std::map<std::string, Shape> inputShapes;
+  std::string dumpIrDir, dumpDotDir;
+
+  // Every option that changes the executable, as stable key/value text. Stored
+  // in the popef metadata and part of the cache key.
+  std::map<std::string, std::string> describe() const;
+};
+
+struct CompileStats {
+  double importSeconds = 0, passesSeconds = 0, lowerSeconds = 0, codegenSeconds = 0, writeSeconds = 0;
+  size_t irOps = 0, vertexTypes = 0, vertices = 0, exchangeCopies = 0;
+};
+
+// Compiles the ONNX model at `modelPath`. Throws popc::Error for bad models,
+// unsupported operators and out-of-memory (with its report).
+std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
+                                 CompileStats *stats = nullptr);
+
+} // namespace popc::driver

@@ -1,0 +1,161 @@
+// The device-level graph (Poplar's Graph): tensors whose every byte is mapped
+// to a tile, compute sets of vertices whose fields are byte ranges on their own
+// tile, exchange steps (copies between tiles), host streams and a program tree.
+//
+// Addresses are symbolic here: a field or copy names a tensor and a byte
+// position; the memory planner (memory_plan.h) later gives every (tensor,
+// tile) block an offset in that tile's memory, and serialize.h resolves them.
+#pragma once
+#include "compiler/graph/target.h"
+#include "support/dtype.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace popc::graph {
+
+using TensorId = uint32_t;
+
+enum class TensorRole : uint8_t { Input = 0, Output = 1, Constant = 2, Intermediate = 3 }; // = popef
+
+// Bytes [begin, end) of a tensor live on `tile`.
+struct Interval {
+  uint64_t begin = 0, end = 0;
+  uint32_t tile = 0;
+  uint64_t size() const { return end - begin; }
+};
+
+// A tensor's bytes on one tile form one contiguous "block" in that tile's
+// memory: its intervals on that tile, concatenated in tensor order.
+struct DeviceTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  TensorRole role = TensorRole::Intermediate;
+  uint64_t bytes = 0;
+  std::vector<Interval> mapping; // sorted by begin, covers [0, bytes) exactly once
+  std::vector<uint64_t> blockOffsets; // per interval: its offset inside its tile block
+  std::vector<uint8_t> constData;
+};
+
+// A vertex field: `bytes` bytes at `blockOffset` inside tensor's block on `tile`.
+struct FieldRef {
+  TensorId tensor = 0;
+  uint32_t tile = 0;
+  uint64_t blockOffset = 0;
+  uint64_t bytes = 0;
+};
+
+struct Vertex {
+  uint32_t type = 0; // codegen vertex type index
+  uint32_t tile = 0;
+  std::vector<FieldRef> fields;
+};
+
+struct ComputeSet {
+  std::string name;
+  std::vector<Vertex> vertices;
+};
+
+// Copies bytes [srcByte, srcByte+bytes) of src to dst starting at dstByte,
+// whatever tiles they live on (split at interval boundaries when resolved).
+struct Copy {
+  TensorId src = 0;
+  uint64_t srcByte = 0;
+  TensorId dst = 0;
+  uint64_t dstByte = 0;
+  uint64_t bytes = 0;
+};
+
+struct ExchangeStep {
+  std::string name;
+  std::vector<Copy> copies;
+};
+
+enum class StreamDirection : uint8_t { HostToDevice = 0, DeviceToHost = 1 };
+
+struct HostStream {
+  std::string name;
+  TensorId tensor = 0;
+  StreamDirection direction = StreamDirection::HostToDevice;
+};
+
+enum class ProgramKind : uint8_t { Sequence = 0, Execute, Exchange, StreamCopy, Repeat, Call, Sync };
+
+struct Program {
+  ProgramKind kind = ProgramKind::Sequence;
+  uint32_t index = 0; // compute set / exchange / stream / function
+  uint32_t count = 0; // Repeat
+  std::string name;
+  std::vector<Program> children;
+
+  static Program sequence(std::string name = {}) { return {ProgramKind::Sequence, 0, 0, std::move(name), {}}; }
+  static Program execute(uint32_t cs) { return {ProgramKind::Execute, cs, 0, {}, {}}; }
+  static Program exchange(uint32_t ex) { return {ProgramKind::Exchange, ex, 0, {}, {}}; }
+  static Program streamCopy(uint32_t s) { return {ProgramKind::StreamCopy, s, 0, {}, {}}; }
+  static Program sync() { return {ProgramKind::Sync, 0, 0, {}, {}}; }
+};
+
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  TensorId tensor = 0;
+  uint32_t stream = 0;
+};
+
+class DeviceGraph {
+public:
+  explicit DeviceGraph(Target target) : target_(std::move(target)) {}
+  const Target &target() const { return target_; }
+
+  TensorId addTensor(std::string name, DType dtype, Shape shape, TensorRole role);
+  DeviceTensor &tensor(TensorId id) { return tensors_.at(id); }
+  const DeviceTensor &tensor(TensorId id) const { return tensors_.at(id); }
+  const std::vector<DeviceTensor> &tensors() const { return tensors_; }
+
+  // Mapping. setMapping checks the intervals cover the tensor exactly once.
+  void setMapping(TensorId id, std::vector<Interval> mapping);
+  // Whole tensor on one tile.
+  void mapToTile(TensorId id, uint32_t tile);
+  // Spreads elements evenly over `numTiles` tiles starting at `firstTile`, in
+  // multiples of `grainElems`, using no more tiles than keeps at least
+  // `minElemsPerTile` per tile (Poplar's mapTensorLinearly).
+  void mapLinearly(TensorId id, uint32_t firstTile, uint32_t numTiles, uint64_t grainElems,
+                   uint64_t minElemsPerTile);
+  bool isMapped(TensorId id) const { return !tensors_.at(id).mapping.empty(); }
+
+  // Position of tensor byte `byte` inside its tile block: (tile, blockOffset).
+  std::pair<uint32_t, uint64_t> locate(TensorId id, uint64_t byte) const;
+  // Size of the tensor's block on each tile it uses, in tile order.
+  std::vector<std::pair<uint32_t, uint64_t>> blockSizes(TensorId id) const;
+
+  uint32_t addComputeSet(std::string name);
+  ComputeSet &computeSet(uint32_t i) { return computeSets_.at(i); }
+  const std::vector<ComputeSet> &computeSets() const { return computeSets_; }
+
+  uint32_t addExchange(std::string name);
+  ExchangeStep &exchange(uint32_t i) { return exchanges_.at(i); }
+  const std::vector<ExchangeStep> &exchanges() const { return exchanges_; }
+
+  uint32_t addStream(std::string name, TensorId tensor, StreamDirection dir);
+  const std::vector<HostStream> &streams() const { return streams_; }
+
+  Program &main() { return main_; }
+  const Program &main() const { return main_; }
+
+  std::vector<IoInfo> inputs, outputs;
+  std::string modelName;
+
+private:
+  Target target_;
+  std::vector<DeviceTensor> tensors_;
+  std::vector<ComputeSet> computeSets_;
+  std::vector<ExchangeStep> exchanges_;
+  std::vector<HostStream> streams_;
+  Program main_ = Program::sequence("main");
+};
+
+} // namespace popc::graph

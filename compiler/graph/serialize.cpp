@@ -1,0 +1,202 @@
+#include "compiler/graph/serialize.h"
+
+#include "formats/popef/popef.h"
+#include "support/error.h"
+#include "support/version.h"
+
+#include <algorithm>
+
+namespace popc::graph {
+
+namespace fb = ::popef::fb;
+
+namespace {
+
+std::unique_ptr<fb::TargetT> toTarget(const Target &t) {
+  auto out = std::make_unique<fb::TargetT>();
+  out->arch = t.arch;
+  out->num_ipus = t.numIpus;
+  out->tiles_per_ipu = t.tilesPerIpu;
+  out->bytes_per_tile = t.bytesPerTile;
+  out->workers_per_tile = t.workersPerTile;
+  out->clock_hz = t.clockHz;
+  out->exchange_bytes_per_cycle = t.exchangeBytesPerCycle;
+  out->inter_ipu_bytes_per_cycle = t.interIpuBytesPerCycle;
+  out->host_bytes_per_cycle = t.hostBytesPerCycle;
+  out->sync_cycles = t.syncCycles;
+  out->global_sync_cycles = t.globalSyncCycles;
+  return out;
+}
+
+// Splits a symbolic copy at the interval boundaries of source and destination.
+void resolveCopy(const DeviceGraph &g, const MemoryPlan &plan, const Copy &c,
+                 std::vector<fb::Copy> &out) {
+  uint64_t done = 0;
+  const DeviceTensor &src = g.tensor(c.src), &dst = g.tensor(c.dst);
+  auto remainingInInterval = [](const DeviceTensor &t, uint64_t byte) {
+    auto it = std::upper_bound(t.mapping.begin(), t.mapping.end(), byte,
+                               [](uint64_t b, const Interval &iv) { return b < iv.begin; });
+    return std::prev(it)->end - byte;
+  };
+  while (done < c.bytes) {
+    const uint64_t s = c.srcByte + done, d = c.dstByte + done;
+    const uint64_t n = std::min({c.bytes - done, remainingInInterval(src, s), remainingInInterval(dst, d)});
+    auto [st, so] = plan.address(g, c.src, s);
+    auto [dt, dof] = plan.address(g, c.dst, d);
+    if (!(st == dt && so == dof))
+      out.emplace_back(st, so, dt, dof, uint32_t(n));
+    done += n;
+  }
+}
+
+// Sorted by destination and merged into long runs (DESIGN.md: coalesce at compile time).
+std::vector<fb::Copy> coalesce(std::vector<fb::Copy> copies) {
+  std::sort(copies.begin(), copies.end(), [](const fb::Copy &a, const fb::Copy &b) {
+    if (a.dst_tile() != b.dst_tile())
+      return a.dst_tile() < b.dst_tile();
+    return a.dst_offset() < b.dst_offset();
+  });
+  std::vector<fb::Copy> merged;
+  for (const fb::Copy &c : copies) {
+    if (!merged.empty()) {
+      fb::Copy &p = merged.back();
+      if (p.dst_tile() == c.dst_tile() && p.src_tile() == c.src_tile() &&
+          p.dst_offset() + p.bytes() == c.dst_offset() && p.src_offset() + p.bytes() == c.src_offset()) {
+        p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes() + c.bytes());
+        continue;
+      }
+    }
+    merged.push_back(c);
+  }
+  return merged;
+}
+
+std::unique_ptr<fb::ProgramT> toProgram(const Program &p) {
+  auto out = std::make_unique<fb::ProgramT>();
+  out->kind = static_cast<fb::ProgramKind>(p.kind);
+  out->index = p.index;
+  out->count = p.count;
+  out->name = p.name;
+  for (const Program &c : p.children)
+    out->children.push_back(toProgram(c));
+  return out;
+}
+
+std::unique_ptr<fb::IoInfoT> toIoInfo(const IoInfo &io) {
+  auto out = std::make_unique<fb::IoInfoT>();
+  out->name = io.name;
+  out->dtype = static_cast<fb::DType>(io.dtype);
+  out->shape = io.shape;
+  out->tensor = io.tensor;
+  out->stream = io.stream;
+  return out;
+}
+
+} // namespace
+
+std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan &plan,
+                                         const ExecutableCode &code,
+                                         const std::map<std::string, std::string> &options) {
+  fb::ExecutableT exe;
+  exe.format_version = popef::kFormatVersion;
+  exe.compiler_version = compilerVersion();
+  exe.target = toTarget(g.target());
+
+  auto meta = std::make_unique<fb::MetadataT>();
+  meta->model_name = g.modelName;
+  for (const IoInfo &io : g.inputs)
+    meta->inputs.push_back(toIoInfo(io));
+  for (const IoInfo &io : g.outputs)
+    meta->outputs.push_back(toIoInfo(io));
+  for (const auto &[k, v] : options) {
+    auto o = std::make_unique<fb::OptionT>();
+    o->key = k;
+    o->value = v;
+    meta->options.push_back(std::move(o));
+  }
+  exe.metadata = std::move(meta);
+
+  for (TensorId id = 0; id < g.tensors().size(); ++id) {
+    const DeviceTensor &t = g.tensor(id);
+    auto out = std::make_unique<fb::TensorT>();
+    out->name = t.name;
+    out->dtype = static_cast<fb::DType>(t.dtype);
+    out->shape = t.shape;
+    out->role = static_cast<fb::TensorRole>(t.role);
+    for (size_t i = 0; i < t.mapping.size(); ++i) {
+      const Interval &iv = t.mapping[i];
+      out->mapping.emplace_back(iv.begin, uint32_t(iv.size()), iv.tile,
+                                uint32_t(plan.base(id, iv.tile) + t.blockOffsets[i]));
+    }
+    if (t.role == TensorRole::Constant) {
+      auto data = std::make_unique<fb::ConstantDataT>();
+      data->data = t.constData;
+      out->constant = int32_t(exe.constants.size());
+      exe.constants.push_back(std::move(data));
+    }
+    exe.tensors.push_back(std::move(out));
+  }
+
+  auto module = std::make_unique<fb::CodeModuleT>();
+  module->bitcode = code.bitcode;
+  exe.code.push_back(std::move(module));
+  for (const codegen::VertexTypeInfo &vt : code.vertexTypes) {
+    auto out = std::make_unique<fb::VertexTypeT>();
+    out->name = vt.name;
+    out->symbol = vt.symbol;
+    out->module_ = 0;
+    out->cycles = vt.cycles;
+    for (const codegen::FieldInfo &f : vt.fields) {
+      auto fd = std::make_unique<fb::FieldDeclT>();
+      fd->name = f.name;
+      fd->bytes = f.bytes;
+      fd->access = static_cast<fb::FieldAccess>(f.access);
+      out->fields.push_back(std::move(fd));
+    }
+    exe.vertex_types.push_back(std::move(out));
+  }
+
+  for (const ComputeSet &cs : g.computeSets()) {
+    auto out = std::make_unique<fb::ComputeSetT>();
+    out->name = cs.name;
+    std::vector<const Vertex *> vertices;
+    for (const Vertex &v : cs.vertices)
+      vertices.push_back(&v);
+    std::stable_sort(vertices.begin(), vertices.end(),
+                     [](const Vertex *a, const Vertex *b) { return a->tile < b->tile; });
+    for (const Vertex *v : vertices) {
+      POPC_ASSERT(v->fields.size() == code.vertexTypes.at(v->type).fields.size());
+      out->vertices.emplace_back(v->type, v->tile, uint32_t(out->field_offsets.size()));
+      for (const FieldRef &f : v->fields) {
+        POPC_ASSERT(f.tile == v->tile);
+        out->field_offsets.push_back(uint32_t(plan.base(f.tensor, f.tile) + f.blockOffset));
+      }
+    }
+    exe.compute_sets.push_back(std::move(out));
+  }
+
+  for (const ExchangeStep &ex : g.exchanges()) {
+    auto out = std::make_unique<fb::ExchangeStepT>();
+    out->name = ex.name;
+    std::vector<fb::Copy> copies;
+    for (const Copy &c : ex.copies)
+      resolveCopy(g, plan, c, copies);
+    out->copies = coalesce(std::move(copies));
+    exe.exchanges.push_back(std::move(out));
+  }
+
+  for (const HostStream &s : g.streams()) {
+    auto out = std::make_unique<fb::HostStreamT>();
+    out->name = s.name;
+    out->tensor = s.tensor;
+    out->direction = static_cast<fb::StreamDirection>(s.direction);
+    exe.streams.push_back(std::move(out));
+  }
+
+  exe.main = toProgram(g.main());
+  for (uint64_t used : plan.tileBytesUsed)
+    exe.tile_bytes_used.push_back(uint32_t(used));
+  return popef::serialize(exe);
+}
+
+} // namespace popc::graph

@@ -1,0 +1,201 @@
+#include "compiler/lib/lowering.h"
+
+#include "compiler/lib/ops.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <algorithm>
+
+namespace popc::lib {
+
+// ---------------------------------------------------------------- OpBuilder
+
+OpBuilder::OpBuilder(Lowering &lowering, std::string name)
+    : lowering(lowering), name(std::move(name)) {}
+
+uint32_t OpBuilder::preExchange() {
+  if (!pre_)
+    pre_ = lowering.graph.addExchange(name + "/in");
+  return *pre_;
+}
+
+uint32_t OpBuilder::postExchange() {
+  if (!post_)
+    post_ = lowering.graph.addExchange(name + "/out");
+  return *post_;
+}
+
+void OpBuilder::addVertex(const codegen::KernelSpec &spec, uint32_t tile,
+                          std::vector<graph::FieldRef> fields) {
+  if (!cs_)
+    cs_ = lowering.graph.addComputeSet(name);
+  const uint32_t type = lowering.codegen.getOrCreate(spec);
+  const auto &info = lowering.codegen.vertexTypes().at(type);
+  POPC_ASSERT(info.fields.size() == fields.size());
+  for (size_t i = 0; i < fields.size(); ++i)
+    POPC_ASSERT(fields[i].bytes == info.fields[i].bytes && fields[i].tile == tile);
+  lowering.graph.computeSet(*cs_).vertices.push_back({type, tile, std::move(fields)});
+}
+
+namespace {
+// True when `runs` of `t` lie on `tile` back to back in its block; sets `offset`.
+bool contiguousOnTile(const graph::DeviceGraph &g, graph::TensorId t, const RunList &runs,
+                      uint32_t tile, uint64_t &offset) {
+  const graph::DeviceTensor &dt = g.tensor(t);
+  bool first = true;
+  uint64_t expected = 0;
+  for (const Run &r : runs.runs()) {
+    uint64_t done = 0;
+    while (done < r.bytes) {
+      const uint64_t byte = r.byte + done;
+      auto it = std::upper_bound(dt.mapping.begin(), dt.mapping.end(), byte,
+                                 [](uint64_t b, const graph::Interval &iv) { return b < iv.begin; });
+      --it;
+      if (it->tile != tile)
+        return false;
+      const uint64_t blockOffset = dt.blockOffsets[it - dt.mapping.begin()] + (byte - it->begin);
+      if (first) {
+        offset = expected = blockOffset;
+        first = false;
+      } else if (blockOffset != expected) {
+        return false;
+      }
+      const uint64_t n = std::min(r.bytes - done, it->end - byte);
+      expected += n;
+      done += n;
+    }
+  }
+  return !first;
+}
+} // namespace
+
+graph::FieldRef OpBuilder::gather(graph::TensorId src, const RunList &runs, uint32_t tile,
+                                  const std::string &what) {
+  auto &g = lowering.graph;
+  uint64_t offset = 0;
+  if (contiguousOnTile(g, src, runs, tile, offset))
+    return {src, tile, offset, runs.totalBytes()};
+  const graph::DeviceTensor &s = g.tensor(src);
+  const uint64_t elems = runs.totalBytes() / dtypeSize(s.dtype);
+  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}", name, what, tile), s.dtype,
+                                    {int64_t(elems)}, graph::TensorRole::Intermediate);
+  g.mapToTile(tmp, tile);
+  auto &copies = g.exchange(preExchange()).copies;
+  uint64_t pos = 0;
+  for (const Run &r : runs.runs()) {
+    copies.push_back({src, r.byte, tmp, pos, r.bytes});
+    pos += r.bytes;
+  }
+  return {tmp, tile, 0, runs.totalBytes()};
+}
+
+graph::FieldRef OpBuilder::scatter(graph::TensorId dst, const RunList &runs, uint32_t tile,
+                                   const std::string &what) {
+  auto &g = lowering.graph;
+  uint64_t offset = 0;
+  if (contiguousOnTile(g, dst, runs, tile, offset))
+    return {dst, tile, offset, runs.totalBytes()};
+  const graph::DeviceTensor &d = g.tensor(dst);
+  const uint64_t elems = runs.totalBytes() / dtypeSize(d.dtype);
+  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}", name, what, tile), d.dtype,
+                                    {int64_t(elems)}, graph::TensorRole::Intermediate);
+  g.mapToTile(tmp, tile);
+  auto &copies = g.exchange(postExchange()).copies;
+  uint64_t pos = 0;
+  for (const Run &r : runs.runs()) {
+    copies.push_back({tmp, pos, dst, r.byte, r.bytes});
+    pos += r.bytes;
+  }
+  return {tmp, tile, 0, runs.totalBytes()};
+}
+
+OpBuilder::~OpBuilder() {
+  auto &main = lowering.graph.main();
+  if (pre_)
+    main.children.push_back(graph::Program::exchange(*pre_));
+  if (cs_)
+    main.children.push_back(graph::Program::execute(*cs_));
+  if (post_)
+    main.children.push_back(graph::Program::exchange(*post_));
+}
+
+// ---------------------------------------------------------------- Lowering
+
+const Value &Lowering::value(const std::string &irName) const {
+  auto it = values_.find(irName);
+  if (it == values_.end())
+    fail("internal error: IR tensor '{}' has no device value", irName);
+  return it->second;
+}
+
+Value Lowering::newValue(const std::string &name, const ir::TensorInfo &info, graph::TensorRole role) {
+  return Value{graph.addTensor(name, info.dtype, info.shape, role), info};
+}
+
+void Lowering::mapLinearly(const Value &v, uint64_t grainElems) {
+  if (graph.tensor(v.tensor).bytes == 0)
+    return;
+  // At least 64 elements per tile keeps vertices big enough to amortise their
+  // call on the host while still spreading large tensors over every tile.
+  graph.mapLinearly(v.tensor, firstTile_, numTiles_, grainElems, std::max<uint64_t>(64, grainElems));
+}
+
+void Lowering::mapLike(const Value &v, const Value &like) {
+  const auto &src = graph.tensor(like.tensor);
+  if (src.bytes == graph.tensor(v.tensor).bytes && !src.mapping.empty())
+    graph.setMapping(v.tensor, src.mapping);
+  else
+    mapLinearly(v);
+}
+
+void Lowering::setCurrentIpu(int64_t ipu) {
+  const auto &t = graph.target();
+  if (ipu < 0 || ipu >= int64_t(t.numIpus))
+    fail("op placed on IPU {} but the target has {} IPU(s) (use --num-ipus)", ipu, t.numIpus);
+  firstTile_ = t.firstTileOfIpu(uint32_t(ipu));
+  numTiles_ = t.tilesPerIpu;
+}
+
+std::vector<uint64_t> splitEvenly(uint64_t n, uint64_t parts, uint64_t minChunk) {
+  parts = std::max<uint64_t>(1, std::min(parts, std::max<uint64_t>(1, n / std::max<uint64_t>(minChunk, 1))));
+  std::vector<uint64_t> bounds;
+  const uint64_t chunk = (n + parts - 1) / parts;
+  for (uint64_t b = 0; b < n; b += chunk)
+    bounds.push_back(b);
+  bounds.push_back(n);
+  return bounds;
+}
+
+// ---------------------------------------------------------------- registry
+
+namespace {
+const LoweringTable &table() {
+  static const LoweringTable t = [] {
+    LoweringTable t;
+    registerElementwiseLowerings(t);
+    registerMatMulLowerings(t);
+    registerConvLowerings(t);
+    registerPoolLowerings(t);
+    registerReduceLowerings(t);
+    registerSoftmaxLowerings(t);
+    registerRearrangeLowerings(t);
+    registerNormLowerings(t);
+    return t;
+  }();
+  return t;
+}
+} // namespace
+
+const LowerFn *findLowering(const std::string &opType) {
+  auto it = table().find(opType);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> loweredOpTypes() {
+  std::vector<std::string> types;
+  for (const auto &[k, v] : table())
+    types.push_back(k);
+  return types;
+}
+
+} // namespace popc::lib

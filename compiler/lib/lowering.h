@@ -1,0 +1,99 @@
+// Lowering context shared by every op lowering (compiler/lib/*.cpp), in the
+// spirit of Poplibs: each lowering maps its outputs to tiles, brings operands
+// to the tiles that use them (exchange), and adds shape-specialised vertices.
+#pragma once
+#include "compiler/codegen/kernels.h"
+#include "compiler/graph/device_graph.h"
+#include "compiler/ir/ir.h"
+#include "compiler/lib/runs.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace popc::lib {
+
+// An IR value on the device: a device tensor seen with a logical shape. Views
+// (Reshape, Flatten, ...) share the tensor and change only the shape.
+struct Value {
+  graph::TensorId tensor = 0;
+  ir::TensorInfo info;
+  size_t elemSize() const { return dtypeSize(info.dtype); }
+};
+
+class Lowering;
+
+// Builds the program of one op: an exchange bringing operands in, one compute
+// set, and an exchange moving results out; empty parts are not emitted.
+class OpBuilder {
+public:
+  OpBuilder(Lowering &lowering, std::string name);
+  ~OpBuilder(); // appends the op's programs to the main sequence
+
+  Lowering &lowering;
+  const std::string name;
+
+  uint32_t preExchange();
+  uint32_t postExchange();
+  void addVertex(const codegen::KernelSpec &spec, uint32_t tile, std::vector<graph::FieldRef> fields);
+
+  // A field on `tile` holding the concatenation of `runs` of `src`. Binds the
+  // source directly when those bytes already sit contiguously on the tile;
+  // otherwise creates a temporary on the tile filled by the pre-exchange.
+  graph::FieldRef gather(graph::TensorId src, const RunList &runs, uint32_t tile, const std::string &what);
+  // Field for a temporary output on `tile` whose bytes the post-exchange then
+  // scatters to `runs` of `dst`.
+  graph::FieldRef scatter(graph::TensorId dst, const RunList &runs, uint32_t tile, const std::string &what);
+
+private:
+  std::optional<uint32_t> pre_, cs_, post_;
+  std::vector<std::pair<graph::TensorId, RunList>> pendingScatters_;
+};
+
+class Lowering {
+public:
+  Lowering(graph::DeviceGraph &graph, codegen::VertexCodegen &codegen)
+      : graph(graph), codegen(codegen) {}
+
+  graph::DeviceGraph &graph;
+  codegen::VertexCodegen &codegen;
+
+  const Value &value(const std::string &irName) const;
+  void bind(const std::string &irName, Value v) { values_[irName] = std::move(v); }
+  bool has(const std::string &irName) const { return values_.count(irName) != 0; }
+
+  // A fresh device tensor for an IR value (unmapped).
+  Value newValue(const std::string &name, const ir::TensorInfo &info,
+                 graph::TensorRole role = graph::TensorRole::Intermediate);
+  // Maps `v` over the op's tiles linearly (grain and minimum per tile chosen here).
+  void mapLinearly(const Value &v, uint64_t grainElems = 1);
+  // Same mapping as `like` (same byte size), or linear if sizes differ.
+  void mapLike(const Value &v, const Value &like);
+
+  // Tiles the current op may use (its IPU).
+  uint32_t firstTile() const { return firstTile_; }
+  uint32_t numTiles() const { return numTiles_; }
+  void setCurrentIpu(int64_t ipu);
+
+  uint32_t workers() const { return graph.target().workersPerTile; }
+
+private:
+  std::map<std::string, Value> values_;
+  uint32_t firstTile_ = 0, numTiles_ = 0;
+};
+
+using LowerFn = std::function<void(const ir::Op &, const ir::Graph &, Lowering &)>;
+// Op type → lowering; nullptr if the op has none.
+const LowerFn *findLowering(const std::string &opType);
+std::vector<std::string> loweredOpTypes();
+
+// Lowers the whole main graph: host streams for inputs/outputs, constants,
+// every op in order. Returns nothing; fills `graph`.
+void lowerIr(const ir::Ir &ir, graph::DeviceGraph &graph, codegen::VertexCodegen &codegen);
+
+// Splits `n` items into at most `parts` contiguous chunks of at least `minChunk`
+// items (the last may be smaller): returns chunk begin offsets plus n.
+std::vector<uint64_t> splitEvenly(uint64_t n, uint64_t parts, uint64_t minChunk = 1);
+
+} // namespace popc::lib

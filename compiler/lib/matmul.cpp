@@ -1,0 +1,245 @@
+// MatMul and Gemm (poplin-like). The planner splits the output [batch, M, N]
+// into one block per tile, choosing the split that minimises the estimated
+// compute cycles of the busiest tile plus the cycles to exchange its operands.
+// Each tile's block is computed by up to one vertex per worker.
+#include "compiler/lib/ops.h"
+#include "compiler/lib/planner.h"
+
+#include "compiler/ir/op_registry.h"
+
+#include "support/error.h"
+#include "support/log.h"
+
+#include <algorithm>
+
+namespace popc::lib {
+
+namespace {
+
+struct Problem {
+  std::string name;
+  Value a, b, out;
+  std::optional<Value> c; // Gemm bias, broadcast to [M, N]
+  uint64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+  bool broadcastB = false; // one B matrix for all batches
+  float alpha = 1, beta = 1;
+  std::vector<uint64_t> aMatrix, bMatrix; // per batch: matrix index into A / B
+};
+
+struct Plan {
+  uint64_t bb = 1, mb = 1, nb = 1; // block sizes
+  uint64_t cost = UINT64_MAX;
+};
+
+Plan choosePlan(const Problem &p, const Lowering &L) {
+  const auto &t = L.graph.target();
+  const uint64_t es = p.out.elemSize();
+  const uint64_t tiles = L.numTiles(), workers = L.workers();
+  Plan best;
+  uint64_t bestMemory = UINT64_MAX;
+  Plan smallest; // fallback when nothing fits: least memory per tile
+  for (uint64_t bb : blockSizeCandidates(p.batch, tiles))
+    for (uint64_t mb : blockSizeCandidates(p.m, tiles / ceilDiv(p.batch, bb)))
+      for (uint64_t nb : blockSizeCandidates(p.n, tiles / (ceilDiv(p.batch, bb) * ceilDiv(p.m, mb)))) {
+        const uint64_t used = ceilDiv(p.batch, bb) * ceilDiv(p.m, mb) * ceilDiv(p.n, nb);
+        if (used > tiles)
+          continue;
+        const uint64_t rowsPerWorker = bb > 1 ? ceilDiv(bb, workers) * mb : ceilDiv(mb, workers);
+        const uint64_t compute = dotCycles(rowsPerWorker * nb, p.k);
+        const uint64_t bBytes = (p.broadcastB ? 1 : bb) * p.k * nb * es;
+        const uint64_t inBytes = bb * mb * p.k * es + bBytes + (p.c ? mb * nb * es : 0);
+        const uint64_t memory = inBytes + bb * mb * nb * es;
+        const uint64_t cost = compute + exchangeCycles(t, inBytes);
+        if (memory < bestMemory) {
+          bestMemory = memory;
+          smallest = {bb, mb, nb, cost};
+        }
+        if (memory <= t.bytesPerTile / 2 && cost < best.cost)
+          best = {bb, mb, nb, cost};
+      }
+  return best.cost == UINT64_MAX ? smallest : best;
+}
+
+// Element offset of A[batch b][row][col] in stored layout.
+uint64_t aOffset(const Problem &p, uint64_t b, uint64_t row, uint64_t col) {
+  const uint64_t base = p.aMatrix[b] * p.m * p.k;
+  return p.transA ? base + col * p.m + row : base + row * p.k + col;
+}
+
+void lowerProblem(const Problem &p, Lowering &L) {
+  auto &g = L.graph;
+  const Plan plan = choosePlan(p, L);
+  const uint64_t es = p.out.elemSize();
+  log::get("lib")->debug("{}: matmul b={} m={} n={} k={} plan blocks {}x{}x{} cost {}", p.name, p.batch,
+                         p.m, p.n, p.k, plan.bb, plan.mb, plan.nb, plan.cost);
+
+  struct Block {
+    uint64_t b0, b1, m0, m1, n0, n1;
+    uint32_t tile;
+  };
+  std::vector<Block> blocks;
+  std::vector<graph::Interval> mapping;
+  uint32_t tile = L.firstTile();
+  for (uint64_t b0 = 0; b0 < p.batch; b0 += plan.bb)
+    for (uint64_t m0 = 0; m0 < p.m; m0 += plan.mb)
+      for (uint64_t n0 = 0; n0 < p.n; n0 += plan.nb) {
+        Block blk{b0, std::min(p.batch, b0 + plan.bb), m0, std::min(p.m, m0 + plan.mb),
+                  n0, std::min(p.n, n0 + plan.nb), tile++};
+        for (uint64_t b = blk.b0; b < blk.b1; ++b)
+          for (uint64_t m = blk.m0; m < blk.m1; ++m) {
+            const uint64_t e = (b * p.m + m) * p.n;
+            mapping.push_back({(e + blk.n0) * es, (e + blk.n1) * es, blk.tile});
+          }
+        blocks.push_back(blk);
+      }
+  g.setMapping(p.out.tensor, mapping);
+
+  OpBuilder builder(L, p.name);
+  for (const Block &blk : blocks) {
+    const uint64_t nb = blk.n1 - blk.n0;
+    const uint64_t bb = blk.b1 - blk.b0, mb = blk.m1 - blk.m0;
+    // B block: shared by every vertex on the tile.
+    RunList bRuns;
+    for (uint64_t b = blk.b0; b < (p.broadcastB ? blk.b0 + 1 : blk.b1); ++b) {
+      const uint64_t base = p.bMatrix[b] * p.k * p.n;
+      if (p.transB)
+        bRuns.add((base + blk.n0 * p.k) * es, nb * p.k * es);
+      else
+        for (uint64_t kk = 0; kk < p.k; ++kk)
+          bRuns.add((base + kk * p.n + blk.n0) * es, nb * es);
+    }
+    const graph::FieldRef bField = builder.gather(p.b.tensor, bRuns, blk.tile, "B");
+
+    // Vertices: split over batches when the block has several, else over rows.
+    const bool splitBatch = bb > 1;
+    const auto bounds = splitEvenly(splitBatch ? bb : mb, L.workers());
+    for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+      const uint64_t vb0 = splitBatch ? blk.b0 + bounds[v] : blk.b0;
+      const uint64_t vb1 = splitBatch ? blk.b0 + bounds[v + 1] : blk.b1;
+      const uint64_t vm0 = splitBatch ? blk.m0 : blk.m0 + bounds[v];
+      const uint64_t vm1 = splitBatch ? blk.m1 : blk.m0 + bounds[v + 1];
+      const uint64_t rows = vm1 - vm0, vbatch = vb1 - vb0;
+
+      RunList aRuns;
+      for (uint64_t b = vb0; b < vb1; ++b) {
+        if (p.transA)
+          for (uint64_t kk = 0; kk < p.k; ++kk)
+            aRuns.add(aOffset(p, b, vm0, kk) * es, rows * es);
+        else
+          aRuns.add(aOffset(p, b, vm0, 0) * es, rows * p.k * es);
+      }
+      std::vector<graph::FieldRef> fields{builder.gather(p.a.tensor, aRuns, blk.tile, "A")};
+
+      graph::FieldRef bf = bField;
+      if (!p.broadcastB) {
+        bf.blockOffset += (vb0 - blk.b0) * p.k * nb * es;
+        bf.bytes = vbatch * p.k * nb * es;
+      }
+      fields.push_back(bf);
+      if (p.c) {
+        RunList cRuns;
+        for (uint64_t m = vm0; m < vm1; ++m)
+          addBroadcastRuns(cRuns, {int64_t(p.m), int64_t(p.n)}, p.c->info.shape, m * p.n + blk.n0,
+                           m * p.n + blk.n1, es);
+        fields.push_back(builder.gather(p.c->tensor, cRuns, blk.tile, "C"));
+      }
+      // Output rows of this vertex inside the tile block [bb][mb][nb].
+      const uint64_t outOffset = ((vb0 - blk.b0) * mb + (vm0 - blk.m0)) * nb * es;
+      fields.push_back({p.out.tensor, blk.tile, outOffset, vbatch * rows * nb * es});
+
+      codegen::MatMulSpec spec;
+      spec.dtype = p.out.info.dtype;
+      spec.batch = uint32_t(vbatch);
+      spec.m = uint32_t(rows);
+      spec.n = uint32_t(nb);
+      spec.k = uint32_t(p.k);
+      spec.transA = p.transA;
+      spec.transB = p.transB;
+      spec.broadcastB = p.broadcastB || vbatch == 1;
+      spec.hasC = p.c.has_value();
+      spec.alpha = p.alpha;
+      spec.beta = p.beta;
+      builder.addVertex(spec, blk.tile, std::move(fields));
+    }
+  }
+}
+
+// Index of each output batch's matrix in an operand with batch dims `dims`
+// (numpy broadcasting against `outDims`).
+std::vector<uint64_t> batchIndices(const Shape &outDims, const Shape &dims) {
+  RunList runs;
+  const uint64_t count = uint64_t(numElements(outDims));
+  std::vector<uint64_t> index;
+  if (outDims.empty())
+    return {0};
+  addBroadcastRuns(runs, outDims, dims, 0, count, 1);
+  for (const Run &r : runs.runs())
+    for (uint64_t i = 0; i < r.bytes; ++i)
+      index.push_back(r.byte + i);
+  return index;
+}
+
+void lowerMatMul(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  Problem p;
+  p.name = op.name;
+  p.a = L.value(op.inputs[0]);
+  p.b = L.value(op.inputs[1]);
+  Shape as = p.a.info.shape, bs = p.b.info.shape;
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  p.m = uint64_t(as[as.size() - 2]);
+  p.k = uint64_t(as.back());
+  p.n = uint64_t(bs.back());
+  const Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  const Shape outBatch = ir::broadcastShapes(aBatch, bBatch);
+  p.aMatrix = batchIndices(outBatch, aBatch);
+  p.bMatrix = batchIndices(outBatch, bBatch);
+  p.batch = p.aMatrix.size();
+  p.broadcastB = numElements(bBatch) == 1;
+  if (p.broadcastB && numElements(aBatch) == int64_t(p.batch)) {
+    // [batch, M, K] x [K, N] is one [batch*M, K] x [K, N] product.
+    p.m *= p.batch;
+    p.batch = 1;
+    p.aMatrix = {0};
+    p.bMatrix = {0};
+  }
+  p.out = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
+  if (p.out.info.elements() > 0)
+    lowerProblem(p, L);
+  L.bind(op.outputs[0], p.out);
+}
+
+void lowerGemm(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  Problem p;
+  p.name = op.name;
+  p.a = L.value(op.inputs[0]);
+  p.b = L.value(op.inputs[1]);
+  p.transA = op.attrs.getInt("transA", 0) != 0;
+  p.transB = op.attrs.getInt("transB", 0) != 0;
+  p.alpha = float(op.attrs.getFloat("alpha", 1.0));
+  p.beta = float(op.attrs.getFloat("beta", 1.0));
+  const Shape &as = p.a.info.shape, &bs = p.b.info.shape;
+  p.m = uint64_t(p.transA ? as[1] : as[0]);
+  p.k = uint64_t(p.transA ? as[0] : as[1]);
+  p.n = uint64_t(p.transB ? bs[0] : bs[1]);
+  p.aMatrix = p.bMatrix = {0};
+  p.broadcastB = true;
+  if (op.hasInput(2) && p.beta != 0.0f)
+    p.c = L.value(op.inputs[2]);
+  p.out = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
+  if (p.out.info.elements() > 0)
+    lowerProblem(p, L);
+  L.bind(op.outputs[0], p.out);
+}
+
+} // namespace
+
+void registerMatMulLowerings(LoweringTable &t) {
+  t["MatMul"] = lowerMatMul;
+  t["Gemm"] = lowerGemm;
+}
+
+} // namespace popc::lib

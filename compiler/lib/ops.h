@@ -1,0 +1,27 @@
+// Registration hooks: each lowering file adds its op types to the table.
+// Explicit calls (not static initialisers) so nothing is dropped by the linker.
+#pragma once
+#include "compiler/lib/lowering.h"
+
+#include <map>
+
+namespace popc::lib {
+
+using LoweringTable = std::map<std::string, LowerFn>;
+
+void registerElementwiseLowerings(LoweringTable &table);
+void registerMatMulLowerings(LoweringTable &table);
+void registerConvLowerings(LoweringTable &table);
+void registerPoolLowerings(LoweringTable &table);
+void registerReduceLowerings(LoweringTable &table);
+void registerSoftmaxLowerings(LoweringTable &table);
+void registerRearrangeLowerings(LoweringTable &table);
+void registerNormLowerings(LoweringTable &table);
+
+// Elementwise building block used by composite lowerings (e.g. BatchNormalization
+// with run-time statistics): out = op(inputs...) with numpy broadcasting.
+Value lowerElementwise(Lowering &L, const std::string &name, const std::string &op,
+                       const std::vector<Value> &inputs, const ir::TensorInfo &outInfo,
+                       std::vector<double> params = {});
+
+} // namespace popc::lib

@@ -1,0 +1,167 @@
+// Pooling (popnn-like). Windows: the output [N, C, OH, OW] is split into
+// per-tile blocks of (planes = n*C+c, row band), each gathering the input rows
+// its band needs. Global pooling reduces each plane with a reduce vertex.
+#include "compiler/lib/ops.h"
+#include "compiler/lib/planner.h"
+#include "compiler/lib/window.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+
+namespace popc::lib {
+
+namespace {
+
+struct PoolPlan {
+  int64_t pb = 1, ohb = 1;
+};
+
+PoolPlan planPool(int64_t planes, int64_t oh, int64_t ow, int64_t inW, const Window2d &w,
+                  uint64_t es, const Lowering &L) {
+  const auto &t = L.graph.target();
+  const uint64_t tiles = L.numTiles(), workers = L.workers();
+  PoolPlan best;
+  uint64_t bestCost = UINT64_MAX;
+  for (uint64_t pb : blockSizeCandidates(planes, tiles))
+    for (uint64_t ohb : blockSizeCandidates(oh, tiles / ceilDiv(planes, pb))) {
+      const uint64_t slabRows = (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1;
+      const uint64_t inBytes = pb * slabRows * inW * es;
+      const uint64_t compute = ceilDiv(pb, workers) * ohb * ow * (w.kernelH * w.kernelW + 2);
+      const uint64_t cost = compute + exchangeCycles(t, inBytes);
+      if (inBytes + pb * ohb * ow * es <= t.bytesPerTile / 2 && cost < bestCost) {
+        bestCost = cost;
+        best = {int64_t(pb), int64_t(ohb)};
+      }
+    }
+  return best;
+}
+
+void lowerWindowPool(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax) {
+  auto &dg = L.graph;
+  if (op.outputs.size() > 1 && !op.outputs[1].empty())
+    fail("MaxPool '{}': the Indices output is not supported", op.name);
+  const Value x = L.value(op.inputs[0]);
+  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
+  if (x.info.shape.size() != 4)
+    fail("{} '{}': only 2-D pooling (4-D input) is supported", op.type, op.name);
+  const int64_t n = x.info.shape[0], c = x.info.shape[1], h = x.info.shape[2], wd = x.info.shape[3];
+  const int64_t oh = outInfo.shape[2], ow = outInfo.shape[3];
+  const auto kernel = op.attrs.getInts("kernel_shape");
+  if (kernel.size() != 2)
+    fail("{} '{}': kernel_shape must have 2 values", op.type, op.name);
+  const Window2d w = windowFromAttrs(op, h, wd, kernel[0], kernel[1]);
+  const bool countIncludePad = op.attrs.getInt("count_include_pad", 0) != 0;
+  const uint64_t es = x.elemSize();
+  const int64_t planes = n * c;
+
+  Value out = L.newValue(op.outputs[0], outInfo);
+  L.bind(op.outputs[0], out);
+  if (outInfo.elements() == 0)
+    return;
+  const PoolPlan plan = planPool(planes, oh, ow, wd, w, es, L);
+
+  OpBuilder builder(L, op.name);
+  std::vector<graph::Interval> mapping;
+  struct Block {
+    int64_t p0, p1, oh0, oh1;
+    uint32_t tile;
+  };
+  std::vector<Block> blocks;
+  uint32_t tile = L.firstTile();
+  for (int64_t p0 = 0; p0 < planes; p0 += plan.pb)
+    for (int64_t oh0 = 0; oh0 < oh; oh0 += plan.ohb) {
+      Block b{p0, std::min(planes, p0 + plan.pb), oh0, std::min(oh, oh0 + plan.ohb), tile++};
+      for (int64_t p = b.p0; p < b.p1; ++p)
+        mapping.push_back({uint64_t((p * oh + b.oh0) * ow) * es, uint64_t((p * oh + b.oh1) * ow) * es, b.tile});
+      blocks.push_back(b);
+    }
+  dg.setMapping(out.tensor, mapping);
+
+  for (const Block &b : blocks) {
+    const RowSlab slab = rowSlab(w, h, b.oh0, b.oh1);
+    const int64_t ohb = b.oh1 - b.oh0;
+    const auto bounds = splitEvenly(b.p1 - b.p0, L.workers());
+    for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+      const int64_t p0 = b.p0 + int64_t(bounds[v]), p1 = b.p0 + int64_t(bounds[v + 1]);
+      RunList runs;
+      for (int64_t p = p0; p < p1; ++p)
+        runs.add(uint64_t((p * h + slab.lo) * wd) * es, uint64_t(slab.rows * wd) * es);
+      std::vector<graph::FieldRef> fields{builder.gather(x.tensor, runs, b.tile, "x")};
+      fields.push_back({out.tensor, b.tile, uint64_t((p0 - b.p0) * ohb * ow) * es, uint64_t((p1 - p0) * ohb * ow) * es});
+      codegen::PoolSpec spec;
+      spec.dtype = x.info.dtype;
+      spec.max = isMax;
+      spec.countIncludePad = countIncludePad;
+      spec.channels = uint32_t(p1 - p0);
+      spec.inHeight = uint32_t(slab.rows);
+      spec.inWidth = uint32_t(wd);
+      spec.inRowBegin = 0;
+      spec.inRows = uint32_t(slab.rows);
+      spec.outRowBegin = 0;
+      spec.outRows = uint32_t(ohb);
+      spec.outWidth = uint32_t(ow);
+      spec.kernelH = uint32_t(w.kernelH);
+      spec.kernelW = uint32_t(w.kernelW);
+      spec.strideH = uint32_t(w.strideH);
+      spec.strideW = uint32_t(w.strideW);
+      spec.dilationH = uint32_t(w.dilationH);
+      spec.dilationW = uint32_t(w.dilationW);
+      spec.padTop = int32_t(slab.padTopLocal);
+      spec.padLeft = int32_t(w.padLeft);
+      builder.addVertex(spec, b.tile, std::move(fields));
+    }
+  }
+}
+
+// GlobalAveragePool / GlobalMaxPool: one reduce row per (n, c) plane.
+void lowerGlobalPool(const ir::Op &op, const ir::Graph &g, Lowering &L, const std::string &reduceOp) {
+  auto &dg = L.graph;
+  const Value x = L.value(op.inputs[0]);
+  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
+  const int64_t planes = x.info.shape.size() >= 2 ? x.info.shape[0] * x.info.shape[1] : 1;
+  const int64_t cols = planes ? x.info.elements() / planes : 0;
+  const uint64_t es = x.elemSize();
+  Value out = L.newValue(op.outputs[0], outInfo);
+  L.bind(op.outputs[0], out);
+  if (planes == 0)
+    return;
+  // Enough planes per tile that each tile reads at least a few KiB.
+  const uint64_t perTile = std::max<uint64_t>(ceilDiv(planes, L.numTiles()), ceilDiv(1024, std::max<int64_t>(cols, 1)));
+  std::vector<graph::Interval> mapping;
+  OpBuilder builder(L, op.name);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  uint32_t tile = L.firstTile();
+  for (int64_t p0 = 0; p0 < planes; p0 += int64_t(perTile)) {
+    const int64_t p1 = std::min<int64_t>(planes, p0 + int64_t(perTile));
+    mapping.push_back({uint64_t(p0) * es, uint64_t(p1) * es, tile});
+    ranges.push_back({p0, p1});
+    ++tile;
+  }
+  dg.setMapping(out.tensor, mapping);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const auto [p0, p1] = ranges[i];
+    const uint32_t t = mapping[i].tile;
+    const auto bounds = splitEvenly(uint64_t(p1 - p0), L.workers());
+    for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+      const int64_t a = p0 + int64_t(bounds[v]), z = p0 + int64_t(bounds[v + 1]);
+      RunList runs;
+      runs.add(uint64_t(a * cols) * es, uint64_t((z - a) * cols) * es);
+      std::vector<graph::FieldRef> fields{builder.gather(x.tensor, runs, t, "x")};
+      fields.push_back({out.tensor, t, uint64_t(a - p0) * es, uint64_t(z - a) * es});
+      codegen::ReduceSpec spec{reduceOp, x.info.dtype, uint32_t(z - a), uint32_t(cols)};
+      builder.addVertex(spec, t, std::move(fields));
+    }
+  }
+}
+
+} // namespace
+
+void registerPoolLowerings(LoweringTable &t) {
+  t["MaxPool"] = [](const ir::Op &op, const ir::Graph &g, Lowering &L) { lowerWindowPool(op, g, L, true); };
+  t["AveragePool"] = [](const ir::Op &op, const ir::Graph &g, Lowering &L) { lowerWindowPool(op, g, L, false); };
+  t["GlobalAveragePool"] = [](const ir::Op &op, const ir::Graph &g, Lowering &L) { lowerGlobalPool(op, g, L, "Mean"); };
+  t["GlobalMaxPool"] = [](const ir::Op &op, const ir::Graph &g, Lowering &L) { lowerGlobalPool(op, g, L, "Max"); };
+}
+
+} // namespace popc::lib

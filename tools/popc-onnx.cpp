@@ -1,0 +1,77 @@
+// popc-onnx: compile an ONNX model into a popef executable for the simulated IPU.
+#include "compiler/driver/compile.h"
+#include "compiler/onnx/importer.h"
+#include "formats/popef/popef.h"
+#include "support/error.h"
+#include "support/log.h"
+#include "support/version.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+int main(int argc, char **argv) {
+  using namespace popc;
+  CLI::App app{"popc-onnx: compile an ONNX model into a popef executable for the simulated IPU.\n\n"
+               "Example:\n  popc-onnx model.onnx -o model.popef\n"
+               "  poprun-lite model.popef --inputs inputs.npz --outputs outputs.npz",
+               "popc-onnx"};
+  std::string model, output, logLevel;
+  driver::CompileOptions options;
+  std::vector<std::string> inputShapes;
+  uint32_t tilesPerIpu = 0, bytesPerTile = 0;
+  bool stats = false;
+  app.add_option("model", model, "ONNX model to compile (.onnx)")->required()->check(CLI::ExistingFile);
+  app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
+  app.add_option("--arch", options.arch, "Target architecture: ipu1 (GC2) or ipu2 (GC200)")
+      ->check(CLI::IsMember({"ipu1", "ipu2"}))
+      ->capture_default_str();
+  app.add_option("--num-ipus", options.numIpus, "Number of IPUs in the target")->capture_default_str();
+  app.add_option("--tiles-per-ipu", tilesPerIpu, "Use only this many tiles per IPU (default: all)");
+  app.add_option("--bytes-per-tile", bytesPerTile, "Override the memory per tile in bytes (default: the arch's)");
+  app.add_option("--input-shape", inputShapes,
+                 "Fix an input's shape, e.g. --input-shape input=1,3,224,224 (repeatable)");
+  app.add_option("--dump-ir", options.dumpIrDir, "Write the IR as text at every pass checkpoint into DIR");
+  app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
+  app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
+  app.add_flag("--stats", stats, "Print compile-time statistics");
+  app.set_version_flag("--version", compilerVersion());
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (logLevel.empty() && std::getenv("POPC_LOG_LEVEL"))
+      logLevel = std::getenv("POPC_LOG_LEVEL");
+    if (!logLevel.empty())
+      log::setLevel(logLevel);
+    if (tilesPerIpu)
+      options.tilesPerIpu = tilesPerIpu;
+    if (bytesPerTile)
+      options.bytesPerTile = bytesPerTile;
+    options.inputShapes = onnx_import::parseInputShapes(inputShapes);
+    if (output.empty())
+      output = std::filesystem::path(model).replace_extension(".popef").string();
+
+    driver::CompileStats st;
+    const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st);
+    popef::writeFile(output, bytes);
+    if (stats)
+      fmt::print("import {:.3f}s  passes {:.3f}s  lower+plan {:.3f}s  codegen {:.3f}s  write {:.3f}s\n"
+                 "{} IR ops, {} vertex types, {} vertices, {} exchange copies, {} bytes -> {}\n",
+                 st.importSeconds, st.passesSeconds, st.lowerSeconds, st.codegenSeconds, st.writeSeconds,
+                 st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, bytes.size(), output);
+    return 0;
+  } catch (const Error &e) {
+    fmt::print(stderr, "popc-onnx: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "popc-onnx: internal error: {}\n", e.what());
+    return 2;
+  }
+}
