@@ -94,7 +94,7 @@ void PassManager::run(ir::Ir &ir) {
   try {
     inferAndVerify(ir);
   } catch (const Error &e) {
-    fail("internal error in the IR given to the passes: {}", e.what());
+    fail("the IR given to the passes does not verify (importer bug?): {}", e.what());
   }
   size_t checkpointIndex = 0;
   for (const Step &step : steps_) {

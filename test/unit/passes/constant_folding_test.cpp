@@ -83,3 +83,18 @@ TEST_CASE("constant folding: Shape of a static input feeds a Reshape", "[passes]
   CHECK(opTypes(g) == std::vector<std::string>{"Reshape"});
   CHECK(values<int64_t>(g.tensor("newshape")) == std::vector<int64_t>{2, -1});
 }
+
+TEST_CASE("constant folding: a folded graph output keeps its name", "[passes]") {
+  ir::Ir ir;
+  ir::Graph &g = ir.main;
+  addInput(g, "x", {1});
+  addF32(g, "a", {2, 2}, {1, 2, 3, 4});
+  ir::Attributes perm;
+  perm.set("perm", std::vector<int64_t>{1, 0});
+  addOp(g, "Transpose", "t", {"a"}, {"y"}, perm);
+  g.outputs = {"y"};
+  CHECK(foldConstants(ir) == 1);
+  ir::verifyGraph(g);
+  CHECK(g.tensor("y").kind == ir::TensorKind::Constant);
+  CHECK(values<float>(g.tensor("y")) == std::vector<float>{1, 3, 2, 4});
+}

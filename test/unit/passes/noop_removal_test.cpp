@@ -79,3 +79,20 @@ TEST_CASE("no-op removal: Dropout with a used mask stays", "[passes]") {
   g.outputs = {"y", "mask"};
   CHECK(removeNoOps(ir) == 0);
 }
+
+TEST_CASE("no-op removal: renamed producer keeps its other readers", "[passes]") {
+  ir::Ir ir;
+  ir::Graph &g = ir.main;
+  addInput(g, "x", {2, 3});
+  addI64(g, "shape", {2}, {2, 3});
+  addOp(g, "Relu", "relu", {"x"}, {"a"});
+  addOp(g, "Tanh", "side", {"a"}, {"s"});
+  addOp(g, "Reshape", "same", {"a", "shape"}, {"y"});
+  g.outputs = {"s", "y"};
+  CHECK(removeNoOps(ir) == 1);
+  ir::inferGraph(g);
+  REQUIRE(opTypes(g) == std::vector<std::string>{"Relu", "Tanh"});
+  CHECK(g.ops()[0]->outputs[0] == "y");
+  CHECK(g.ops()[1]->inputs[0] == "y");
+  CHECK(g.outputs == std::vector<std::string>{"s", "y"});
+}
