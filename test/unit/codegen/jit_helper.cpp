@@ -49,13 +49,21 @@ std::unique_ptr<llvm::Module> parse(const Bytes &bitcode, llvm::LLVMContext &ctx
   return check(llvm::parseBitcodeFile(llvm::MemoryBufferRef(data, "vertices"), ctx));
 }
 
-// What the runtime does: adopt the host triple/layout, then O3 with the host TargetMachine.
+// What runtime/jit.cpp does: adopt the host triple/layout/CPU, then O3 (loop and
+// SLP vectorisers on) with the host TargetMachine.
 void optimiseForHost(llvm::Module &m) {
   auto jtmb = check(llvm::orc::JITTargetMachineBuilder::detectHost());
   std::unique_ptr<llvm::TargetMachine> tm = check(jtmb.createTargetMachine());
   m.setTargetTriple(tm->getTargetTriple().str());
   m.setDataLayout(tm->createDataLayout());
-  llvm::PassBuilder pb(tm.get());
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", tm->getTargetCPU());
+      f.addFnAttr("target-features", tm->getTargetFeatureString());
+    }
+  llvm::PipelineTuningOptions pto;
+  pto.SLPVectorization = true; // off by default in PassBuilder; small fully-unrolled loops need it
+  llvm::PassBuilder pb(tm.get(), pto);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
