@@ -27,8 +27,10 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Below this many bytes an exchange step is copied by the control thread alone.
+// Below these sizes a step runs on the control thread alone: waking the pool
+// costs a few microseconds, more than the work itself.
 constexpr uint64_t kParallelCopyBytes = 64 << 10;
+constexpr uint64_t kParallelComputeCycles = 20000; // sum of vertex cycle estimates
 
 struct VertexCall {
   VertexFn fn;
@@ -42,6 +44,7 @@ struct ComputeSetPlan {
   std::vector<VertexCall> calls; // grouped by tile, one type after another
   std::vector<TileWork> tiles;
   uint64_t cycles = 0;
+  bool parallel = false;
 };
 
 struct CopyOp {
@@ -160,6 +163,7 @@ struct Engine::Impl {
       rep.name = cs->name() ? cs->name()->str() : fmt::format("cs{}", c);
       uint32_t nv = len(cs->vertices());
       rep.vertices = nv;
+      uint64_t work = 0;
       std::vector<uint32_t> order(nv);
       std::iota(order.begin(), order.end(), 0u);
       auto key = [&](uint32_t v) {
@@ -182,7 +186,10 @@ struct Engine::Impl {
         for (uint32_t k = tw.begin; k < tw.end; ++k)
           costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
         plan.cycles = std::max(plan.cycles, tileComputeCycles(costs, target.workers_per_tile()));
+        for (uint64_t c : costs)
+          work += c;
       }
+      plan.parallel = plan.tiles.size() > 1 && work >= kParallelComputeCycles;
       rep.tiles = static_cast<uint32_t>(plan.tiles.size());
       rep.cyclesPerRun = plan.cycles;
     }
@@ -265,11 +272,16 @@ struct Engine::Impl {
     ComputeSetPlan &plan = computeSets[index];
     const TileWork *tiles = plan.tiles.data();
     const VertexCall *calls = plan.calls.data();
-    pool->parallelFor(plan.tiles.size(), [tiles, calls](size_t i) {
+    auto runTile = [tiles, calls](size_t i) {
       const TileWork &tw = tiles[i];
       for (uint32_t k = tw.begin; k < tw.end; ++k)
         calls[k].fn(tw.base, calls[k].fields);
-    });
+    };
+    if (plan.parallel)
+      pool->parallelFor(plan.tiles.size(), runTile);
+    else
+      for (size_t i = 0; i < plan.tiles.size(); ++i)
+        runTile(i);
     double s = secondsSince(t0);
     ComputeSetReport &rep = report.computeSets[index];
     rep.runs++;

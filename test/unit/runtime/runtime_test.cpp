@@ -149,6 +149,26 @@ TEST_CASE("runtime runs the sample executable", "[runtime]") {
   }
 }
 
+TEST_CASE("runtime parallel paths give the same results", "[runtime]") {
+  // Expensive vertices and a large exchange make the engine use the pool.
+  auto exe = popc::test::makeSampleExecutable(makeBitcode(Variant::Add));
+  exe.target->bytes_per_tile = 1 << 20;
+  exe.vertex_types[0]->cycles = 50000;
+  auto big = std::make_unique<fb::ExchangeStepT>();
+  big->name = "big";
+  big->copies = {{0, 4096, 1, 500000, 300000}, {1, 4096, 0, 500000, 300000}, {2, 4096, 3, 500000, 100}};
+  exe.exchanges.push_back(std::move(big));
+  exe.tile_bytes_used.clear();
+  exe.main->children.insert(exe.main->children.begin() + 3, popc::test::sampleProgram(fb::ProgramKind::Exchange, 1));
+  for (unsigned threads : {1u, 3u}) {
+    Engine engine(build(exe), {threads, nullptr});
+    for (int i = 0; i < 20; ++i)
+      CHECK(floats(engine.run(sampleInputs())["out"]) == std::vector<float>{11, 22, 33, 44});
+    CHECK(engine.report().exchanges[1].bytes == 600100);
+    CHECK(engine.report().cycles.compute == 20 * 50000);
+  }
+}
+
 TEST_CASE("runtime runs Repeat and Call and allowed libm calls", "[runtime]") {
   auto exe = popc::test::makeSampleExecutable(makeBitcode(Variant::AddExp));
   using K = fb::ProgramKind;

@@ -1,0 +1,117 @@
+// poprun-lite and popef-info on the hand-built sample executable.
+#include "formats/npz/npz.h"
+#include "formats/popef/popef.h"
+#include "test/unit/popef/sample_executable.h"
+
+#include <catch2/catch.hpp>
+
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// out[i] = in0[i] + in1[i], 2 floats (the runtime test's vertex).
+std::vector<uint8_t> addBitcode() {
+  llvm::LLVMContext ctx;
+  llvm::Module m("v", ctx);
+  llvm::IRBuilder<> b(ctx);
+  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false),
+                                   llvm::Function::ExternalLinkage, "add_f32_2", m);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  auto field = [&](unsigned i) {
+    llvm::Value *off = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), f->getArg(1), i));
+    return b.CreateGEP(b.getInt8Ty(), f->getArg(0), b.CreateZExt(off, b.getInt64Ty()));
+  };
+  llvm::Value *x = field(0), *y = field(1), *o = field(2);
+  for (unsigned i = 0; i < 2; ++i)
+    b.CreateStore(b.CreateFAdd(b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), x, i)),
+                               b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), y, i))),
+                  b.CreateConstGEP1_32(b.getFloatTy(), o, i));
+  b.CreateRetVoid();
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  llvm::WriteBitcodeToFile(m, os);
+  os.flush();
+  return {bytes.begin(), bytes.end()};
+}
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result run(const std::string &args, const fs::path &dir) {
+  const char *bin = std::getenv("POPC_BINARY_DIR");
+  std::string cmd = std::string(bin ? bin : ".") + "/bin/" + args + " >" + (dir / "out.txt").string() + " 2>" +
+                    (dir / "err.txt").string();
+  int status = std::system(cmd.c_str());
+  auto slurp = [](const fs::path &p) {
+    std::ifstream f(p);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out.txt"), slurp(dir / "err.txt")};
+}
+
+} // namespace
+
+TEST_CASE("poprun-lite and popef-info on the sample", "[runtime][tools]") {
+  fs::path dir = fs::temp_directory_path() / ("popc-tools-test." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string model = (dir / "sample.popef").string();
+  popc::popef::writeFile(model, popc::popef::serialize(popc::test::makeSampleExecutable(addBitcode())));
+  float a[4] = {1, 2, 3, 4};
+  popc::npz::writeNpz((dir / "in.npz").string(), {{"a", popc::npz::makeArray(popc::DType::F32, {4}, a)}});
+
+  auto r = run("poprun-lite " + model + " --inputs " + (dir / "in.npz").string() + " --outputs " +
+                   (dir / "out.npz").string() + " --iterations 3 --threads 2 --report",
+               dir);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("cycles total 9354 over 3 iteration(s); per iteration 3118"));
+  auto outs = popc::npz::readNpz((dir / "out.npz").string());
+  float expect[4] = {11, 22, 33, 44};
+  CHECK(outs.at("out") == popc::npz::makeArray(popc::DType::F32, {4}, expect));
+
+  r = run("poprun-lite " + model + " --inputs " + (dir / "in.npz").string(), dir);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("out float32 [4]: min 11 max 44 mean 27.5 values [11, 22, 33, 44]"));
+
+  double wrong[4] = {1, 2, 3, 4};
+  popc::npz::writeNpz((dir / "bad.npz").string(), {{"a", popc::npz::makeArray(popc::DType::F64, {4}, wrong)}});
+  r = run("poprun-lite " + model + " --inputs " + (dir / "bad.npz").string(), dir);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("poprun-lite: error: inputs do not match"));
+  CHECK_THAT(r.err, Catch::Contains("Expected inputs: a float32 [4]"));
+
+  r = run("poprun-lite " + model, dir);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("pass --inputs FILE.npz with a float32 [4]"));
+
+  r = run("poprun-lite " + (dir / "missing.popef").string() + " --inputs x.npz", dir);
+  CHECK(r.code == 1);
+  r = run("poprun-lite --bogus", dir);
+  CHECK(r.code == 1);
+
+  r = run("popef-info " + model, dir);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Add_2_f32"));
+  CHECK_THAT(r.out, Catch::Contains("Exchange exchange 0 'move'"));
+  r = run("popef-info --json " + model, dir);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"compiler_version\": \"test\""));
+
+  if (!std::getenv("KEEP_TOOLS_TEST_DIR")) fs::remove_all(dir);
+}

@@ -1,0 +1,342 @@
+// popef-info: inspect a popef executable (header, target, model I/O, tensors,
+// memory per tile, vertex types, compute sets, exchanges, program tree).
+// The text output is rendered from the same JSON document --json prints.
+#include "formats/popef/popef.h"
+#include "support/error.h"
+#include "support/version.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace {
+
+using namespace popc;
+using nlohmann::ordered_json;
+namespace fb = ::popef::fb;
+
+template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+std::string dtypeStr(fb::DType d) { return std::string(dtypeName(static_cast<DType>(d))); }
+ordered_json shapeJson(const flatbuffers::Vector<int64_t> *s) {
+  ordered_json j = ordered_json::array();
+  for (uint32_t i = 0; i < len(s); ++i)
+    j.push_back(s->Get(i));
+  return j;
+}
+std::string shapeStr(const ordered_json &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i].get<int64_t>());
+  return s + "]";
+}
+
+ordered_json ioJson(const fb::Executable &exe, const flatbuffers::Vector<flatbuffers::Offset<fb::IoInfo>> *list) {
+  ordered_json j = ordered_json::array();
+  for (uint32_t i = 0; i < len(list); ++i) {
+    const fb::IoInfo *io = list->Get(i);
+    j.push_back({{"name", str(io->name())}, {"dtype", dtypeStr(io->dtype())}, {"shape", shapeJson(io->shape())},
+                 {"tensor", io->tensor()}, {"stream", io->stream()}});
+  }
+  return j;
+}
+
+ordered_json programJson(const fb::Executable &exe, const fb::Program &p) {
+  ordered_json j;
+  j["kind"] = fb::EnumNameProgramKind(p.kind());
+  if (!str(p.name()).empty())
+    j["name"] = str(p.name());
+  switch (p.kind()) {
+  case fb::ProgramKind::Execute:
+    j["compute_set"] = p.index();
+    j["target_name"] = str(exe.compute_sets()->Get(p.index())->name());
+    break;
+  case fb::ProgramKind::Exchange:
+    j["exchange"] = p.index();
+    j["target_name"] = str(exe.exchanges()->Get(p.index())->name());
+    break;
+  case fb::ProgramKind::StreamCopy:
+    j["stream"] = p.index();
+    j["target_name"] = str(exe.streams()->Get(p.index())->name());
+    j["direction"] = fb::EnumNameStreamDirection(exe.streams()->Get(p.index())->direction());
+    break;
+  case fb::ProgramKind::Call: j["function"] = p.index(); break;
+  case fb::ProgramKind::Repeat: j["count"] = p.count(); break;
+  default: break;
+  }
+  if (p.kind() == fb::ProgramKind::Sequence || p.kind() == fb::ProgramKind::Repeat) {
+    j["children"] = ordered_json::array();
+    for (uint32_t i = 0; i < len(p.children()); ++i)
+      j["children"].push_back(programJson(exe, *p.children()->Get(i)));
+  }
+  return j;
+}
+
+ordered_json describe(const popc::popef::Executable &file) {
+  const fb::Executable &exe = file.root();
+  const fb::Target &t = *exe.target();
+  uint32_t numTiles = t.num_ipus() * t.tiles_per_ipu();
+  ordered_json j;
+  j["file"] = file.label();
+  j["header"] = {{"format_version", exe.format_version()}, {"compiler_version", str(exe.compiler_version())},
+                 {"bytes", file.bytes().size()}};
+  j["target"] = {{"arch", str(t.arch())},
+                 {"num_ipus", t.num_ipus()},
+                 {"tiles_per_ipu", t.tiles_per_ipu()},
+                 {"bytes_per_tile", t.bytes_per_tile()},
+                 {"workers_per_tile", t.workers_per_tile()},
+                 {"clock_hz", t.clock_hz()},
+                 {"exchange_bytes_per_cycle", t.exchange_bytes_per_cycle()},
+                 {"inter_ipu_bytes_per_cycle", t.inter_ipu_bytes_per_cycle()},
+                 {"host_bytes_per_cycle", t.host_bytes_per_cycle()},
+                 {"sync_cycles", t.sync_cycles()},
+                 {"global_sync_cycles", t.global_sync_cycles()}};
+  const fb::Metadata *m = exe.metadata();
+  j["model"] = {{"name", m ? str(m->model_name()) : ""},
+                {"inputs", ioJson(exe, m ? m->inputs() : nullptr)},
+                {"outputs", ioJson(exe, m ? m->outputs() : nullptr)},
+                {"options", ordered_json::object()}};
+  for (uint32_t i = 0; m && i < len(m->options()); ++i)
+    j["model"]["options"][str(m->options()->Get(i)->key())] = str(m->options()->Get(i)->value());
+
+  // Tensors, and bytes mapped per tile (used when the file has no memory plan).
+  std::map<uint32_t, uint64_t> mapped;
+  j["tensors"] = ordered_json::array();
+  for (uint32_t i = 0; i < len(exe.tensors()); ++i) {
+    const fb::Tensor *x = exe.tensors()->Get(i);
+    std::set<uint32_t> tiles;
+    for (uint32_t k = 0; k < len(x->mapping()); ++k) {
+      tiles.insert(x->mapping()->Get(k)->tile());
+      mapped[x->mapping()->Get(k)->tile()] += x->mapping()->Get(k)->bytes();
+    }
+    j["tensors"].push_back({{"name", str(x->name())}, {"dtype", dtypeStr(x->dtype())},
+                            {"shape", shapeJson(x->shape())}, {"role", fb::EnumNameTensorRole(x->role())},
+                            {"bytes", popc::popef::tensorBytes(*x)}, {"intervals", len(x->mapping())},
+                            {"tiles", tiles.size()}});
+  }
+
+  // Memory per tile.
+  std::vector<std::pair<uint64_t, uint32_t>> perTile; // (bytes, tile)
+  bool planned = len(exe.tile_bytes_used()) == numTiles;
+  if (planned) {
+    for (uint32_t tile = 0; tile < numTiles; ++tile)
+      if (exe.tile_bytes_used()->Get(tile))
+        perTile.push_back({exe.tile_bytes_used()->Get(tile), tile});
+  } else {
+    for (auto [tile, bytes] : mapped)
+      perTile.push_back({bytes, tile});
+  }
+  uint64_t sum = 0, max = 0;
+  for (auto [bytes, tile] : perTile)
+    sum += bytes, max = std::max(max, bytes);
+  std::stable_sort(perTile.begin(), perTile.end(), [](auto a, auto b) { return a.first > b.first; });
+  ordered_json top = ordered_json::array();
+  for (size_t i = 0; i < std::min<size_t>(5, perTile.size()); ++i)
+    top.push_back({{"tile", perTile[i].second}, {"bytes", perTile[i].first}});
+  j["memory"] = {{"source", planned ? "tile_bytes_used" : "tensor mappings"},
+                 {"tiles", numTiles},
+                 {"used_tiles", perTile.size()},
+                 {"total_bytes", sum},
+                 {"max_bytes", max},
+                 {"mean_bytes_per_used_tile", perTile.empty() ? 0.0 : double(sum) / perTile.size()},
+                 {"bytes_per_tile", t.bytes_per_tile()},
+                 {"top_tiles", top}};
+
+  j["code_modules"] = ordered_json::array();
+  for (uint32_t i = 0; i < len(exe.code()); ++i)
+    j["code_modules"].push_back({{"bitcode_bytes", len(exe.code()->Get(i)->bitcode())}});
+
+  j["vertex_types"] = ordered_json::array();
+  for (uint32_t i = 0; i < len(exe.vertex_types()); ++i) {
+    const fb::VertexType *vt = exe.vertex_types()->Get(i);
+    ordered_json fields = ordered_json::array();
+    for (uint32_t f = 0; f < len(vt->fields()); ++f) {
+      const fb::FieldDecl *fd = vt->fields()->Get(f);
+      fields.push_back({{"name", str(fd->name())}, {"bytes", fd->bytes()},
+                        {"access", fb::EnumNameFieldAccess(fd->access())}});
+    }
+    j["vertex_types"].push_back({{"name", str(vt->name())}, {"symbol", str(vt->symbol())},
+                                 {"module", vt->module_()}, {"cycles", vt->cycles()}, {"fields", fields}});
+  }
+
+  j["compute_sets"] = ordered_json::array();
+  for (uint32_t i = 0; i < len(exe.compute_sets()); ++i) {
+    const fb::ComputeSet *cs = exe.compute_sets()->Get(i);
+    std::set<uint32_t> tiles;
+    for (uint32_t v = 0; v < len(cs->vertices()); ++v)
+      tiles.insert(cs->vertices()->Get(v)->tile());
+    j["compute_sets"].push_back({{"name", str(cs->name())}, {"vertices", len(cs->vertices())}, {"tiles", tiles.size()}});
+  }
+
+  j["exchanges"] = ordered_json::array();
+  for (uint32_t i = 0; i < len(exe.exchanges()); ++i) {
+    const fb::ExchangeStep *ex = exe.exchanges()->Get(i);
+    uint64_t bytes = 0, cross = 0;
+    for (uint32_t c = 0; c < len(ex->copies()); ++c) {
+      const fb::Copy *cp = ex->copies()->Get(c);
+      bytes += cp->bytes();
+      if (cp->src_tile() / t.tiles_per_ipu() != cp->dst_tile() / t.tiles_per_ipu())
+        cross += cp->bytes();
+    }
+    j["exchanges"].push_back({{"name", str(ex->name())}, {"copies", len(ex->copies())}, {"bytes", bytes},
+                              {"inter_ipu_bytes", cross}});
+  }
+
+  j["streams"] = ordered_json::array();
+  for (uint32_t i = 0; i < len(exe.streams()); ++i) {
+    const fb::HostStream *s = exe.streams()->Get(i);
+    j["streams"].push_back({{"name", str(s->name())}, {"tensor", s->tensor()},
+                            {"direction", fb::EnumNameStreamDirection(s->direction())}});
+  }
+
+  j["programs"]["main"] = programJson(exe, *exe.main());
+  j["programs"]["functions"] = ordered_json::array();
+  for (uint32_t i = 0; i < len(exe.functions()); ++i)
+    j["programs"]["functions"].push_back(programJson(exe, *exe.functions()->Get(i)));
+  return j;
+}
+
+// --- text rendering ----------------------------------------------------------
+
+std::string human(uint64_t bytes) {
+  if (bytes >= (10u << 20))
+    return fmt::format("{:.1f} MiB", bytes / 1048576.0);
+  if (bytes >= (10u << 10))
+    return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+void printProgram(const ordered_json &p, int depth) {
+  std::string line = p["kind"].get<std::string>();
+  if (p.contains("count"))
+    line += fmt::format(" x{}", p["count"].get<uint64_t>());
+  if (p.contains("compute_set"))
+    line += fmt::format(" cs {} '{}'", p["compute_set"].get<uint32_t>(), p["target_name"].get<std::string>());
+  if (p.contains("exchange"))
+    line += fmt::format(" exchange {} '{}'", p["exchange"].get<uint32_t>(), p["target_name"].get<std::string>());
+  if (p.contains("stream"))
+    line += fmt::format(" stream {} '{}' {}", p["stream"].get<uint32_t>(), p["target_name"].get<std::string>(),
+                        p["direction"].get<std::string>());
+  if (p.contains("function"))
+    line += fmt::format(" function {}", p["function"].get<uint32_t>());
+  if (p.contains("name"))
+    line += fmt::format("  ({})", p["name"].get<std::string>());
+  fmt::print("{:{}}{}\n", "", 2 * depth, line);
+  if (p.contains("children"))
+    for (const auto &c : p["children"])
+      printProgram(c, depth + 1);
+}
+
+void printText(const ordered_json &j) {
+  const auto &h = j["header"];
+  fmt::print("{}: popef format {}, compiled by {}, {}\n", j["file"].get<std::string>(),
+             h["format_version"].get<uint32_t>(), h["compiler_version"].get<std::string>(),
+             human(h["bytes"].get<uint64_t>()));
+  const auto &t = j["target"];
+  fmt::print("\ntarget: {} x {} IPU(s), {} tiles/IPU, {} per tile, {} workers/tile, {:.3g} GHz\n",
+             t["num_ipus"].get<uint32_t>(), t["arch"].get<std::string>(), t["tiles_per_ipu"].get<uint32_t>(),
+             human(t["bytes_per_tile"].get<uint64_t>()), t["workers_per_tile"].get<uint32_t>(),
+             t["clock_hz"].get<uint64_t>() / 1e9);
+  fmt::print("  exchange {} B/cycle, inter-IPU {} B/cycle, host {} B/cycle, sync {} cycles, global sync {} cycles\n",
+             t["exchange_bytes_per_cycle"].get<uint32_t>(), t["inter_ipu_bytes_per_cycle"].get<uint32_t>(),
+             t["host_bytes_per_cycle"].get<uint32_t>(), t["sync_cycles"].get<uint32_t>(),
+             t["global_sync_cycles"].get<uint32_t>());
+
+  const auto &m = j["model"];
+  fmt::print("\nmodel '{}'\n", m["name"].get<std::string>());
+  for (const char *kind : {"inputs", "outputs"}) {
+    fmt::print("  {}:\n", kind);
+    for (const auto &io : m[kind])
+      fmt::print("    {} {} {}\n", io["name"].get<std::string>(), io["dtype"].get<std::string>(),
+                 shapeStr(io["shape"]));
+  }
+  if (!m["options"].empty()) {
+    fmt::print("  options:");
+    for (const auto &[k, v] : m["options"].items())
+      fmt::print(" {}={}", k, v.get<std::string>());
+    fmt::print("\n");
+  }
+
+  fmt::print("\ntensors ({}):\n", j["tensors"].size());
+  fmt::print("  {:<40} {:<8} {:<20} {:<12} {:>9} {:>6}\n", "name", "dtype", "shape", "role", "intervals", "tiles");
+  for (const auto &x : j["tensors"])
+    fmt::print("  {:<40} {:<8} {:<20} {:<12} {:>9} {:>6}\n", x["name"].get<std::string>(),
+               x["dtype"].get<std::string>(), shapeStr(x["shape"]), x["role"].get<std::string>(),
+               x["intervals"].get<uint32_t>(), x["tiles"].get<size_t>());
+
+  const auto &mem = j["memory"];
+  fmt::print("\nmemory (from {}): {} of {} tiles used, total {}, max {} per tile ({:.1f}% of {}), mean {} per used tile\n",
+             mem["source"].get<std::string>(), mem["used_tiles"].get<size_t>(), mem["tiles"].get<uint32_t>(),
+             human(mem["total_bytes"].get<uint64_t>()), human(mem["max_bytes"].get<uint64_t>()),
+             100.0 * mem["max_bytes"].get<uint64_t>() / mem["bytes_per_tile"].get<uint64_t>(),
+             human(mem["bytes_per_tile"].get<uint64_t>()),
+             human(static_cast<uint64_t>(mem["mean_bytes_per_used_tile"].get<double>())));
+  for (const auto &tt : mem["top_tiles"])
+    fmt::print("  tile {:>6}: {}\n", tt["tile"].get<uint32_t>(), human(tt["bytes"].get<uint64_t>()));
+
+  fmt::print("\nvertex types ({}):\n", j["vertex_types"].size());
+  for (const auto &vt : j["vertex_types"]) {
+    std::string fields;
+    for (const auto &f : vt["fields"])
+      fields += fmt::format("{}{} {} {}B", fields.empty() ? "" : ", ", f["access"].get<std::string>(),
+                            f["name"].get<std::string>(), f["bytes"].get<uint32_t>());
+    fmt::print("  {:<40} {:>10} cycles  ({})\n", vt["name"].get<std::string>(), vt["cycles"].get<uint64_t>(), fields);
+  }
+  fmt::print("\ncompute sets ({}):\n", j["compute_sets"].size());
+  for (const auto &cs : j["compute_sets"])
+    fmt::print("  {:<40} {:>8} vertices on {:>6} tiles\n", cs["name"].get<std::string>(),
+               cs["vertices"].get<uint32_t>(), cs["tiles"].get<size_t>());
+  fmt::print("\nexchange steps ({}):\n", j["exchanges"].size());
+  for (const auto &ex : j["exchanges"])
+    fmt::print("  {:<40} {:>8} copies {:>12}{}\n", ex["name"].get<std::string>(), ex["copies"].get<uint32_t>(),
+               human(ex["bytes"].get<uint64_t>()),
+               ex["inter_ipu_bytes"].get<uint64_t>() ? fmt::format(" ({} inter-IPU)", human(ex["inter_ipu_bytes"].get<uint64_t>())) : "");
+  fmt::print("\nprograms:\n  main:\n");
+  printProgram(j["programs"]["main"], 2);
+  for (size_t i = 0; i < j["programs"]["functions"].size(); ++i) {
+    fmt::print("  function {}:\n", i);
+    printProgram(j["programs"]["functions"][i], 2);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"popef-info: inspect a popef executable.\n\nExample:\n  popef-info model.popef [--json]",
+               "popef-info"};
+  std::string path;
+  bool json = false;
+  app.add_option("executable", path, "Executable to inspect (.popef)")->required();
+  app.add_flag("--json", json, "Print the description as JSON");
+  app.set_version_flag("--version", compilerVersion());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    fmt::print(stderr, "popef-info: error: {} (see --help)\n", e.what());
+    return 1;
+  }
+  try {
+    ordered_json j = describe(*popc::popef::Executable::open(path));
+    if (json)
+      fmt::print("{}\n", j.dump(2));
+    else
+      printText(j);
+    return 0;
+  } catch (const Error &e) {
+    fmt::print(stderr, "popef-info: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "popef-info: internal error: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,186 @@
+// poprun-lite: load a popef executable, JIT its vertex code and run it on the
+// simulated IPU with inputs from an .npz file.
+#include "formats/npz/npz.h"
+#include "formats/popef/popef.h"
+#include "runtime/engine.h"
+#include "support/error.h"
+#include "support/log.h"
+#include "support/version.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+using namespace popc;
+
+double halfToDouble(uint16_t h) {
+  int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0)
+    return sign * std::ldexp(mantissa, -24);
+  if (exponent == 31)
+    return mantissa ? NAN : sign * INFINITY;
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
+double element(const runtime::HostTensor &t, size_t i) {
+  const uint8_t *p = t.data.data() + i * dtypeSize(t.dtype);
+  auto load = [p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  };
+  switch (t.dtype) {
+  case DType::F32: return load(float());
+  case DType::F64: return load(double());
+  case DType::F16: return halfToDouble(static_cast<uint16_t>(load(uint16_t())));
+  case DType::I8: return load(int8_t());
+  case DType::I16: return load(int16_t());
+  case DType::I32: return load(int32_t());
+  case DType::I64: return load(int64_t());
+  case DType::U8: return load(uint8_t());
+  case DType::Bool: return *p ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+// "out float32 [1,10]: min -1.2 max 3.4 mean 0.5 values [0.1, 0.2, ...]"
+void printSummary(const std::string &name, const runtime::HostTensor &t) {
+  size_t n = t.data.size() / dtypeSize(t.dtype);
+  fmt::print("{} {} {}", name, dtypeName(t.dtype), shapeToString(t.shape));
+  if (n == 0) {
+    fmt::print(": empty\n");
+    return;
+  }
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double v = element(t, i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  std::string first;
+  for (size_t i = 0; i < std::min<size_t>(n, 8); ++i)
+    first += fmt::format("{}{:.6g}", i ? ", " : "", element(t, i));
+  fmt::print(": min {:.6g} max {:.6g} mean {:.6g} values [{}{}]\n", lo, hi, sum / n, first,
+             n > 8 ? ", ..." : "");
+}
+
+std::string percent(uint64_t part, uint64_t total) {
+  return total ? fmt::format("{:5.1f}%", 100.0 * part / total) : "    -";
+}
+
+void printReport(const runtime::Report &r, double openSeconds, uint64_t iterations) {
+  const auto &c = r.cycles;
+  uint64_t total = c.total();
+  double clock = r.clockHz ? static_cast<double>(r.clockHz) : 1.0;
+  fmt::print("report: target {} at {:.3g} GHz, host {} with {} threads\n", r.arch, clock / 1e9,
+             r.hostCpu, r.threads);
+  fmt::print("  cycles total {} over {} iteration(s); per iteration {} ({:.3f} ms on the IPU)\n",
+             total, iterations, total / std::max<uint64_t>(1, iterations),
+             1e3 * total / std::max<uint64_t>(1, iterations) / clock);
+  fmt::print("    compute  {:>14} {}\n", c.compute, percent(c.compute, total));
+  fmt::print("    exchange {:>14} {}\n", c.exchange, percent(c.exchange, total));
+  fmt::print("    sync     {:>14} {}\n", c.sync, percent(c.sync, total));
+  fmt::print("    host     {:>14} {}\n", c.host, percent(c.host, total));
+  fmt::print("  wall time: open+verify {:.3f} s, load {:.3f} s, JIT {:.3f} s, run {:.3f} s "
+             "({:.3f} ms/iteration)\n",
+             openSeconds, r.loadSeconds, r.jitSeconds, r.runSeconds,
+             1e3 * r.runSeconds / std::max<uint64_t>(1, iterations));
+  fmt::print("    run by phase: compute {:.3f} s, exchange {:.3f} s, host {:.3f} s\n", r.seconds.compute,
+             r.seconds.exchange, r.seconds.host);
+  std::vector<const runtime::ComputeSetReport *> sets;
+  for (const auto &cs : r.computeSets)
+    if (cs.runs)
+      sets.push_back(&cs);
+  std::stable_sort(sets.begin(), sets.end(), [](auto *a, auto *b) { return a->cycles > b->cycles; });
+  if (!sets.empty())
+    fmt::print("  top compute sets by cycles:\n");
+  for (size_t i = 0; i < std::min<size_t>(sets.size(), 5); ++i)
+    fmt::print("    {:<40} {:>12} cycles {} ({} runs, {} tiles, {} vertices, {:.3f} ms wall)\n",
+               sets[i]->name, sets[i]->cycles, percent(sets[i]->cycles, total), sets[i]->runs,
+               sets[i]->tiles, sets[i]->vertices, 1e3 * sets[i]->seconds);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"poprun-lite: run a popef executable on the simulated IPU.\n\n"
+               "Example:\n  poprun-lite model.popef --inputs inputs.npz --outputs outputs.npz --report",
+               "poprun-lite"};
+  std::string model, inputsPath, outputsPath, logLevel;
+  uint64_t iterations = 1;
+  unsigned threads = 0;
+  bool report = false;
+  app.add_option("model", model, "Executable to run (.popef)")->required();
+  app.add_option("--inputs", inputsPath, "Model inputs (.npz, one array per input name)");
+  app.add_option("--outputs", outputsPath, "Write the model outputs to this .npz (default: print a summary)");
+  app.add_option("--iterations", iterations, "Run the program this many times (default 1)")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
+  app.add_option("--threads", threads, "Host threads (default: all cores)");
+  app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
+  app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
+  app.set_version_flag("--version", compilerVersion());
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    fmt::print(stderr, "poprun-lite: error: {} (see --help)\n", e.what());
+    return 1;
+  }
+
+  try {
+    if (logLevel.empty() && std::getenv("POPC_LOG_LEVEL"))
+      logLevel = std::getenv("POPC_LOG_LEVEL");
+    if (!logLevel.empty())
+      log::setLevel(logLevel);
+
+    auto t0 = std::chrono::steady_clock::now();
+    auto executable = popc::popef::Executable::open(model);
+    double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    runtime::HostTensorMap inputs;
+    if (!inputsPath.empty())
+      for (auto &[name, array] : npz::readNpz(inputsPath))
+        inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
+
+    runtime::Engine engine(executable, {threads, nullptr});
+    if (inputsPath.empty() && !engine.inputs().empty())
+      fail("{}: the model needs inputs: pass --inputs FILE.npz with {}", model, engine.describeInputs());
+
+    runtime::HostTensorMap outputs;
+    for (uint64_t i = 0; i < iterations; ++i)
+      outputs = engine.run(inputs);
+
+    if (!outputsPath.empty()) {
+      npz::ArrayMap arrays;
+      for (auto &[name, t] : outputs)
+        arrays[name] = {t.dtype, std::move(t.shape), std::move(t.data)};
+      npz::writeNpz(outputsPath, arrays);
+    } else {
+      for (const auto &io : engine.outputs()) // in model order
+        printSummary(io.name, outputs.at(io.name));
+    }
+    if (report)
+      printReport(engine.report(), openSeconds, iterations);
+    return 0;
+  } catch (const Error &e) {
+    fmt::print(stderr, "poprun-lite: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "poprun-lite: internal error: {}\n", e.what());
+    return 2;
+  }
+}
