@@ -1,0 +1,220 @@
+#include "compiler/onnx/importer.h"
+
+#include "compiler/ir/op_registry.h"
+#include "compiler/onnx/onnx_internal.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+#include <optional>
+#include <set>
+
+namespace popc::onnx {
+
+using namespace detail;
+
+namespace {
+std::optional<std::string> checkerError(const ::onnx::ModelProto &model) {
+  try {
+    ::onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    return oneLine(e.what());
+  }
+  return std::nullopt;
+}
+
+void inferShapesAndCheck(::onnx::ModelProto &model, const std::string &path) {
+  // The 1.12 checker requires graph output shapes, which many exporters leave
+  // out and inference fills in: a checker error only counts if it survives
+  // inference. Otherwise its message is clearer than inference's.
+  const auto before = checkerError(model);
+  try {
+    // check_type + strict mode: node-level inference errors are model errors.
+    ::onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1);
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception &e) {
+    if (before)
+      fail("{}: invalid ONNX model: {}", path, *before);
+    fail("{}: ONNX shape inference failed: {}", path, oneLine(e.what()));
+  }
+  if (before)
+    if (auto after = checkerError(model))
+      fail("{}: invalid ONNX model: {}", path, *after);
+}
+} // namespace
+
+std::string detail::oneLine(const std::string &text) {
+  std::string s = text;
+  for (char &c : s)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  while (!s.empty() && s.back() == ' ')
+    s.pop_back();
+  return s;
+}
+
+namespace {
+
+ir::Attributes convertAttributes(const ::onnx::NodeProto &node, const std::string &context,
+                                 ir::Op &op) {
+  ir::Attributes attrs;
+  using A = ::onnx::AttributeProto;
+  for (const auto &a : node.attribute()) {
+    const std::string what = fmt::format("{} attribute '{}'", context, a.name());
+    switch (a.type()) {
+    case A::INT: attrs.set(a.name(), int64_t(a.i())); break;
+    case A::FLOAT: attrs.set(a.name(), double(a.f())); break;
+    case A::STRING: attrs.set(a.name(), a.s()); break;
+    case A::INTS: attrs.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
+    case A::FLOATS: attrs.set(a.name(), std::vector<double>(a.floats().begin(), a.floats().end())); break;
+    case A::STRINGS:
+      attrs.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end()));
+      break;
+    case A::TENSOR:
+      attrs.set(a.name(), std::shared_ptr<const ir::Tensor>(
+                              std::make_shared<ir::Tensor>(tensorFromProto(a.t(), what))));
+      break;
+    default:
+      fail("{}: type {} is not supported", what, A::AttributeType_Name(a.type()));
+    }
+  }
+  // IPU annotations become Op fields, not attributes.
+  for (const auto &[key, field] : {std::pair<const char *, int64_t *>{"__ipu_number", &op.ipu},
+                                   {"__pipeline_stage", &op.pipelineStage}}) {
+    if (!attrs.has(key))
+      continue;
+    *field = attrs.getInt(key);
+    if (*field < 0)
+      fail("{} attribute '{}' must be >= 0, got {}", context, key, *field);
+    attrs.erase(key);
+  }
+  return attrs;
+}
+
+// Our inferred shapes must agree with ONNX's wherever ONNX knows them statically.
+void crossCheckShapes(const ::onnx::GraphProto &graph, const ir::Graph &g, const std::string &path) {
+  auto check = [&](const ::onnx::ValueInfoProto &vi) {
+    if (!g.hasTensor(vi.name()) || !vi.type().has_tensor_type())
+      return;
+    const auto &tt = vi.type().tensor_type();
+    const ir::TensorInfo &ours = g.tensor(vi.name()).info;
+    if (tt.elem_type() != 0 &&
+        dtypeFromOnnx(tt.elem_type(), fmt::format("{}: tensor '{}'", path, vi.name())) != ours.dtype)
+      fail("{}: tensor '{}': popc inferred type {}, ONNX says {} (compiler bug, please report)",
+           path, vi.name(), dtypeName(ours.dtype),
+           dtypeName(dtypeFromOnnx(tt.elem_type(), path)));
+    if (!tt.has_shape())
+      return;
+    bool differs = tt.shape().dim_size() != int(ours.shape.size());
+    for (int i = 0; !differs && i < tt.shape().dim_size(); ++i)
+      differs = tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != ours.shape[size_t(i)];
+    if (differs)
+      fail("{}: tensor '{}': popc inferred shape {}, ONNX inferred {} (compiler bug, please report)",
+           path, vi.name(), shapeToString(ours.shape), shapeProtoToString(tt.shape()));
+  };
+  for (const auto &vi : graph.value_info())
+    check(vi);
+  for (const auto &vi : graph.output())
+    check(vi);
+}
+
+// Every real input needs a static shape (after --input-shape) before inference.
+void checkStaticInputs(const ::onnx::GraphProto &graph, const std::string &path) {
+  const auto real = realInputNames(graph);
+  for (const auto &input : graph.input())
+    if (std::find(real.begin(), real.end(), input.name()) != real.end())
+      staticInputShape(input, path);
+}
+
+ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &names,
+               int64_t opset, const std::string &path) {
+  const auto &graph = model.graph();
+  ir::Ir ir;
+  ir.modelName = !graph.name().empty() ? graph.name() : std::filesystem::path(path).stem().string();
+  ir.opsetVersion = opset;
+  ir::Graph &g = ir.main;
+  g.opset = opset;
+
+  for (const auto &init : graph.initializer()) {
+    const std::string context = fmt::format("{}: initializer '{}'", path, init.name());
+    if (init.name().empty())
+      fail("{}: an initializer has no name", path);
+    if (g.hasTensor(init.name()))
+      fail("{}: initializer '{}' is defined twice", path, init.name());
+    g.addTensor(tensorFromProto(init, context));
+  }
+  for (const auto &name : realInputNames(graph)) {
+    const ::onnx::ValueInfoProto *vi = nullptr;
+    for (const auto &in : graph.input())
+      if (in.name() == name)
+        vi = &in;
+    ir::Tensor t;
+    t.name = name;
+    t.kind = ir::TensorKind::Input;
+    t.info.shape = staticInputShape(*vi, path);
+    t.info.dtype = dtypeFromOnnx(vi->type().tensor_type().elem_type(),
+                                 fmt::format("{}: input '{}'", path, name));
+    if (g.hasTensor(name))
+      fail("{}: input '{}' is listed twice", path, name);
+    g.addTensor(std::move(t));
+    g.inputs.push_back(name);
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto &node = graph.node(i);
+    ir::Op op;
+    op.type = node.op_type();
+    op.domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    op.name = names[size_t(i)];
+    op.inputs.assign(node.input().begin(), node.input().end());
+    op.outputs.assign(node.output().begin(), node.output().end());
+    op.attrs = convertAttributes(node, fmt::format("{}: node '{}' ({})", path, op.name, op.type), op);
+    if (op.type == "Constant") { // fold: a constant tensor, not an op
+      ir::Tensor t;
+      try {
+        t = ir::constantOpTensor(op);
+      } catch (const Error &e) {
+        fail("{}: {}", path, e.what());
+      }
+      if (g.hasTensor(t.name))
+        fail("{}: node '{}' output '{}' is already defined", path, op.name, t.name);
+      g.addTensor(std::move(t));
+      continue;
+    }
+    g.appendOp(std::move(op));
+  }
+  for (const auto &out : graph.output())
+    g.outputs.push_back(out.name());
+  try {
+    ir::inferGraph(g);
+  } catch (const Error &e) {
+    fail("{}: {}", path, e.what());
+  }
+  for (const auto &name : g.outputs)
+    if (g.tensor(name).kind == ir::TensorKind::Input)
+      log::get("onnx")->warn("{}: graph output '{}' is a graph input", path, name);
+  return ir;
+}
+} // namespace
+
+ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
+  auto logger = log::get("onnx");
+  ::onnx::ModelProto model = readModel(path);
+  const int64_t opset = aiOnnxOpset(model, path);
+  const auto names = nodeNames(model.graph());
+  checkSupportedOps(model, names, opset, path);
+  requireAiOnnxOpset(opset, path);
+  loadExternalData(model, path);
+  applyInputShapes(*model.mutable_graph(), options.inputShapes, path);
+  checkStaticInputs(model.graph(), path);
+  inferShapesAndCheck(model, path);
+  ir::Ir ir = buildIr(model, names, opset, path);
+  crossCheckShapes(model.graph(), ir.main, path);
+  logger->debug("{}: imported {} ops, {} tensors (opset {})", path, ir.main.ops().size(),
+                ir.main.tensors().size(), opset);
+  return ir;
+}
+
+} // namespace popc::onnx

@@ -1,0 +1,26 @@
+// ONNX ModelProto → popc IR. Reads and validates the file (incl. external
+// data), applies --input-shape overrides, runs the ONNX checker and shape
+// inference, converts initializers/nodes/attributes and re-infers with the
+// popc op registry. Every problem is one popc::Error line naming the file.
+#pragma once
+#include "compiler/ir/ir.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace popc::onnx {
+
+struct ImportOptions {
+  // Fixed shapes for graph inputs (from --input-shape name=1,3,224,224);
+  // they replace the model's (possibly dynamic) input shapes before inference.
+  std::map<std::string, Shape> inputShapes;
+};
+
+ir::Ir importOnnx(const std::string &path, const ImportOptions &options = {});
+
+// Parses "name=1,3,224,224" specs (the name may itself contain '='; the last
+// one splits). Throws popc::Error for malformed specs or duplicate names.
+std::map<std::string, Shape> parseInputShapes(const std::vector<std::string> &specs);
+
+} // namespace popc::onnx

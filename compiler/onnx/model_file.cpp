@@ -1,0 +1,116 @@
+#include "compiler/onnx/onnx_internal.h"
+
+#include "support/error.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace popc::onnx::detail {
+
+::onnx::ModelProto readModel(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail("{}: cannot open file: {}", path, std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  const std::string bytes = buf.str();
+  ::onnx::ModelProto model;
+  // A few stray bytes can parse as an empty message, so also require a graph.
+  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph() ||
+      model.ir_version() <= 0)
+    fail("{}: not an ONNX model (failed to parse ModelProto)", path);
+  return model;
+}
+
+namespace {
+int64_t parseNonNegative(const std::string &value, const std::string &context, const char *key) {
+  int64_t v = -1;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || ptr != value.data() + value.size() || v < 0)
+    fail("{}: external data '{}' is '{}', expected a non-negative integer", context, key, value);
+  return v;
+}
+
+bool isInside(const fs::path &dir, const fs::path &p) {
+  auto rel = p.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
+}
+
+void inlineTensor(::onnx::TensorProto &t, const fs::path &modelDir, const std::string &context) {
+  if (t.data_location() != ::onnx::TensorProto::EXTERNAL)
+    return;
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = parseNonNegative(kv.value(), context, "offset");
+    else if (kv.key() == "length")
+      length = parseNonNegative(kv.value(), context, "length");
+  }
+  if (location.empty())
+    fail("{}: external data has no 'location'", context);
+  if (fs::path(location).is_absolute())
+    fail("{}: external data location '{}' must be relative to the model's directory", context,
+         location);
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(modelDir, ec);
+  const fs::path file = fs::weakly_canonical(modelDir / location, ec);
+  if (ec || !isInside(dir, file))
+    fail("{}: external data location '{}' is outside the model's directory {}", context, location,
+         dir.string());
+  if (!fs::is_regular_file(file, ec))
+    fail("{}: external data file '{}' not found next to the model", context, location);
+  const int64_t fileSize = int64_t(fs::file_size(file, ec));
+  if (ec)
+    fail("{}: cannot read external data file '{}': {}", context, location, ec.message());
+  if (offset > fileSize)
+    fail("{}: external data offset {} is past the end of '{}' ({} bytes)", context, offset,
+         location, fileSize);
+  if (length < 0)
+    length = fileSize - offset;
+  if (length > fileSize - offset)
+    fail("{}: external data offset {} + length {} is past the end of '{}' ({} bytes)", context,
+         offset, length, location, fileSize);
+  std::ifstream in(file, std::ios::binary);
+  std::string data(size_t(length), '\0');
+  in.seekg(offset);
+  if (!in.read(data.data(), length))
+    fail("{}: failed to read {} bytes at offset {} from '{}'", context, length, offset, location);
+  t.set_raw_data(std::move(data));
+  t.clear_external_data();
+  t.set_data_location(::onnx::TensorProto::DEFAULT);
+}
+
+void inlineGraph(::onnx::GraphProto &g, const fs::path &modelDir, const std::string &path) {
+  for (auto &t : *g.mutable_initializer())
+    inlineTensor(t, modelDir, fmt::format("{}: initializer '{}'", path, t.name()));
+  for (auto &node : *g.mutable_node())
+    for (auto &attr : *node.mutable_attribute()) {
+      const std::string context =
+          fmt::format("{}: node '{}' attribute '{}'", path, node.name(), attr.name());
+      if (attr.has_t())
+        inlineTensor(*attr.mutable_t(), modelDir, context);
+      for (auto &t : *attr.mutable_tensors())
+        inlineTensor(t, modelDir, context);
+      if (attr.has_g())
+        inlineGraph(*attr.mutable_g(), modelDir, path);
+      for (auto &sub : *attr.mutable_graphs())
+        inlineGraph(sub, modelDir, path);
+    }
+}
+} // namespace
+
+void loadExternalData(::onnx::ModelProto &model, const std::string &path) {
+  const fs::path modelDir = fs::absolute(fs::path(path)).parent_path();
+  inlineGraph(*model.mutable_graph(), modelDir, path);
+}
+
+} // namespace popc::onnx::detail

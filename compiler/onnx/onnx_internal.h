@@ -1,0 +1,44 @@
+// Internal pieces of the ONNX importer (one file each).
+#pragma once
+#include "compiler/ir/ir.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+namespace popc::onnx::detail {
+
+// model_file.cpp: parse the file; inline external-data tensors (checked to stay
+// inside the model's directory) as raw_data.
+::onnx::ModelProto readModel(const std::string &path);
+void loadExternalData(::onnx::ModelProto &model, const std::string &path);
+
+// tensor_proto.cpp
+DType dtypeFromOnnx(int32_t elemType, const std::string &context);
+ir::Tensor tensorFromProto(const ::onnx::TensorProto &proto, const std::string &context);
+std::string shapeProtoToString(const ::onnx::TensorShapeProto &shape); // "[batch,3,224,224]"
+
+// unsupported_ops.cpp: node names (given or `<OpType>_<index>`, made unique)
+// and the one-error-listing-everything check.
+std::vector<std::string> nodeNames(const ::onnx::GraphProto &graph);
+// 0 when the model imports no ai.onnx opset (requireAiOnnxOpset then fails).
+int64_t aiOnnxOpset(const ::onnx::ModelProto &model, const std::string &path);
+void requireAiOnnxOpset(int64_t opset, const std::string &path);
+void checkSupportedOps(const ::onnx::ModelProto &model, const std::vector<std::string> &names,
+                       int64_t opset, const std::string &path);
+
+// input_shapes.cpp
+// Names of the graph inputs that are not initializers, in order.
+std::vector<std::string> realInputNames(const ::onnx::GraphProto &graph);
+void applyInputShapes(::onnx::GraphProto &graph, const std::map<std::string, Shape> &shapes,
+                      const std::string &path);
+// Fails naming the input and suggesting --input-shape when a dim is not fixed.
+Shape staticInputShape(const ::onnx::ValueInfoProto &input, const std::string &path);
+
+} // namespace popc::onnx::detail
+
+namespace popc::onnx::detail {
+// ONNX exception texts span lines; errors must be one line.
+std::string oneLine(const std::string &text);
+} // namespace popc::onnx::detail

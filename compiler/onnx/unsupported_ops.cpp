@@ -1,0 +1,91 @@
+#include "compiler/ir/op_registry.h"
+#include "compiler/onnx/onnx_internal.h"
+
+#include "support/error.h"
+
+#include <fmt/ranges.h>
+
+#include <set>
+
+namespace popc::onnx::detail {
+
+std::vector<std::string> nodeNames(const ::onnx::GraphProto &graph) {
+  std::vector<std::string> names;
+  std::set<std::string> used;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto &node = graph.node(i);
+    std::string base = node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name();
+    std::string name = base;
+    for (int k = 1; used.count(name); ++k) // IR op names must be unique
+      name = fmt::format("{}_{}", base, k);
+    used.insert(name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+namespace {
+bool isAiOnnx(const std::string &domain) { return domain.empty() || domain == "ai.onnx"; }
+} // namespace
+
+// Oldest and newest ai.onnx opsets accepted (ONNX 1.12 knows up to 17).
+constexpr int64_t kMinOpset = 1, kMaxOpset = 17;
+
+int64_t aiOnnxOpset(const ::onnx::ModelProto &model, const std::string &path) {
+  for (const auto &imp : model.opset_import())
+    if (isAiOnnx(imp.domain())) {
+      if (imp.version() < kMinOpset || imp.version() > kMaxOpset)
+        fail("{}: ai.onnx opset {} is not supported (popc supports opset 7 to {}); convert the "
+             "model with onnx.version_converter",
+             path, imp.version(), kMaxOpset);
+      return imp.version();
+    }
+  return 0; // reported after the unsupported-op check, which is more useful
+}
+
+void requireAiOnnxOpset(int64_t opset, const std::string &path) {
+  if (opset == 0)
+    fail("{}: model has no opset_import for the default ai.onnx domain", path);
+}
+
+void checkSupportedOps(const ::onnx::ModelProto &model, const std::vector<std::string> &names,
+                       int64_t opset, const std::string &path) {
+  // Op type (with its domain) → node names, in order of first appearance.
+  std::vector<std::pair<std::string, std::vector<std::string>>> unsupported;
+  std::vector<std::string> legacy;
+  const auto &registry = ir::OpRegistry::instance();
+  const auto &graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto &node = graph.node(i);
+    const bool known = isAiOnnx(node.domain()) && registry.find(node.op_type()) != nullptr;
+    if (known) {
+      // Before opset 7 these ops had legacy broadcast / consumed_inputs / is_test semantics.
+      static const std::set<std::string> kLegacy = {"Add", "Sub", "Mul", "Div", "Gemm",
+                                                    "BatchNormalization", "Dropout"};
+      if (opset > 0 && opset < 7 && kLegacy.count(node.op_type()) &&
+          std::find(legacy.begin(), legacy.end(), node.op_type()) == legacy.end())
+        legacy.push_back(node.op_type());
+      continue;
+    }
+    const std::string type =
+        isAiOnnx(node.domain()) ? node.op_type() : node.domain() + "::" + node.op_type();
+    auto it = std::find_if(unsupported.begin(), unsupported.end(),
+                           [&](const auto &entry) { return entry.first == type; });
+    if (it == unsupported.end())
+      unsupported.push_back({type, {names[size_t(i)]}});
+    else
+      it->second.push_back(names[size_t(i)]);
+  }
+  if (!unsupported.empty()) {
+    std::vector<std::string> parts;
+    for (const auto &[type, nodes] : unsupported)
+      parts.push_back(fmt::format("{} (nodes: {})", type, fmt::join(nodes, ", ")));
+    fail("{}: unsupported operators: {}", path, fmt::join(parts, "; "));
+  }
+  if (!legacy.empty())
+    fail("{}: opset {} versions of {} are not supported (popc supports opset 7 to {}); convert "
+         "the model with onnx.version_converter to opset 13",
+         path, opset, fmt::join(legacy, ", "), kMaxOpset);
+}
+
+} // namespace popc::onnx::detail
