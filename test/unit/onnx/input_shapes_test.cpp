@@ -18,7 +18,7 @@ TEST_CASE("parseInputShapes", "[onnx]") {
   CHECK_THROWS_WITH(popc::onnx::parseInputShapes({"x=1", "x=2"}), "--input-shape: input 'x' is given twice");
 }
 
-TEST_CASE("--input-shape fixes a dynamic dim", "[onnx]") {
+TEST_CASE("input-shape override fixes a dynamic dim", "[onnx]") {
   TempDir dir;
   const std::string path = save(gemmModel(std::string("batch")), dir.file("dyn.onnx"));
   CHECK_THROWS_WITH(popc::onnx::importOnnx(path, {}),
@@ -31,7 +31,7 @@ TEST_CASE("--input-shape fixes a dynamic dim", "[onnx]") {
   CHECK(ir.main.tensor("Y").info.shape == Shape{5, 4});
 }
 
-TEST_CASE("--input-shape error paths", "[onnx]") {
+TEST_CASE("input-shape override error paths", "[onnx]") {
   TempDir dir;
   const std::string path = save(gemmModel(std::string("batch")), dir.file("dyn.onnx"));
   popc::onnx::ImportOptions unknown;
