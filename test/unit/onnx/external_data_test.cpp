@@ -87,3 +87,12 @@ onnx.save_model(m, sys.argv[1], save_as_external_data=True, all_tensors_to_one_f
   CHECK(ir.main.tensor("Y").info.shape == Shape{2, 4});
   CHECK(ir.main.tensor("W").toDoubles()[7] == 7.0);
 }
+
+TEST_CASE("external data through a symlink leaving the model directory is refused", "[onnx]") {
+  TempDir outside;
+  TempDir dir;
+  writeFile(outside.file("secret.bin"), std::string(64, 'x'));
+  fs::create_symlink(outside.file("secret.bin"), dir.file("link.bin"));
+  const std::string path = externalModel(dir, "link.bin", 0, 48, /*writeData=*/false);
+  CHECK_THROWS_WITH(popc::onnx::importOnnx(path, {}), Contains("is outside the model's directory"));
+}
