@@ -60,48 +60,32 @@ void emit(Emitter &em, const ConvSpec &s) {
   FastMathFlags contract;
   contract.setAllowContract();
 
+  const int64_t plane = int64_t(s.outRows) * OW;
   em.forLoop(s.outChannels, [&](Value *oc) {
     Value *init = bias ? em.load(t, bias, oc) : em.fconst(t, 0);
-    em.forLoop(s.outRows, [&](Value *ohl) {
-      Value *oh = b.CreateAdd(ohl, em.i64(s.outRowBegin));
-      Value *outRow = b.CreateMul(b.CreateAdd(b.CreateMul(oc, em.i64(s.outRows)), ohl), em.i64(OW));
-      em.forLoop(OW, [&](Value *ow) { em.store(t, init, out, b.CreateAdd(outRow, ow)); });
-      em.forLoop(IC, [&](Value *ic) {
-        em.forLoop(KH, [&](Value *kh) {
-          Value *ih = w.inputRow(em, oh, kh);
-          // Zero padding: skip kernel rows outside the image, and clip the
-          // output columns per kernel column below, so the inner loop has no tests.
-          em.ifThen(w.rowInImage(em, ih), [&] {
-            Value *inRow = b.CreateMul(b.CreateAdd(b.CreateMul(ic, em.i64(s.inRows)),
-                                                   b.CreateSub(ih, em.i64(s.inRowBegin))),
-                                       em.i64(s.inWidth));
-            Value *wRow = b.CreateMul(b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(oc, em.i64(IC)), ic),
-                                                              em.i64(KH)),
-                                                  kh),
-                                      em.i64(KW));
-            em.forLoop(KW, [&](Value *kw) {
-              Value *wv = em.load(t, weights, b.CreateAdd(wRow, kw));
-              Window::Columns cols = w.columns(em, kw);
-              Value *inBase = b.CreateAdd(inRow, cols.offset);
-              em.forLoop(cols.lo, cols.hi, [&](Value *ow) {
-                Value *x = em.load(t, in, b.CreateAdd(inBase, b.CreateMul(ow, em.i64(s.strideW))));
-                Value *idx = b.CreateAdd(outRow, ow);
-                IRBuilder<>::FastMathFlagGuard guard(b);
-                b.setFastMathFlags(contract); // lets the host JIT use FMA
-                em.store(t, b.CreateFAdd(em.load(t, out, idx), b.CreateFMul(wv, x)), out, idx);
-              });
-            });
+    Value *outBase = b.CreateMul(oc, em.i64(plane));
+    em.forLoop(plane, [&](Value *p) { em.store(t, init, out, b.CreateAdd(outBase, p)); });
+    em.forLoop(IC, [&](Value *ic) {
+      Value *inBase = b.CreateMul(ic, em.i64(int64_t(s.inRows) * s.inWidth));
+      Value *wRow = b.CreateMul(b.CreateAdd(b.CreateMul(oc, em.i64(IC)), ic), em.i64(KH * KW));
+      Value *wv = nullptr;
+      // Zero padding: each tap only visits outputs whose input is in the image.
+      w.forEachTap(
+          em, t, out, outBase, inBase,
+          [&](int64_t kh, int64_t kw) { wv = em.load(t, weights, b.CreateAdd(wRow, em.i64(kh * KW + kw))); },
+          [&](Value *o, Value *i) {
+            IRBuilder<>::FastMathFlagGuard guard(b);
+            b.setFastMathFlags(contract); // lets the host JIT use FMA
+            em.store(t, b.CreateFAdd(em.load(t, out, o), b.CreateFMul(wv, em.load(t, in, i))), out, o);
           });
-        });
-      });
-      if (s.relu)
-        em.forLoop(OW, [&](Value *ow) {
-          Value *idx = b.CreateAdd(outRow, ow);
-          Value *v = em.load(t, out, idx);
-          Value *zero = em.fconst(t, 0);
-          em.store(t, b.CreateSelect(b.CreateFCmpOLT(v, zero), zero, v), out, idx);
-        });
     });
+    if (s.relu)
+      em.forLoop(plane, [&](Value *p) {
+        Value *idx = b.CreateAdd(outBase, p);
+        Value *v = em.load(t, out, idx);
+        Value *zero = em.fconst(t, 0);
+        em.store(t, b.CreateSelect(b.CreateFCmpOLT(v, zero), zero, v), out, idx);
+      });
   });
 }
 

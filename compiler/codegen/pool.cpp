@@ -53,56 +53,54 @@ void emit(Emitter &em, const PoolSpec &s) {
   // Padding never contributes: max starts at -inf, average sums in-image values.
   Value *init = em.fconst(t, s.max ? -std::numeric_limits<double>::infinity() : 0.0);
 
+  const int64_t plane = int64_t(s.outRows) * OW;
   em.forLoop(s.channels, [&](Value *c) {
-    em.forLoop(s.outRows, [&](Value *ohl) {
-      Value *oh = b.CreateAdd(ohl, em.i64(s.outRowBegin));
-      Value *outRow = b.CreateMul(b.CreateAdd(b.CreateMul(c, em.i64(s.outRows)), ohl), em.i64(OW));
-      em.forLoop(OW, [&](Value *ow) { em.store(t, init, out, b.CreateAdd(outRow, ow)); });
-      em.forLoop(s.kernelH, [&](Value *kh) {
-        Value *ih = w.inputRow(em, oh, kh);
-        em.ifThen(w.rowInImage(em, ih), [&] {
-          Value *inRow = b.CreateMul(
-              b.CreateAdd(b.CreateMul(c, em.i64(s.inRows)), b.CreateSub(ih, em.i64(s.inRowBegin))),
-              em.i64(s.inWidth));
-          em.forLoop(s.kernelW, [&](Value *kw) {
-            Window::Columns cols = w.columns(em, kw);
-            Value *inBase = b.CreateAdd(inRow, cols.offset);
-            em.forLoop(cols.lo, cols.hi, [&](Value *ow) {
-              Value *x = em.load(t, in, b.CreateAdd(inBase, b.CreateMul(ow, em.i64(s.strideW))));
-              Value *idx = b.CreateAdd(outRow, ow);
-              Value *acc = em.load(t, out, idx);
-              em.store(t, s.max ? em.fmax(acc, x) : b.CreateFAdd(acc, x), out, idx);
-            });
-          });
+    Value *outBase = b.CreateMul(c, em.i64(plane));
+    Value *inBase = b.CreateMul(c, em.i64(int64_t(s.inRows) * s.inWidth));
+    em.forLoop(plane, [&](Value *p) { em.store(t, init, out, b.CreateAdd(outBase, p)); });
+    w.forEachTap(
+        em, t, out, outBase, inBase, [](int64_t, int64_t) {},
+        [&](Value *o, Value *i) {
+          Value *acc = em.load(t, out, o), *x = em.load(t, in, i);
+          em.store(t, s.max ? em.fmax(acc, x) : b.CreateFAdd(acc, x), out, o);
         });
+    if (s.max)
+      return;
+    if (s.countIncludePad) {
+      Value *scale = em.fconst(t, 1.0 / (double(s.kernelH) * s.kernelW));
+      em.forLoop(plane, [&](Value *p) {
+        Value *idx = b.CreateAdd(outBase, p);
+        em.store(t, b.CreateFMul(em.load(t, out, idx), scale), out, idx);
       });
-      if (s.max)
-        return;
-      if (s.countIncludePad) {
-        Value *scale = em.fconst(t, 1.0 / (double(s.kernelH) * s.kernelW));
-        em.forLoop(OW, [&](Value *ow) {
-          Value *idx = b.CreateAdd(outRow, ow);
-          em.store(t, b.CreateFMul(em.load(t, out, idx), scale), out, idx);
-        });
-        return;
+      return;
+    }
+    // Divide by the number of in-image window elements: kernel rows valid for
+    // the output row times kernel columns valid for the output column.
+    auto count = [&](Value *i, int64_t taps, auto range) {
+      Value *n = em.i64(0);
+      for (int64_t k = 0; k < taps; ++k) {
+        auto [lo, hi] = range(k);
+        Value *inside = b.CreateAnd(b.CreateICmpSGE(i, em.i64(lo)), b.CreateICmpSLT(i, em.i64(hi)));
+        n = b.CreateAdd(n, b.CreateZExt(inside, b.getInt64Ty()));
       }
-      // Divide by the number of in-image window elements: rows valid for this
-      // output row times columns valid for each output column.
-      Value *rows = em.forLoop(s.kernelH, {em.i64(0)}, [&](Value *kh, const Emitter::Carried &n) {
-        return Emitter::Carried{b.CreateAdd(n[0], b.CreateZExt(w.rowInImage(em, w.inputRow(em, oh, kh)),
-                                                                b.getInt64Ty()))};
-      })[0];
+      return n;
+    };
+    em.forLoop(s.outRows, [&](Value *ohl) {
+      Value *rows = count(ohl, s.kernelH, [&](int64_t kh) {
+        Window::ConstRows r = w.rows(kh);
+        return std::pair{r.lo, r.hi};
+      });
+      Value *outRow = b.CreateAdd(outBase, b.CreateMul(ohl, em.i64(OW)));
       em.forLoop(OW, [&](Value *ow) {
-        Value *colsValid = em.forLoop(s.kernelW, {em.i64(0)}, [&](Value *kw, const Emitter::Carried &n) {
-          Window::Columns cols = w.columns(em, kw);
-          Value *inside = b.CreateAnd(b.CreateICmpSGE(ow, cols.lo), b.CreateICmpSLT(ow, cols.hi));
-          return Emitter::Carried{b.CreateAdd(n[0], b.CreateZExt(inside, b.getInt64Ty()))};
-        })[0];
-        Value *count = b.CreateMul(rows, colsValid);
+        Value *cols = count(ow, s.kernelW, [&](int64_t kw) {
+          Window::ConstColumns c = w.columns(kw);
+          return std::pair{c.lo, c.hi};
+        });
+        Value *n = b.CreateMul(rows, cols);
         Value *idx = b.CreateAdd(outRow, ow);
-        Value *avg = b.CreateFDiv(em.load(t, out, idx), b.CreateSIToFP(count, em.type(t)));
+        Value *avg = b.CreateFDiv(em.load(t, out, idx), b.CreateSIToFP(n, em.type(t)));
         // A window entirely in the padding averages nothing: 0.
-        em.store(t, b.CreateSelect(b.CreateICmpEQ(count, em.i64(0)), em.fconst(t, 0), avg), out, idx);
+        em.store(t, b.CreateSelect(b.CreateICmpEQ(n, em.i64(0)), em.fconst(t, 0), avg), out, idx);
       });
     });
   });

@@ -32,28 +32,90 @@ void Window::validate(const char *kernel) const {
          kernel, outRowBegin, outRowBegin + outRows, lo, hi, inRowBegin, int64_t(inRowBegin) + inRows);
 }
 
-Value *Window::inputRow(Emitter &em, Value *oh, Value *kh) const {
-  IRBuilder<> &b = em.b();
-  return b.CreateAdd(b.CreateSub(b.CreateMul(oh, em.i64(strideH)), em.i64(padTop)),
-                     b.CreateMul(kh, em.i64(dilationH)));
+Window::ConstColumns Window::columns(int64_t kw) const {
+  int64_t offset = kw * dilationW - padLeft;
+  int64_t lo = (std::max<int64_t>(-offset, 0) + strideW - 1) / strideW;
+  int64_t num = int64_t(inWidth) - 1 - offset;
+  int64_t hi = num < 0 ? 0 : std::min<int64_t>(num / strideW + 1, outWidth);
+  return {lo, std::max(lo, hi), offset};
 }
 
-Value *Window::rowInImage(Emitter &em, Value *ih) const {
-  return em.b().CreateICmpULT(ih, em.i64(inHeight)); // unsigned: negative rows fail too
+Window::ConstRows Window::rows(int64_t kh) const {
+  int64_t base = int64_t(outRowBegin) * strideH - padTop + kh * dilationH;
+  int64_t lo = (std::max<int64_t>(-base, 0) + strideH - 1) / strideH;
+  int64_t num = int64_t(inHeight) - 1 - base;
+  int64_t hi = num < 0 ? 0 : std::min<int64_t>(num / strideH + 1, outRows);
+  return {lo, std::max(lo, hi), base};
 }
 
-Window::Columns Window::columns(Emitter &em, Value *kw) const {
+void Window::forEachTap(Emitter &em, DType t, Value *out, Value *outBase, Value *inBase,
+                        const std::function<void(int64_t, int64_t)> &setup,
+                        const std::function<void(Value *, Value *)> &update) const {
   IRBuilder<> &b = em.b();
-  Value *offset = b.CreateSub(b.CreateMul(kw, em.i64(dilationW)), em.i64(padLeft));
-  // lo = ceil(max(0, -offset) / strideW)
-  Value *negOff = em.max(DType::I64, b.CreateNeg(offset), em.i64(0));
-  Value *lo = b.CreateUDiv(b.CreateAdd(negOff, em.i64(strideW - 1)), em.i64(strideW));
-  // hi = min(outWidth, floor((inWidth-1-offset) / strideW) + 1), or 0 if that is negative
-  Value *num = b.CreateSub(em.i64(int64_t(inWidth) - 1), offset);
-  Value *hi = b.CreateSelect(b.CreateICmpSLT(num, em.i64(0)), em.i64(0),
-                             b.CreateAdd(b.CreateUDiv(num, em.i64(strideW)), em.i64(1)));
-  hi = em.min(DType::I64, hi, em.i64(outWidth));
-  return {lo, hi, offset};
+  const int64_t OW = outWidth, W = inWidth;
+  bool samePitch = int64_t(strideH) * W == OW * int64_t(strideW);
+  constexpr int64_t kMaxSaved = 4096; // elements of stack for saved gap columns
+  // One stack buffer for the saved gap columns, sized for the largest tap.
+  int64_t maxSaved = 0;
+  for (int64_t kh = 0; kh < kernelH; ++kh)
+    for (int64_t kw = 0; kw < kernelW; ++kw) {
+      ConstRows r = rows(kh);
+      ConstColumns c = columns(kw);
+      int64_t saved = (r.hi - r.lo - 1) * (OW - (c.hi - c.lo));
+      if (r.hi - r.lo > 1 && c.hi > c.lo && saved <= kMaxSaved)
+        maxSaved = std::max(maxSaved, saved);
+    }
+  AllocaInst *tmp = nullptr;
+  if (samePitch && maxSaved > 0) {
+    BasicBlock &entryBlock = b.GetInsertBlock()->getParent()->getEntryBlock();
+    IRBuilder<> entry(&entryBlock, entryBlock.begin());
+    tmp = entry.CreateAlloca(em.type(t), entry.getInt64(maxSaved), "gap");
+  }
+  for (int64_t kh = 0; kh < kernelH; ++kh) {
+    ConstRows r = rows(kh);
+    if (r.lo == r.hi)
+      continue;
+    int64_t rowOff = r.base - inRowBegin; // field row of relative output row 0
+    for (int64_t kw = 0; kw < kernelW; ++kw) {
+      ConstColumns c = columns(kw);
+      if (c.lo == c.hi)
+        continue;
+      setup(kh, kw);
+      int64_t gap = OW - (c.hi - c.lo);           // skipped columns between two rows
+      int64_t saved = (r.hi - r.lo - 1) * gap;
+      if (samePitch && r.hi - r.lo > 1 && saved <= kMaxSaved) {
+        // in index = p*strideW + k for flat output position p = ohl*OW + ow.
+        int64_t k = rowOff * W + c.offset;
+        auto gapStart = [&](Value *row) { return b.CreateAdd(outBase, b.CreateAdd(b.CreateMul(row, em.i64(OW)), em.i64(c.hi))); };
+        if (saved > 0)
+          em.forLoop(em.i64(r.lo), em.i64(r.hi - 1), [&](Value *row) {
+            Value *slot = b.CreateMul(b.CreateSub(row, em.i64(r.lo)), em.i64(gap));
+            em.forLoop(gap, [&](Value *j) {
+              em.store(t, em.load(t, out, b.CreateAdd(gapStart(row), j)), tmp, b.CreateAdd(slot, j));
+            });
+          });
+        em.forLoop(em.i64(r.lo * OW + c.lo), em.i64((r.hi - 1) * OW + c.hi), [&](Value *p) {
+          update(b.CreateAdd(outBase, p), b.CreateAdd(inBase, b.CreateAdd(b.CreateMul(p, em.i64(strideW)), em.i64(k))));
+        });
+        if (saved > 0)
+          em.forLoop(em.i64(r.lo), em.i64(r.hi - 1), [&](Value *row) {
+            Value *slot = b.CreateMul(b.CreateSub(row, em.i64(r.lo)), em.i64(gap));
+            em.forLoop(gap, [&](Value *j) {
+              em.store(t, em.load(t, tmp, b.CreateAdd(slot, j)), out, b.CreateAdd(gapStart(row), j));
+            });
+          });
+        continue;
+      }
+      em.forLoop(em.i64(r.lo), em.i64(r.hi), [&](Value *ohl) {
+        Value *outRow = b.CreateAdd(outBase, b.CreateMul(ohl, em.i64(OW)));
+        Value *inRow = b.CreateAdd(inBase, b.CreateMul(b.CreateAdd(b.CreateMul(ohl, em.i64(strideH)), em.i64(rowOff)), em.i64(W)));
+        em.forLoop(em.i64(c.lo), em.i64(c.hi), [&](Value *ow) {
+          update(b.CreateAdd(outRow, ow),
+                 b.CreateAdd(inRow, b.CreateAdd(b.CreateMul(ow, em.i64(strideW)), em.i64(c.offset))));
+        });
+      });
+    }
+  }
 }
 
 } // namespace popc::codegen::detail

@@ -19,16 +19,32 @@ struct Window {
   // in-image input row some output row reads lies in the input band.
   void validate(const char *kernel) const;
 
-  // Input row read by output row `oh` (absolute) at kernel row `kh`: oh*strideH - padTop + kh*dilationH.
-  Value *inputRow(Emitter &em, Value *oh, Value *kh) const;
-  // 0 <= ih < inHeight
-  Value *rowInImage(Emitter &em, Value *ih) const;
   // For kernel column kw, output columns [lo, hi) read in-image input columns
-  // iw = ow*strideW + offset, offset = kw*dilationW - padLeft.
-  struct Columns {
-    Value *lo, *hi, *offset;
+  // iw = ow*strideW + offset, offset = kw*dilationW - padLeft. Taps are
+  // unrolled at compile time, so loop bounds are constants.
+  struct ConstColumns {
+    int64_t lo, hi, offset;
   };
-  Columns columns(Emitter &em, Value *kw) const;
+  ConstColumns columns(int64_t kw) const;
+  // Output rows (relative to outRowBegin) [lo, hi) whose kernel row kh is in
+  // the image; base = input row (absolute) of relative output row 0.
+  struct ConstRows {
+    int64_t lo, hi, base;
+  };
+  ConstRows rows(int64_t kh) const;
+
+  // Visits every (output, input) element pair of the window: for each kernel
+  // tap (kh, kw), unrolled at compile time, setup(kh, kw) runs once and then
+  // update(outIndex, inIndex) for every output position of the band whose
+  // tap reads an in-image input. Indices are element indices into the
+  // out/in fields, offset by outBase/inBase (one channel plane each).
+  // When input rows and output rows have the same pitch (stride-1 "same"
+  // width), each tap is one loop over the flat output plane, long enough to
+  // vectorise well; the few out-of-image columns it then passes over are
+  // saved before and restored after, so `update` may be any accumulation.
+  void forEachTap(Emitter &em, DType t, Value *out, Value *outBase, Value *inBase,
+                  const std::function<void(int64_t kh, int64_t kw)> &setup,
+                  const std::function<void(Value *outIndex, Value *inIndex)> &update) const;
 };
 
 } // namespace popc::codegen::detail
