@@ -54,13 +54,13 @@ int main(int argc, char **argv) {
       options.tilesPerIpu = tilesPerIpu;
     if (bytesPerTile)
       options.bytesPerTile = bytesPerTile;
-    options.inputShapes = onnx_import::parseInputShapes(inputShapes);
+    options.inputShapes = onnx::parseInputShapes(inputShapes);
     if (output.empty())
       output = std::filesystem::path(model).replace_extension(".popef").string();
 
     driver::CompileStats st;
     const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st);
-    popef::writeFile(output, bytes);
+    popc::popef::writeFile(output, bytes);
     if (stats)
       fmt::print("import {:.3f}s  passes {:.3f}s  lower+plan {:.3f}s  codegen {:.3f}s  write {:.3f}s\n"
                  "{} IR ops, {} vertex types, {} vertices, {} exchange copies, {} bytes -> {}\n",

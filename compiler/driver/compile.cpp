@@ -78,9 +78,9 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   const graph::Target target = makeTarget(options);
 
   auto t0 = Clock::now();
-  onnx_import::ImportOptions importOptions;
+  onnx::ImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
-  ir::Ir ir = onnx_import::importOnnx(modelPath, importOptions);
+  ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
   st.importSeconds = secondsSince(t0);
 
   t0 = Clock::now();

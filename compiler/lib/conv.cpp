@@ -77,7 +77,7 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   s.groups = op.attrs.getInt("group", 1);
   s.cg = s.c / s.groups;
   s.mg = s.m / s.groups;
-  const Window2d w = windowFromAttrs(op, s.h, s.w, wv.info.shape[2], wv.info.shape[3]);
+  const Window2d w = window2d(op, g);
   const uint64_t es = x.elemSize();
 
   Value out = L.newValue(op.outputs[0], outInfo);

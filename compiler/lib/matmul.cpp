@@ -5,6 +5,7 @@
 #include "compiler/lib/ops.h"
 #include "compiler/lib/planner.h"
 
+#include "compiler/ir/op_attrs.h"
 #include "compiler/ir/op_registry.h"
 
 #include "support/error.h"
@@ -217,14 +218,14 @@ void lowerGemm(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   p.name = op.name;
   p.a = L.value(op.inputs[0]);
   p.b = L.value(op.inputs[1]);
-  p.transA = op.attrs.getInt("transA", 0) != 0;
-  p.transB = op.attrs.getInt("transB", 0) != 0;
-  p.alpha = float(op.attrs.getFloat("alpha", 1.0));
-  p.beta = float(op.attrs.getFloat("beta", 1.0));
-  const Shape &as = p.a.info.shape, &bs = p.b.info.shape;
-  p.m = uint64_t(p.transA ? as[1] : as[0]);
-  p.k = uint64_t(p.transA ? as[0] : as[1]);
-  p.n = uint64_t(p.transB ? bs[0] : bs[1]);
+  const ir::GemmParams gp = ir::gemmParams(op, g);
+  p.transA = gp.transA;
+  p.transB = gp.transB;
+  p.alpha = float(gp.alpha);
+  p.beta = float(gp.beta);
+  p.m = uint64_t(gp.M);
+  p.k = uint64_t(gp.K);
+  p.n = uint64_t(gp.N);
   p.aMatrix = p.bMatrix = {0};
   p.broadcastB = true;
   if (op.hasInput(2) && p.beta != 0.0f)

@@ -47,11 +47,8 @@ void lowerWindowPool(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isM
     fail("{} '{}': only 2-D pooling (4-D input) is supported", op.type, op.name);
   const int64_t n = x.info.shape[0], c = x.info.shape[1], h = x.info.shape[2], wd = x.info.shape[3];
   const int64_t oh = outInfo.shape[2], ow = outInfo.shape[3];
-  const auto kernel = op.attrs.getInts("kernel_shape");
-  if (kernel.size() != 2)
-    fail("{} '{}': kernel_shape must have 2 values", op.type, op.name);
-  const Window2d w = windowFromAttrs(op, h, wd, kernel[0], kernel[1]);
-  const bool countIncludePad = op.attrs.getInt("count_include_pad", 0) != 0;
+  const Window2d w = window2d(op, g);
+  const bool countIncludePad = ir::poolParams(op, g).countIncludePad;
   const uint64_t es = x.elemSize();
   const int64_t planes = n * c;
 

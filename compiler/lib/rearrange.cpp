@@ -3,6 +3,8 @@
 // are pure exchange: copies into a linearly mapped output, no vertices.
 #include "compiler/lib/ops.h"
 
+#include "compiler/ir/op_attrs.h"
+
 #include "support/error.h"
 
 namespace popc::lib {
@@ -30,10 +32,7 @@ void copyRuns(OpBuilder &b, graph::TensorId src, const RunList &runs, graph::Ten
 void lowerTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const Value x = L.value(op.inputs[0]);
   const Shape &shape = x.info.shape;
-  std::vector<int64_t> perm = op.attrs.getInts("perm", {});
-  if (perm.empty())
-    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d)
-      perm.push_back(d);
+  const std::vector<int64_t> perm = ir::transposePerm(op, g);
   Value out = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
   L.mapLinearly(out);
   L.bind(op.outputs[0], out);
@@ -48,9 +47,7 @@ void lowerTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L) {
 
 void lowerConcat(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const ir::TensorInfo &info = g.tensor(op.outputs[0]).info;
-  int64_t axis = op.attrs.getInt("axis");
-  if (axis < 0)
-    axis += int64_t(info.shape.size());
+  const int64_t axis = ir::concatAxis(op, g);
   Value out = L.newValue(op.outputs[0], info);
   L.mapLinearly(out);
   L.bind(op.outputs[0], out);

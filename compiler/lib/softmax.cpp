@@ -4,6 +4,8 @@
 #include "compiler/lib/ops.h"
 #include "compiler/lib/planner.h"
 
+#include "compiler/ir/op_attrs.h"
+
 #include "support/error.h"
 
 namespace popc::lib {
@@ -16,12 +18,8 @@ void lowerSoftmax(const ir::Op &op, const ir::Graph &g, Lowering &L, bool log) {
   const ir::TensorInfo &info = g.tensor(op.outputs[0]).info;
   const Shape &shape = x.info.shape;
   const int64_t rank = int64_t(shape.size());
-  const bool legacy = g.opset < 13; // opset < 13: coerce to 2-D at `axis`
-  int64_t axis = op.attrs.getInt("axis", legacy ? 1 : -1);
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
-    fail("{} '{}': axis {} out of range for rank {}", op.type, op.name, op.attrs.getInt("axis", -1), rank);
+  const bool legacy = ir::softmaxCoerces2D(g); // opset < 13: 2-D [prod(:axis), prod(axis:)]
+  const int64_t axis = ir::softmaxAxis(op, g);
   const uint64_t es = x.elemSize();
   uint64_t rows = 1, cols = 1, inner = 1;
   if (legacy) {

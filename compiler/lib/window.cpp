@@ -6,38 +6,21 @@
 
 namespace popc::lib {
 
-Window2d windowFromAttrs(const ir::Op &op, int64_t inH, int64_t inW, int64_t kernelH, int64_t kernelW) {
+Window2d window2d(const ir::Op &op, const ir::Graph &g) {
+  const ir::WindowParams p = op.type == "Conv" ? ir::convParams(op, g) : ir::poolParams(op, g);
+  if (p.kernel.size() != 2)
+    fail("{} '{}': only 2-D windows are supported (kernel has {} dims)", op.type, op.name, p.kernel.size());
   Window2d w;
-  const auto kernel = op.attrs.getInts("kernel_shape", {kernelH, kernelW});
-  if (kernel.size() != 2)
-    fail("{} '{}': only 2-D windows are supported (kernel_shape has {} dims)", op.type, op.name, kernel.size());
-  w.kernelH = kernel[0];
-  w.kernelW = kernel[1];
-  const auto strides = op.attrs.getInts("strides", {1, 1});
-  const auto dilations = op.attrs.getInts("dilations", {1, 1});
-  w.strideH = strides.at(0);
-  w.strideW = strides.at(1);
-  w.dilationH = dilations.at(0);
-  w.dilationW = dilations.at(1);
-  const std::string autoPad = op.attrs.getString("auto_pad", "NOTSET");
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    auto same = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t &lo, int64_t &hi) {
-      const int64_t out = (in + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
-      lo = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      hi = total - lo;
-    };
-    same(inH, w.kernelH, w.strideH, w.dilationH, w.padTop, w.padBottom);
-    same(inW, w.kernelW, w.strideW, w.dilationW, w.padLeft, w.padRight);
-  } else if (autoPad == "NOTSET") {
-    const auto pads = op.attrs.getInts("pads", {0, 0, 0, 0});
-    if (pads.size() != 4)
-      fail("{} '{}': pads must have 4 values for 2-D, got {}", op.type, op.name, pads.size());
-    w.padTop = pads[0];
-    w.padLeft = pads[1];
-    w.padBottom = pads[2];
-    w.padRight = pads[3];
-  } // VALID: no padding
+  w.kernelH = p.kernel[0];
+  w.kernelW = p.kernel[1];
+  w.strideH = p.strides[0];
+  w.strideW = p.strides[1];
+  w.dilationH = p.dilations[0];
+  w.dilationW = p.dilations[1];
+  w.padTop = p.padsBegin[0];
+  w.padLeft = p.padsBegin[1];
+  w.padBottom = p.padsEnd[0];
+  w.padRight = p.padsEnd[1];
   return w;
 }
 

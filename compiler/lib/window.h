@@ -2,6 +2,7 @@
 // attributes (pads / auto_pad), and the input rows an output row band needs.
 #pragma once
 #include "compiler/ir/ir.h"
+#include "compiler/ir/op_attrs.h"
 
 #include <cstdint>
 
@@ -12,8 +13,9 @@ struct Window2d {
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
 };
 
-// Reads kernel_shape (or `kernel` when given), strides, dilations, pads/auto_pad.
-Window2d windowFromAttrs(const ir::Op &op, int64_t inH, int64_t inW, int64_t kernelH, int64_t kernelW);
+// The 2-D window of a Conv / MaxPool / AveragePool, from the IR's resolved
+// attributes (ir::convParams / ir::poolParams: auto_pad already explicit).
+Window2d window2d(const ir::Op &op, const ir::Graph &g);
 
 // Input rows [lo, hi) ∩ [0, inH) that output rows [oh0, oh1) read, never empty,
 // and the top padding seen from that slab so a vertex can work in slab

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# End-to-end test cases: cases.sh CASE BIN_DIR SOURCE_DIR SCRATCH_DIR
+set -uo pipefail
+CASE=$1 BIN=$2 SRC=$3 TMP=$4
+rm -rf "$TMP" && mkdir -p "$TMP" && cd "$TMP" || exit 1
+PY=${POPC_PYTHON:-/usr/bin/python3}
+
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error "substring" cmd...: command must fail with exit 1 (a user error,
+# not a crash) and print a one-line error containing the substring.
+expect_error() {
+  local want=$1; shift
+  "$@" >out.txt 2>err.txt
+  local rc=$?
+  [ "$rc" -eq 1 ] || { cat err.txt; die "expected exit 1 from '$*', got $rc"; }
+  grep -qF -- "$want" err.txt || { cat err.txt; die "error of '$*' lacks '$want'"; }
+  [ "$(grep -c . err.txt)" -eq 1 ] || { cat err.txt; die "error of '$*' is not one line"; }
+}
+
+compile() { "$BIN/popc-onnx" "$@" || die "popc-onnx $* failed"; }
+
+sample_matches() {
+  local s=$1
+  compile "$SRC/samples/$s/model.onnx" -o $s.popef
+  "$BIN/poprun-lite" $s.popef --inputs "$SRC/samples/$s/inputs.npz" --outputs out.npz || die "poprun-lite failed"
+  "$BIN/npz-compare" out.npz "$SRC/samples/$s/expected.npz" --rtol 1e-4 --atol 1e-5 || die "outputs differ from PyTorch"
+}
+
+case $CASE in
+mlp_matches_pytorch) sample_matches mlp ;;
+cnn_matches_pytorch) sample_matches cnn ;;
+compile_is_deterministic)
+  compile "$SRC/samples/cnn/model.onnx" -o a.popef
+  compile "$SRC/samples/cnn/model.onnx" -o b.popef
+  cmp a.popef b.popef || die "two compiles differ"
+  ;;
+out_of_memory_report)
+  "$BIN/popc-onnx" "$SRC/samples/cnn/model.onnx" -o x.popef --bytes-per-tile 1024 --tiles-per-ipu 4 2>err.txt
+  [ $? -eq 1 ] || die "expected failure"
+  grep -q "out of memory" err.txt || die "no out-of-memory report"
+  grep -q "tile 0:\|tile [0-9]*:" err.txt || die "report lacks tiles"
+  grep -q "largest tensors" err.txt || die "report lacks tensors"
+  [ ! -e x.popef ] || die "an executable was written"
+  ;;
+unsupported_operator_listed)
+  "$PY" - <<'PY' || die "could not build model"
+import onnx
+from onnx import helper, TensorProto as T
+x = helper.make_tensor_value_info("x", T.FLOAT, [2, 3])
+y = helper.make_tensor_value_info("y", T.FLOAT, [2, 3])
+nodes = [helper.make_node("HardSwish", ["x"], ["a"], name="hs1"),
+         helper.make_node("HardSwish", ["a"], ["b"], name="hs2"),
+         helper.make_node("Selu", ["b"], ["y"], name="selu")]
+m = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 14)])
+onnx.save(m, "unsupported.onnx")
+PY
+  expect_error "unsupported operators" "$BIN/popc-onnx" unsupported.onnx -o u.popef
+  grep -q "HardSwish (nodes: hs1, hs2)" err.txt || die "op list wrong: $(cat err.txt)"
+  grep -q "Selu (nodes: selu)" err.txt || die "op list wrong: $(cat err.txt)"
+  ;;
+not_an_onnx_file)
+  echo "this is not a model" > bad.onnx
+  expect_error "bad.onnx" "$BIN/popc-onnx" bad.onnx -o bad.popef
+  ;;
+truncated_popef)
+  compile "$SRC/samples/mlp/model.onnx" -o m.popef
+  for n in 0 7 100 1000 $(( $(stat -c %s m.popef) / 2 )) $(( $(stat -c %s m.popef) - 1 )); do
+    head -c $n m.popef > t.popef
+    expect_error "t.popef" "$BIN/poprun-lite" t.popef --inputs "$SRC/samples/mlp/inputs.npz"
+  done
+  ;;
+bitflipped_popef)
+  compile "$SRC/samples/mlp/model.onnx" -o m.popef
+  size=$(stat -c %s m.popef)
+  for i in $(seq 1 40); do
+    cp m.popef f.popef
+    off=$(( (i * 7919 * 104729) % size ))
+    printf "$(printf '\\x%02x' $(( (i * 37 + 1) % 256 )))" | dd of=f.popef bs=1 seek=$off conv=notrunc status=none
+    "$BIN/poprun-lite" f.popef --inputs "$SRC/samples/mlp/inputs.npz" --outputs o.npz >/dev/null 2>err.txt
+    rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 1 ] || { cat err.txt; die "flip at $off: exit $rc (crash?)"; }
+    [ $rc -eq 0 ] || [ "$(grep -c . err.txt)" -eq 1 ] || die "flip at $off: error not one line"
+  done
+  ;;
+npz_wrong_names|npz_wrong_shape|npz_wrong_dtype)
+  compile "$SRC/samples/mlp/model.onnx" -o m.popef
+  case $CASE in
+  npz_wrong_names) code='np.savez("in.npz", wrong=np.zeros((4,64), np.float32))' ;;
+  npz_wrong_shape) code='np.savez("in.npz", input=np.zeros((4,65), np.float32))' ;;
+  npz_wrong_dtype) code='np.savez("in.npz", input=np.zeros((4,64), np.float64))' ;;
+  esac
+  "$PY" -c "import numpy as np; $code" || die "numpy failed"
+  expect_error "input float32[4,64]" "$BIN/poprun-lite" m.popef --inputs in.npz
+  ;;
+popef_info_text_and_json)
+  compile "$SRC/samples/cnn/model.onnx" -o c.popef
+  "$BIN/popef-info" c.popef > info.txt || die "popef-info failed"
+  for w in ipu2 input output "compute sets" "exchange" ; do
+    grep -qi "$w" info.txt || die "popef-info text lacks '$w'"
+  done
+  "$BIN/popef-info" c.popef --json > info.json || die "popef-info --json failed"
+  "$PY" -c "import json; d=json.load(open('info.json')); assert d" || die "invalid JSON"
+  ;;
+summary_without_outputs)
+  compile "$SRC/samples/mlp/model.onnx" -o m.popef
+  "$BIN/poprun-lite" m.popef --inputs "$SRC/samples/mlp/inputs.npz" > s.txt || die "run failed"
+  grep -q "output" s.txt || die "summary lacks the output name"
+  ;;
+iterations_and_threads)
+  compile "$SRC/samples/cnn/model.onnx" -o c.popef
+  "$BIN/poprun-lite" c.popef --inputs "$SRC/samples/cnn/inputs.npz" --outputs o1.npz --threads 1 --iterations 3 --report > r.txt || die "run failed"
+  grep -qi "cycles" r.txt || die "report lacks cycles"
+  "$BIN/poprun-lite" c.popef --inputs "$SRC/samples/cnn/inputs.npz" --outputs o2.npz --threads 2 || die "run failed"
+  "$BIN/npz-compare" o1.npz o2.npz --rtol 0 --atol 0 || die "results depend on threads"
+  ;;
+dump_ir_and_dot)
+  compile "$SRC/samples/cnn/model.onnx" -o c.popef --dump-ir ir --dump-dot dot
+  for cp in FWD0 FWD1 PREALIAS MAINLOOPS FINAL; do
+    ls ir | grep -q "$cp" || die "no IR dump for $cp"
+    ls dot | grep -q "$cp" || die "no DOT dump for $cp"
+  done
+  grep -q "BatchNormalization" ir/*FWD0* || die "FWD0 lacks BatchNormalization"
+  ! grep -q "BatchNormalization" ir/*FINAL* || die "BatchNormalization not folded by FINAL"
+  ;;
+input_shape_errors)
+  expect_error "nosuch" "$BIN/popc-onnx" "$SRC/samples/mlp/model.onnx" -o m.popef --input-shape nosuch=1,2
+  expect_error "input-shape" "$BIN/popc-onnx" "$SRC/samples/mlp/model.onnx" -o m.popef --input-shape garbage
+  ;;
+*) die "unknown case $CASE" ;;
+esac
+echo "PASS: $CASE"
