@@ -29,8 +29,9 @@ double secondsSince(Clock::time_point t0) {
 
 // Below these sizes a step runs on the control thread alone: waking the pool
 // costs a few microseconds, more than the work itself.
-constexpr uint64_t kParallelCopyBytes = 64 << 10;
-constexpr uint64_t kParallelComputeCycles = 20000; // sum of vertex cycle estimates
+// (A host core runs a few estimated IPU cycles of vertex work per nanosecond.)
+constexpr uint64_t kParallelCopyBytes = 256 << 10;
+constexpr uint64_t kParallelComputeCycles = 200000; // sum of vertex cycle estimates
 
 struct VertexCall {
   VertexFn fn;
@@ -43,8 +44,8 @@ struct TileWork {
 struct ComputeSetPlan {
   std::vector<VertexCall> calls; // grouped by tile, one type after another
   std::vector<TileWork> tiles;
+  std::vector<uint32_t> chunks; // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
   uint64_t cycles = 0;
-  bool parallel = false;
 };
 
 struct CopyOp {
@@ -52,6 +53,29 @@ struct CopyOp {
   const uint8_t *src;
   uint32_t bytes;
 };
+// Exchange lists often hold many copies of a few bytes; a libc call each
+// would dominate, so short ones are done inline (ranges never overlap).
+inline void copyBytes(uint8_t *dst, const uint8_t *src, uint32_t n) {
+  if (n > 16) {
+    std::memcpy(dst, src, n);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    std::memcpy(&a, src, 8);
+    std::memcpy(&b, src + n - 8, 8);
+    std::memcpy(dst, &a, 8);
+    std::memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, src, 4);
+    std::memcpy(&b, src + n - 4, 4);
+    std::memcpy(dst, &a, 4);
+    std::memcpy(dst + n - 4, &b, 4);
+  } else {
+    for (uint32_t i = 0; i < n; ++i)
+      dst[i] = src[i];
+  }
+}
+
 struct ExchangePlan {
   std::vector<CopyOp> local;        // on-IPU copies, sorted by destination
   std::vector<uint32_t> chunks;     // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
@@ -181,15 +205,28 @@ struct Engine::Impl {
         }
         plan.calls.push_back({typeFns[v->type()], cs->field_offsets()->data() + v->fields_begin()});
       }
+      std::vector<uint64_t> tileWork;
       for (const TileWork &tw : plan.tiles) {
         costs.clear();
         for (uint32_t k = tw.begin; k < tw.end; ++k)
           costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
         plan.cycles = std::max(plan.cycles, tileComputeCycles(costs, target.workers_per_tile()));
-        for (uint64_t c : costs)
-          work += c;
+        tileWork.push_back(std::accumulate(costs.begin(), costs.end(), uint64_t(0)));
+        work += tileWork.back();
       }
-      plan.parallel = plan.tiles.size() > 1 && work >= kParallelComputeCycles;
+      // Contiguous runs of tiles, a few per thread (few atomics, neighbouring
+      // tiles together); one chunk when the step is too small to share.
+      uint64_t target = work < kParallelComputeCycles ? work + 1 : work / (4 * pool->size()) + 1;
+      plan.chunks.push_back(0);
+      uint64_t acc = 0;
+      for (uint32_t i = 0; i < tileWork.size(); ++i) {
+        acc += tileWork[i];
+        if (acc >= target && i + 1 < tileWork.size()) {
+          plan.chunks.push_back(i + 1);
+          acc = 0;
+        }
+      }
+      plan.chunks.push_back(static_cast<uint32_t>(plan.tiles.size()));
       rep.tiles = static_cast<uint32_t>(plan.tiles.size());
       rep.cyclesPerRun = plan.cycles;
     }
@@ -214,11 +251,25 @@ struct Engine::Impl {
         return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
       });
       uint64_t total = 0;
+      // Merge copies that continue the previous one at both ends (the copy
+      // list may come uncoalesced); chunk boundaries below use destination tiles.
+      std::vector<const fb::Copy *> firstOfOp;
       for (const fb::Copy *c : local) {
-        plan.local.push_back({memory->tile(c->dst_tile()) + c->dst_offset(),
-                              memory->tile(c->src_tile()) + c->src_offset(), c->bytes()});
+        uint8_t *dst = memory->tile(c->dst_tile()) + c->dst_offset();
+        const uint8_t *src = memory->tile(c->src_tile()) + c->src_offset();
         total += c->bytes();
+        if (!plan.local.empty()) {
+          CopyOp &last = plan.local.back();
+          if (firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
+              last.src + last.bytes == src && uint64_t(last.bytes) + c->bytes() <= UINT32_MAX) {
+            last.bytes += c->bytes();
+            continue;
+          }
+        }
+        plan.local.push_back({dst, src, c->bytes()});
+        firstOfOp.push_back(c);
       }
+      local = std::move(firstOfOp);
       // Chunks of whole destination tiles, a few per thread, so one tile's
       // memory is written by one thread.
       uint64_t chunkBytes = total < kParallelCopyBytes
@@ -231,7 +282,7 @@ struct Engine::Impl {
           plan.chunks.push_back(static_cast<uint32_t>(i));
           acc = 0;
         }
-        acc += local[i]->bytes();
+        acc += plan.local[i].bytes;
       }
       plan.chunks.push_back(static_cast<uint32_t>(local.size()));
       plan.cost = exchangeCost(target, *step);
@@ -272,16 +323,14 @@ struct Engine::Impl {
     ComputeSetPlan &plan = computeSets[index];
     const TileWork *tiles = plan.tiles.data();
     const VertexCall *calls = plan.calls.data();
-    auto runTile = [tiles, calls](size_t i) {
-      const TileWork &tw = tiles[i];
-      for (uint32_t k = tw.begin; k < tw.end; ++k)
-        calls[k].fn(tw.base, calls[k].fields);
-    };
-    if (plan.parallel)
-      pool->parallelFor(plan.tiles.size(), runTile);
-    else
-      for (size_t i = 0; i < plan.tiles.size(); ++i)
-        runTile(i);
+    const uint32_t *chunks = plan.chunks.data();
+    pool->parallelFor(plan.chunks.size() - 1, [tiles, calls, chunks](size_t c) {
+      for (uint32_t t = chunks[c]; t < chunks[c + 1]; ++t) {
+        const TileWork &tw = tiles[t];
+        for (uint32_t k = tw.begin; k < tw.end; ++k)
+          calls[k].fn(tw.base, calls[k].fields);
+      }
+    });
     double s = secondsSince(t0);
     ComputeSetReport &rep = report.computeSets[index];
     rep.runs++;
@@ -298,7 +347,7 @@ struct Engine::Impl {
     const uint32_t *chunks = plan.chunks.data();
     pool->parallelFor(plan.chunks.size() - 1, [ops, chunks](size_t k) {
       for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i)
-        std::memcpy(ops[i].dst, ops[i].src, ops[i].bytes);
+        copyBytes(ops[i].dst, ops[i].src, ops[i].bytes);
     });
     if (!plan.remote.empty())
       link->exchange(plan.remote, *memory);

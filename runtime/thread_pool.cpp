@@ -7,7 +7,7 @@ namespace popc::runtime {
 namespace {
 // Supersteps follow each other quickly; spinning this long before sleeping
 // saves a futex round trip per step without burning a core when idle.
-constexpr int kSpinIterations = 4000;
+constexpr int kSpinIterations = 1000;
 } // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {

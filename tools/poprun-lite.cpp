@@ -106,6 +106,17 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
     fmt::print("    {:<40} {:>12} cycles {} ({} runs, {} tiles, {} vertices, {:.3f} ms wall)\n",
                sets[i]->name, sets[i]->cycles, percent(sets[i]->cycles, total), sets[i]->runs,
                sets[i]->tiles, sets[i]->vertices, 1e3 * sets[i]->seconds);
+  std::vector<const runtime::ExchangeReport *> steps;
+  for (const auto &ex : r.exchanges)
+    if (ex.runs)
+      steps.push_back(&ex);
+  std::stable_sort(steps.begin(), steps.end(), [](auto *a, auto *b) { return a->cycles > b->cycles; });
+  if (!steps.empty())
+    fmt::print("  top exchange steps by cycles:\n");
+  for (size_t i = 0; i < std::min<size_t>(steps.size(), 5); ++i)
+    fmt::print("    {:<40} {:>12} cycles {} ({} runs, {} copies, {} bytes{}, {:.3f} ms wall)\n", steps[i]->name,
+               steps[i]->cycles, percent(steps[i]->cycles, total), steps[i]->runs, steps[i]->copies,
+               steps[i]->bytes, steps[i]->interIpu ? ", inter-IPU" : "", 1e3 * steps[i]->seconds);
 }
 
 } // namespace
