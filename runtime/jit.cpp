@@ -2,6 +2,7 @@
 
 #include "runtime/bitcode_gate.h"
 #include "support/error.h"
+#include "support/log.h"
 
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -96,6 +97,10 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
   if (!jit)
     failLlvm("JIT", "cannot create the JIT", jit.takeError());
   impl_->jit = std::move(*jit);
+  // Failures reach us through lookup()'s Expected; keep ORC from also printing them.
+  impl_->jit->getExecutionSession().setErrorReporter([](llvm::Error err) {
+    log::get("runtime")->debug("JIT: {}", llvm::toString(std::move(err)));
+  });
 
   llvm::orc::SymbolMap symbols;
   for (const std::string &name : runtimeSymbols()) {
