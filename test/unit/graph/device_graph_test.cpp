@@ -1,0 +1,73 @@
+#include "compiler/graph/device_graph.h"
+
+#include <catch2/catch.hpp>
+
+using namespace popc;
+using namespace popc::graph;
+
+namespace {
+Target smallTarget(uint32_t tiles = 8, uint32_t bytes = 4096) {
+  Target t = Target::forArch("ipu2");
+  t.tilesPerIpu = tiles;
+  t.bytesPerTile = bytes;
+  return t;
+}
+} // namespace
+
+TEST_CASE("forArch knows ipu1 and ipu2 and rejects others", "[graph]") {
+  CHECK(Target::forArch("ipu2").tilesPerIpu == 1472);
+  CHECK(Target::forArch("ipu2").bytesPerTile == 624 * 1024);
+  CHECK(Target::forArch("ipu1").tilesPerIpu == 1216);
+  CHECK(Target::forArch("ipu1", 4).numTiles() == 4 * 1216);
+  CHECK_THROWS_WITH(Target::forArch("ipu9"), Catch::Contains("ipu1 or ipu2"));
+}
+
+TEST_CASE("mapLinearly spreads whole grains over tiles and covers the tensor", "[graph]") {
+  DeviceGraph g(smallTarget());
+  TensorId t = g.addTensor("t", DType::F32, {100}, TensorRole::Intermediate);
+  g.mapLinearly(t, 0, 8, 4, 8);
+  const auto &m = g.tensor(t).mapping;
+  REQUIRE(!m.empty());
+  CHECK(m.front().begin == 0);
+  CHECK(m.back().end == 400);
+  for (size_t i = 0; i + 1 < m.size(); ++i) {
+    CHECK(m[i].end == m[i + 1].begin);
+    CHECK(m[i].begin % 16 == 0); // grain of 4 floats
+  }
+  CHECK(m.size() <= 8);
+}
+
+TEST_CASE("small tensors stay on few tiles", "[graph]") {
+  DeviceGraph g(smallTarget());
+  TensorId t = g.addTensor("t", DType::F32, {10}, TensorRole::Intermediate);
+  g.mapLinearly(t, 0, 8, 1, 64);
+  CHECK(g.tensor(t).mapping.size() == 1);
+}
+
+TEST_CASE("blocks concatenate a tensor's intervals per tile in order", "[graph]") {
+  DeviceGraph g(smallTarget());
+  TensorId t = g.addTensor("t", DType::U8, {40}, TensorRole::Intermediate);
+  g.setMapping(t, {{0, 10, 1}, {10, 20, 2}, {20, 30, 1}, {30, 40, 2}});
+  CHECK(g.locate(t, 0) == std::make_pair(1u, uint64_t(0)));
+  CHECK(g.locate(t, 25) == std::make_pair(1u, uint64_t(15)));
+  CHECK(g.locate(t, 35) == std::make_pair(2u, uint64_t(15)));
+  auto sizes = g.blockSizes(t);
+  REQUIRE(sizes.size() == 2);
+  CHECK(sizes[0] == std::make_pair(1u, uint64_t(20)));
+  CHECK(sizes[1] == std::make_pair(2u, uint64_t(20)));
+}
+
+TEST_CASE("adjacent intervals on one tile are merged", "[graph]") {
+  DeviceGraph g(smallTarget());
+  TensorId t = g.addTensor("t", DType::U8, {20}, TensorRole::Intermediate);
+  g.setMapping(t, {{10, 20, 3}, {0, 10, 3}});
+  REQUIRE(g.tensor(t).mapping.size() == 1);
+  CHECK(g.tensor(t).mapping[0].end == 20);
+}
+
+TEST_CASE("a mapping that leaves a gap is an internal error", "[graph]") {
+  DeviceGraph g(smallTarget());
+  TensorId t = g.addTensor("t", DType::U8, {20}, TensorRole::Intermediate);
+  CHECK_THROWS(g.setMapping(t, {{0, 10, 0}}));
+  CHECK_THROWS(g.setMapping(t, {{0, 10, 0}, {12, 20, 0}}));
+}

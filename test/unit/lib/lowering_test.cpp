@@ -1,0 +1,313 @@
+// Each case builds a small IR graph, compiles it for a small target (few
+// tiles, so planners must split), runs it on the simulated IPU and compares
+// with a reference computed here.
+#include "compiler/codegen/kernels.h"
+#include "compiler/graph/memory_plan.h"
+#include "compiler/graph/serialize.h"
+#include "compiler/ir/op_registry.h"
+#include "compiler/lib/lowering.h"
+#include "runtime/engine.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace popc;
+
+namespace {
+
+std::vector<float> randomData(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+struct Model {
+  ir::Ir ir;
+  std::map<std::string, std::vector<float>> data;
+
+  void input(const std::string &name, Shape shape, uint32_t seed) {
+    ir::Tensor t{name, {DType::F32, shape}, ir::TensorKind::Input, {}};
+    ir.main.addTensor(t);
+    ir.main.inputs.push_back(name);
+    data[name] = randomData(size_t(numElements(shape)), seed);
+  }
+  void constant(const std::string &name, Shape shape, uint32_t seed) {
+    std::vector<float> v = randomData(size_t(numElements(shape)), seed);
+    ir::Tensor t{name, {DType::F32, shape}, ir::TensorKind::Constant, {}};
+    t.data.resize(v.size() * 4);
+    std::memcpy(t.data.data(), v.data(), t.data.size());
+    ir.main.addTensor(t);
+    data[name] = v;
+  }
+  void op(const std::string &type, std::vector<std::string> ins, const std::string &out,
+          ir::Attributes attrs = {}) {
+    ir::Op o;
+    o.type = type;
+    o.name = out + "_op";
+    o.inputs = std::move(ins);
+    o.outputs = {out};
+    o.attrs = std::move(attrs);
+    ir::inferAndSetOutputs(ir.main.appendOp(std::move(o)), ir.main);
+  }
+
+  // Compiles for `tiles` tiles and returns the named outputs.
+  std::map<std::string, std::vector<float>> run(const std::vector<std::string> &outputs, uint32_t tiles = 7) {
+    ir.main.outputs = outputs;
+    ir::inferGraph(ir.main);
+    graph::Target target = graph::Target::forArch("ipu2");
+    target.tilesPerIpu = tiles;
+    graph::DeviceGraph dg(target);
+    codegen::VertexCodegen cg;
+    lib::lowerIr(ir, dg, cg);
+    graph::MemoryPlan plan = graph::planMemory(dg);
+    graph::ExecutableCode code;
+    code.bitcode = cg.finish();
+    code.vertexTypes = cg.vertexTypes();
+    auto exe = popef::Executable::fromBytes(graph::serializeExecutable(dg, plan, code, {}));
+    runtime::Engine engine(exe, {2, nullptr});
+    runtime::HostTensorMap in;
+    for (const std::string &name : ir.main.inputs) {
+      const auto &v = data.at(name);
+      runtime::HostTensor t{DType::F32, ir.main.tensor(name).info.shape, {}};
+      t.data.resize(v.size() * 4);
+      std::memcpy(t.data.data(), v.data(), t.data.size());
+      in[name] = t;
+    }
+    std::map<std::string, std::vector<float>> result;
+    for (auto &[name, t] : engine.run(in)) {
+      std::vector<float> v(t.data.size() / 4);
+      std::memcpy(v.data(), t.data.data(), t.data.size());
+      result[name] = v;
+    }
+    return result;
+  }
+};
+
+void checkClose(const std::vector<float> &got, const std::vector<float> &want, float tol = 1e-4f) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    CHECK(got[i] == Approx(want[i]).margin(tol).epsilon(tol));
+  }
+}
+
+ir::Attributes attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> list) {
+  ir::Attributes a;
+  for (const auto &[k, v] : list)
+    a.set(k, v);
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("batched MatMul with batched and broadcast B", "[lib][matmul]") {
+  Model m;
+  m.input("a", {2, 3, 5, 4}, 1);
+  m.input("b", {2, 3, 4, 6}, 2);
+  m.constant("w", {4, 6}, 3);
+  m.op("MatMul", {"a", "b"}, "y");
+  m.op("MatMul", {"a", "w"}, "z");
+  auto out = m.run({"y", "z"});
+  const auto &a = m.data["a"], &b = m.data["b"], &w = m.data["w"];
+  std::vector<float> y(6 * 5 * 6), z(6 * 5 * 6);
+  for (int bt = 0; bt < 6; ++bt)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 6; ++j) {
+        float s = 0, t = 0;
+        for (int k = 0; k < 4; ++k) {
+          s += a[(bt * 5 + i) * 4 + k] * b[(bt * 4 + k) * 6 + j];
+          t += a[(bt * 5 + i) * 4 + k] * w[k * 6 + j];
+        }
+        y[(bt * 5 + i) * 6 + j] = s;
+        z[(bt * 5 + i) * 6 + j] = t;
+      }
+  checkClose(out["y"], y);
+  checkClose(out["z"], z);
+}
+
+TEST_CASE("Gemm with transposes, alpha, beta and a broadcast C", "[lib][gemm]") {
+  Model m;
+  m.input("a", {7, 5}, 4); // transA: A is [K=7, M=5]
+  m.constant("b", {9, 7}, 5); // transB: B is [N=9, K=7]
+  m.constant("c", {9}, 6);
+  m.op("Gemm", {"a", "b", "c"}, "y",
+       attrs({{"transA", int64_t(1)}, {"transB", int64_t(1)}, {"alpha", 0.5}, {"beta", 2.0}}));
+  auto out = m.run({"y"}, 3);
+  const auto &a = m.data["a"], &b = m.data["b"], &c = m.data["c"];
+  std::vector<float> y(5 * 9);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 9; ++j) {
+      float s = 0;
+      for (int k = 0; k < 7; ++k)
+        s += a[k * 5 + i] * b[j * 7 + k];
+      y[i * 9 + j] = 0.5f * s + 2.0f * c[j];
+    }
+  checkClose(out["y"], y);
+}
+
+namespace {
+std::vector<float> refConv(const std::vector<float> &x, const std::vector<float> &w, const std::vector<float> *b,
+                           int N, int C, int H, int W, int M, int G, int kh, int kw, int sh, int sw, int dh,
+                           int dw, int pt, int pl, int OH, int OW) {
+  std::vector<float> y(size_t(N * M * OH * OW));
+  const int cg = C / G, mg = M / G;
+  for (int n = 0; n < N; ++n)
+    for (int m = 0; m < M; ++m)
+      for (int oh = 0; oh < OH; ++oh)
+        for (int ow = 0; ow < OW; ++ow) {
+          float s = b ? (*b)[m] : 0.0f;
+          const int g = m / mg;
+          for (int c = 0; c < cg; ++c)
+            for (int i = 0; i < kh; ++i)
+              for (int j = 0; j < kw; ++j) {
+                const int ih = oh * sh - pt + i * dh, iw = ow * sw - pl + j * dw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  continue;
+                s += x[((n * C + g * cg + c) * H + ih) * W + iw] * w[((m * cg + c) * kh + i) * kw + j];
+              }
+          y[((n * M + m) * OH + oh) * OW + ow] = s;
+        }
+  return y;
+}
+} // namespace
+
+TEST_CASE("grouped, strided, dilated, padded Conv split over few tiles", "[lib][conv]") {
+  for (uint32_t tiles : {1u, 5u, 64u}) {
+    Model m;
+    m.input("x", {2, 4, 11, 9}, 7);
+    m.constant("w", {6, 2, 3, 3}, 8);
+    m.constant("b", {6}, 9);
+    m.op("Conv", {"x", "w", "b"}, "y",
+         attrs({{"group", int64_t(2)}, {"strides", std::vector<int64_t>{2, 1}},
+                {"dilations", std::vector<int64_t>{1, 2}}, {"pads", std::vector<int64_t>{1, 2, 2, 0}}}));
+    auto out = m.run({"y"}, tiles);
+    const auto &info = m.ir.main.tensor("y").info;
+    const int OH = int(info.shape[2]), OW = int(info.shape[3]);
+    INFO("tiles " << tiles);
+    checkClose(out["y"], refConv(m.data["x"], m.data["w"], &m.data["b"], 2, 4, 11, 9, 6, 2, 3, 3, 2, 1, 1, 2,
+                                 1, 2, OH, OW));
+  }
+}
+
+TEST_CASE("MaxPool and AveragePool with padding", "[lib][pool]") {
+  Model m;
+  m.input("x", {1, 3, 7, 6}, 10);
+  ir::Attributes pa = attrs({{"kernel_shape", std::vector<int64_t>{3, 2}},
+                             {"strides", std::vector<int64_t>{2, 2}},
+                             {"pads", std::vector<int64_t>{1, 1, 1, 0}}});
+  m.op("MaxPool", {"x"}, "mx", pa);
+  m.op("AveragePool", {"x"}, "av", pa);
+  auto out = m.run({"mx", "av"}, 4);
+  const auto &x = m.data["x"];
+  const auto &shape = m.ir.main.tensor("mx").info.shape;
+  const int OH = int(shape[2]), OW = int(shape[3]);
+  std::vector<float> mx, av;
+  for (int c = 0; c < 3; ++c)
+    for (int oh = 0; oh < OH; ++oh)
+      for (int ow = 0; ow < OW; ++ow) {
+        float best = -INFINITY, sum = 0;
+        int count = 0;
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 2; ++j) {
+            const int ih = oh * 2 - 1 + i, iw = ow * 2 - 1 + j;
+            if (ih < 0 || ih >= 7 || iw < 0 || iw >= 6)
+              continue;
+            const float v = x[(c * 7 + ih) * 6 + iw];
+            best = std::max(best, v);
+            sum += v;
+            ++count;
+          }
+        mx.push_back(best);
+        av.push_back(sum / float(count));
+      }
+  checkClose(out["mx"], mx);
+  checkClose(out["av"], av);
+}
+
+TEST_CASE("Softmax over a middle axis (opset 13)", "[lib][softmax]") {
+  Model m;
+  m.input("x", {2, 3, 4}, 11);
+  m.op("Softmax", {"x"}, "y", attrs({{"axis", int64_t(1)}}));
+  auto out = m.run({"y"}, 3);
+  const auto &x = m.data["x"];
+  std::vector<float> y(24);
+  for (int a = 0; a < 2; ++a)
+    for (int c = 0; c < 4; ++c) {
+      float mx = -INFINITY, sum = 0;
+      for (int b = 0; b < 3; ++b)
+        mx = std::max(mx, x[(a * 3 + b) * 4 + c]);
+      for (int b = 0; b < 3; ++b)
+        sum += std::exp(x[(a * 3 + b) * 4 + c] - mx);
+      for (int b = 0; b < 3; ++b)
+        y[(a * 3 + b) * 4 + c] = std::exp(x[(a * 3 + b) * 4 + c] - mx) / sum;
+    }
+  checkClose(out["y"], y);
+}
+
+TEST_CASE("broadcasting elementwise, transpose and concat", "[lib][elementwise]") {
+  Model m;
+  m.input("x", {2, 3, 4}, 12);
+  m.constant("col", {3, 1}, 13);
+  m.constant("s", {1}, 14);
+  m.op("Add", {"x", "col"}, "a");
+  m.op("Mul", {"a", "s"}, "b");
+  m.op("Transpose", {"b"}, "t", attrs({{"perm", std::vector<int64_t>{2, 0, 1}}}));
+  m.op("Concat", {"x", "b"}, "c", attrs({{"axis", int64_t(1)}}));
+  auto out = m.run({"t", "c", "b"}, 5);
+  const auto &x = m.data["x"], &col = m.data["col"];
+  const float s = m.data["s"][0];
+  std::vector<float> b(24), t(24), c(48);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        const float v = (x[(i * 3 + j) * 4 + k] + col[j]) * s;
+        b[(i * 3 + j) * 4 + k] = v;
+        t[(k * 2 + i) * 3 + j] = v;
+        c[(i * 6 + j) * 4 + k] = x[(i * 3 + j) * 4 + k];
+        c[(i * 6 + 3 + j) * 4 + k] = v;
+      }
+  checkClose(out["b"], b);
+  checkClose(out["t"], t);
+  checkClose(out["c"], c);
+}
+
+TEST_CASE("BatchNormalization with run-time statistics", "[lib][norm]") {
+  Model m;
+  m.input("x", {2, 3, 2, 2}, 15);
+  m.input("scale", {3}, 16);
+  m.input("bias", {3}, 17);
+  m.input("mean", {3}, 18);
+  m.constant("var", {3}, 19);
+  for (float &v : m.data["var"])
+    v = std::fabs(v) + 0.5f;
+  std::memcpy(m.ir.main.tensor("var").data.data(), m.data["var"].data(), 12);
+  m.op("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, "y", attrs({{"epsilon", 1e-3}}));
+  auto out = m.run({"y"}, 3);
+  std::vector<float> y(24);
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      for (int i = 0; i < 4; ++i) {
+        const size_t k = size_t((n * 3 + c) * 4 + i);
+        y[k] = (m.data["x"][k] - m.data["mean"][c]) / std::sqrt(m.data["var"][c] + 1e-3f) * m.data["scale"][c] +
+               m.data["bias"][c];
+      }
+  checkClose(out["y"], y);
+}
+
+TEST_CASE("an input that is also an output is copied to its own tensor", "[lib][outputs]") {
+  Model m;
+  m.input("x", {5}, 20);
+  m.op("Relu", {"x"}, "r");
+  auto out = m.run({"x", "r"}, 2);
+  checkClose(out["x"], m.data["x"]);
+  std::vector<float> r = m.data["x"];
+  for (float &v : r)
+    v = std::max(v, 0.0f);
+  checkClose(out["r"], r);
+}
