@@ -110,6 +110,7 @@ struct Engine::Impl {
   std::vector<const uint8_t *> streamSource;
   std::vector<uint8_t *> streamSink;
   std::vector<bool> streamed;
+  uint8_t sinkForEmpty[1] = {};
   Report report;
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
@@ -158,11 +159,16 @@ struct Engine::Impl {
     }
   }
 
+  // A tensor without bytes has no mapping vector at all (flatbuffers omits empty ones).
   void scatter(const fb::Tensor &t, const uint8_t *host) {
+    if (!t.mapping())
+      return;
     for (const fb::TileInterval *iv : *t.mapping())
       std::memcpy(memory->tile(iv->tile()) + iv->offset(), host + iv->begin(), iv->bytes());
   }
   void gather(const fb::Tensor &t, uint8_t *host) {
+    if (!t.mapping())
+      return;
     for (const fb::TileInterval *iv : *t.mapping())
       std::memcpy(host + iv->begin(), memory->tile(iv->tile()) + iv->offset(), iv->bytes());
   }
@@ -203,7 +209,9 @@ struct Engine::Impl {
             plan.tiles.back().end = k;
           plan.tiles.push_back({memory->tile(v->tile()), k, nv});
         }
-        plan.calls.push_back({typeFns[v->type()], cs->field_offsets()->data() + v->fields_begin()});
+        // Vertices without fields may come with no field_offsets vector.
+        const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + v->fields_begin() : nullptr;
+        plan.calls.push_back({typeFns[v->type()], offsets});
       }
       std::vector<uint64_t> tileWork;
       for (const TileWork &tw : plan.tiles) {
@@ -442,15 +450,18 @@ struct Engine::Impl {
     std::fill(streamSource.begin(), streamSource.end(), nullptr);
     std::fill(streamSink.begin(), streamSink.end(), nullptr);
     std::fill(streamed.begin(), streamed.end(), false);
-    for (uint32_t i = 0; i < inputs.size(); ++i)
-      streamSource[m->inputs()->Get(i)->stream()] = given.at(inputs[i].name).data.data();
+    static const uint8_t kNoBytes[1] = {}; // non-null stand-in for empty tensors
+    for (uint32_t i = 0; i < inputs.size(); ++i) {
+      const auto &data = given.at(inputs[i].name).data;
+      streamSource[m->inputs()->Get(i)->stream()] = data.empty() ? kNoBytes : data.data();
+    }
     HostTensorMap result;
     for (uint32_t i = 0; i < outputs.size(); ++i) {
       HostTensor &h = result[outputs[i].name];
       h.dtype = outputs[i].dtype;
       h.shape = outputs[i].shape;
       h.data.assign(outputs[i].bytes, 0);
-      streamSink[m->outputs()->Get(i)->stream()] = h.data.data();
+      streamSink[m->outputs()->Get(i)->stream()] = h.data.empty() ? sinkForEmpty : h.data.data();
     }
     exec(*root.main());
     for (uint32_t i = 0; i < outputs.size(); ++i)

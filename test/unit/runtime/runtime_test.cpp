@@ -169,6 +169,28 @@ TEST_CASE("runtime parallel paths give the same results", "[runtime]") {
   }
 }
 
+TEST_CASE("runtime streams an empty tensor", "[runtime]") {
+  auto exe = popc::test::makeSampleExecutable(makeBitcode(Variant::Add));
+  auto t = popc::test::sampleTensor("empty", fb::TensorRole::Input, {});
+  t->shape = {0, 3};
+  exe.tensors.push_back(std::move(t));
+  auto s = std::make_unique<fb::HostStreamT>();
+  s->name = "empty";
+  s->tensor = 4;
+  exe.streams.push_back(std::move(s));
+  auto io = std::make_unique<fb::IoInfoT>();
+  io->name = "empty";
+  io->shape = {0, 3};
+  io->tensor = 4;
+  io->stream = 2;
+  exe.metadata->inputs.push_back(std::move(io));
+  exe.main->children.insert(exe.main->children.begin(), popc::test::sampleProgram(fb::ProgramKind::StreamCopy, 2));
+  Engine engine(build(exe), {1, nullptr});
+  auto in = sampleInputs();
+  in["empty"] = HostTensor{popc::DType::F32, {0, 3}, {}};
+  CHECK(floats(engine.run(in)["out"]) == std::vector<float>{11, 22, 33, 44});
+}
+
 TEST_CASE("runtime runs Repeat and Call and allowed libm calls", "[runtime]") {
   auto exe = popc::test::makeSampleExecutable(makeBitcode(Variant::AddExp));
   using K = fb::ProgramKind;

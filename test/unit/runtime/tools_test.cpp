@@ -52,8 +52,8 @@ struct Result {
 };
 
 Result run(const std::string &args, const fs::path &dir) {
-  const char *bin = std::getenv("POPC_BINARY_DIR");
-  std::string cmd = std::string(bin ? bin : ".") + "/bin/" + args + " >" + (dir / "out.txt").string() + " 2>" +
+  // The tools are built next to this test binary (build/bin).
+  std::string cmd = fs::read_symlink("/proc/self/exe").parent_path().string() + "/" + args + " >" + (dir / "out.txt").string() + " 2>" +
                     (dir / "err.txt").string();
   int status = std::system(cmd.c_str());
   auto slurp = [](const fs::path &p) {
