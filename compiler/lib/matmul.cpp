@@ -44,7 +44,7 @@ Plan choosePlan(const Problem &p, const Lowering &L) {
     for (uint64_t mb : blockSizeCandidates(p.m, tiles / ceilDiv(p.batch, bb)))
       for (uint64_t nb : blockSizeCandidates(p.n, tiles / (ceilDiv(p.batch, bb) * ceilDiv(p.m, mb)))) {
         const uint64_t used = ceilDiv(p.batch, bb) * ceilDiv(p.m, mb) * ceilDiv(p.n, nb);
-        if (used > tiles)
+        if (used > tiles || (used > 1 && bb * mb * nb * p.k < kMinMacsPerTile))
           continue;
         const uint64_t rowsPerWorker = bb > 1 ? ceilDiv(bb, workers) * mb : ceilDiv(mb, workers);
         const uint64_t compute = dotCycles(rowsPerWorker * nb, p.k);

@@ -20,6 +20,11 @@ inline uint64_t exchangeCycles(const graph::Target &t, uint64_t bytes) {
 
 // Cycles of `dots` dot products of length `k` on one worker (2 f32 MACs per
 // cycle plus loop overhead, as in the Graphcore tutorials' cost model).
+// Smallest useful work per tile, in multiply-accumulates: below it the vertex
+// call and exchange overheads (on the IPU and on the simulating host) dominate,
+// so planners prefer fewer, fuller tiles.
+constexpr uint64_t kMinMacsPerTile = 4096;
+
 inline uint64_t dotCycles(uint64_t dots, uint64_t k) { return dots * (5 + (k + 1) / 2); }
 
 } // namespace popc::lib

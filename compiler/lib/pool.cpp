@@ -21,10 +21,12 @@ PoolPlan planPool(int64_t planes, int64_t oh, int64_t ow, int64_t inW, const Win
                   uint64_t es, const Lowering &L) {
   const auto &t = L.graph.target();
   const uint64_t tiles = L.numTiles(), workers = L.workers();
-  PoolPlan best;
+  PoolPlan best{planes, oh}; // everything on one tile when nothing better fits
   uint64_t bestCost = UINT64_MAX;
   for (uint64_t pb : blockSizeCandidates(planes, tiles))
     for (uint64_t ohb : blockSizeCandidates(oh, tiles / ceilDiv(planes, pb))) {
+      if (ceilDiv(planes, pb) * ceilDiv(oh, ohb) > tiles)
+        continue;
       const uint64_t slabRows = (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1;
       const uint64_t inBytes = pb * slabRows * inW * es;
       const uint64_t compute = ceilDiv(pb, workers) * ohb * ow * (w.kernelH * w.kernelW + 2);

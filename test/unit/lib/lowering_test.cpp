@@ -69,7 +69,7 @@ struct Model {
     graph::ExecutableCode code;
     code.bitcode = cg.finish();
     code.vertexTypes = cg.vertexTypes();
-    auto exe = popef::Executable::fromBytes(graph::serializeExecutable(dg, plan, code, {}));
+    auto exe = popc::popef::Executable::fromBytes(graph::serializeExecutable(dg, plan, code, {}));
     runtime::Engine engine(exe, {2, nullptr});
     runtime::HostTensorMap in;
     for (const std::string &name : ir.main.inputs) {

@@ -31,7 +31,7 @@ TEST_CASE("broadcast runs of a column vector", "[runs]") {
   std::vector<uint64_t> src;
   for (const Run &run : r.runs())
     for (uint64_t i = 0; i < run.bytes; ++i)
-      src.push_back(run.byte);
+      src.push_back(run.byte + i);
   CHECK(src == std::vector<uint64_t>{0, 0, 1, 1});
 }
 
