@@ -92,6 +92,40 @@ void writeEmptyZip(const std::string &path) {
     fail("{}: cannot write file: {}; fix: check the directory is writable", path, ec.message());
 }
 
+// Reads every member of an opened archive; `where` names it in errors.
+ArrayMap readMembers(zip_t *zip, const std::string &where) {
+  ArrayMap arrays;
+  zip_int64_t count = zip_get_num_entries(zip, 0);
+  for (zip_int64_t i = 0; i < count; ++i) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(zip, i, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME) ||
+        !(st.valid & ZIP_STAT_SIZE))
+      fail("{}: corrupt zip entry {}: {}; fix: re-save with numpy.savez", where, i,
+           zip_strerror(zip));
+    std::string name = st.name;
+    std::string label = fmt::format("{}: member '{}'", where, name);
+    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix))
+      fail("{}: is not a .npy array (npz members must be named <key>.npy); fix: write the "
+           "file with numpy.savez",
+           label);
+    if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
+      fail("{}: encrypted zip members are not supported; fix: save without encryption", label);
+    std::string key = name.substr(0, name.size() - kSuffix.size());
+    std::vector<uint8_t> bytes = readMember(zip, i, st, label);
+    if (!arrays.emplace(key, readNpy(bytes, label)).second)
+      fail("{}: duplicate array key '{}'; fix: re-save with unique names", label, key);
+  }
+  return arrays;
+}
+
+[[noreturn]] void failOpen(const std::string &where, int code) {
+  if (code == ZIP_ER_NOZIP || code == ZIP_ER_INCONS)
+    fail("{}: not a valid .npz (zip) archive: {}; fix: write it with numpy.savez", where,
+         zipErrorString(code));
+  fail("{}: cannot open .npz archive: {}", where, zipErrorString(code));
+}
+
 } // namespace
 
 ArrayMap readNpz(const std::string &path) {
@@ -106,36 +140,32 @@ ArrayMap readNpz(const std::string &path) {
 
   int code = 0;
   ZipPtr zip(zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
-  if (!zip) {
-    if (code == ZIP_ER_NOZIP || code == ZIP_ER_INCONS)
-      fail("{}: not a valid .npz (zip) archive: {}; fix: write it with numpy.savez", path,
-           zipErrorString(code));
-    fail("{}: cannot open .npz archive: {}", path, zipErrorString(code));
-  }
+  if (!zip)
+    failOpen(path, code);
+  return readMembers(zip.get(), path);
+}
 
-  ArrayMap arrays;
-  zip_int64_t count = zip_get_num_entries(zip.get(), 0);
-  for (zip_int64_t i = 0; i < count; ++i) {
-    zip_stat_t st;
-    zip_stat_init(&st);
-    if (zip_stat_index(zip.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME) ||
-        !(st.valid & ZIP_STAT_SIZE))
-      fail("{}: corrupt zip entry {}: {}; fix: re-save with numpy.savez", path, i,
-           zip_strerror(zip.get()));
-    std::string name = st.name;
-    std::string label = fmt::format("{}: member '{}'", path, name);
-    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix))
-      fail("{}: is not a .npy array (npz members must be named <key>.npy); fix: write the "
-           "file with numpy.savez",
-           label);
-    if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
-      fail("{}: encrypted zip members are not supported; fix: save without encryption", label);
-    std::string key = name.substr(0, name.size() - kSuffix.size());
-    std::vector<uint8_t> bytes = readMember(zip.get(), i, st, label);
-    if (!arrays.emplace(key, readNpy(bytes, label)).second)
-      fail("{}: duplicate array key '{}'; fix: re-save with unique names", label, key);
+ArrayMap readNpzBytes(std::span<const uint8_t> bytes, const std::string &label) {
+  if (bytes.empty())
+    fail("{}: empty file is not a .npz archive; fix: write it with numpy.savez", label);
+  zip_error_t error;
+  zip_error_init(&error);
+  // freep=0: libzip only reads `bytes`, which outlive the archive.
+  zip_source_t *src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  if (!src) {
+    int code = zip_error_code_zip(&error);
+    zip_error_fini(&error);
+    failOpen(label, code);
   }
-  return arrays;
+  ZipPtr zip(zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &error));
+  if (!zip) {
+    zip_source_free(src); // still ours when the open failed
+    int code = zip_error_code_zip(&error);
+    zip_error_fini(&error);
+    failOpen(label, code);
+  }
+  zip_error_fini(&error);
+  return readMembers(zip.get(), label);
 }
 
 void writeNpz(const std::string &path, const ArrayMap &arrays, bool compressed) {

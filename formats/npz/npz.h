@@ -37,6 +37,8 @@ std::vector<uint8_t> writeNpy(const Array &array);
 
 // Reads every member "<key>.npy" of a .npz (stored or deflated) into map[key].
 ArrayMap readNpz(const std::string &path);
+// Same for an archive already in memory (no file needed); `label` names it in errors.
+ArrayMap readNpzBytes(std::span<const uint8_t> bytes, const std::string &label);
 // Writes a .npz like numpy.savez (compressed=false) / savez_compressed (true).
 // Output bytes depend only on the arguments (fixed member timestamps, key order);
 // the file is written to a temporary name and renamed into place.

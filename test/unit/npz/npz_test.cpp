@@ -129,3 +129,35 @@ TEST_CASE("npz survives every single-byte corruption", "[npz]") {
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("readNpzBytes reads archives from memory like readNpz", "[npz]") {
+  fs::path dir = tempDir();
+  ArrayMap arrays = test::cases();
+  for (bool compressed : {false, true}) {
+    writeNpz(dir / "m.npz", arrays, compressed);
+    std::vector<uint8_t> bytes = slurp(dir / "m.npz");
+    CHECK(readNpzBytes(bytes, "mem.npz") == arrays);
+  }
+  writeNpz(dir / "e.npz", {});
+  CHECK(readNpzBytes(slurp(dir / "e.npz"), "e.npz").empty());
+  auto expectError = [](const std::vector<uint8_t> &bytes, const std::string &needle) {
+    try {
+      readNpzBytes(bytes, "mem.npz");
+      FAIL("expected popc::Error");
+    } catch (const Error &e) {
+      std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.rfind("mem.npz: ", 0) == 0);
+      CHECK(msg.find('\n') == std::string::npos);
+      CHECK_THAT(msg, Catch::Contains(needle));
+    }
+  };
+  expectError({}, "empty file");
+  expectError(std::vector<uint8_t>(100, 'x'), "not a valid .npz");
+  // Every truncation of a valid archive is rejected, never crashes.
+  writeNpz(dir / "s.npz", {{"a", test::values(DType::F32, {3})}}, true);
+  std::vector<uint8_t> good = slurp(dir / "s.npz");
+  for (size_t n = 0; n < good.size(); ++n)
+    CHECK_THROWS_AS(readNpzBytes({good.data(), n}, "cut.npz"), Error);
+  fs::remove_all(dir);
+}
