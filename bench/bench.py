@@ -342,7 +342,7 @@ def pct(part, total):
 
 def render(machine, results, args):
     out = [f"machine: {machine['cpu']}, nproc {machine['nproc']}, {machine['memory']}, "
-           f"Linux {machine['kernel']}; popc {machine['popc']} at {machine['commit']}; "
+           f"Linux {machine['kernel']}; popc {machine['popc']} from {machine['bin_dir']} (repo at {machine['commit']}); "
            f"threads {args.threads}; torch {machine.get('torch', 'n/a')}; "
            f"onnxruntime-node {machine.get('ort', 'n/a')}; 1-min load average {machine['load_before']} "
            f"before, {machine['load_after']} after",
@@ -439,6 +439,7 @@ def main():
 
     machine = machine_description(args.threads)
     machine["commit"] = git_commit()
+    machine["bin_dir"] = os.path.abspath(args.bin_dir)
     machine["popc"] = run([popc, "--version"])[0].split()[-1]
 
     machine["load_before"] = loadavg()
