@@ -1,0 +1,18 @@
+// Fuzz target: one .npy image through popc::npz::readNpy. Any input must either
+// parse or throw popc::Error; the sanitizers catch everything else.
+#include "formats/npz/npz.h"
+#include "support/error.h"
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  try {
+    popc::npz::Array a = popc::npz::readNpy({data, size}, "fuzz.npy");
+    // A parsed array must be self-consistent.
+    if (a.data.size() != size_t(popc::numElements(a.shape)) * popc::dtypeSize(a.dtype))
+      __builtin_trap();
+  } catch (const popc::Error &) {
+  }
+  return 0;
+}
