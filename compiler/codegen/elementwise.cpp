@@ -18,7 +18,7 @@ namespace {
 enum class Class { Cheap, Slow, Transcendental }; // cycle cost per element: 1, 4, 10
 
 struct OpInfo {
-  unsigned arity;
+  unsigned arity; // 0: any number of inputs (at least one)
   unsigned params; // required size of spec.params
   Class cost;
   bool integer; // also defined for int32/int64
@@ -38,6 +38,7 @@ const std::map<std::string, OpInfo> &ops() {
       {"Sub", {2, 0, Class::Cheap, true}},        {"Mul", {2, 0, Class::Cheap, true}},
       {"Div", {2, 0, Class::Slow, true}},         {"Pow", {2, 0, Class::Transcendental, false}},
       {"Max", {2, 0, Class::Cheap, true}},        {"Min", {2, 0, Class::Cheap, true}},
+      {"Sum", {0, 0, Class::Cheap, true}}, // sums every input (partial-sum reductions)
   };
   return table;
 }
@@ -67,6 +68,12 @@ Value *apply(Emitter &em, const ElementwiseSpec &s, const std::vector<Value *> &
   Value *one = em.constant(t, 1);
   if (op == "Copy")
     return x;
+  if (op == "Sum") {
+    Value *acc = x;
+    for (size_t j = 1; j < in.size(); ++j)
+      acc = em.add(t, acc, in[j]);
+    return acc;
+  }
   if (op == "Add")
     return em.add(t, x, in[1]);
   if (op == "Sub")
@@ -146,14 +153,14 @@ KernelDesc describe(const ElementwiseSpec &s) {
   auto it = ops().find(s.op);
   if (it == ops().end())
     fail("codegen: unknown elementwise op '{}': use one of Relu Sigmoid Tanh Exp Log Neg Abs Sqrt "
-         "Reciprocal Copy LeakyRelu Clip Floor Ceil Erf Sin Cos Add Sub Mul Div Pow Max Min",
+         "Reciprocal Copy LeakyRelu Clip Floor Ceil Erf Sin Cos Add Sub Mul Div Pow Max Min Sum",
          s.op);
   const OpInfo &info = it->second;
   bool dtypeOk = s.dtype == DType::F32 || s.dtype == DType::F64 || (info.integer && isInt(s.dtype)) ||
                  s.op == "Copy"; // Copy moves bits of any type
   if (!dtypeOk)
     unsupported(s.op, s.dtype);
-  if (s.scalarInput.size() != info.arity)
+  if (info.arity == 0 ? s.scalarInput.empty() : s.scalarInput.size() != info.arity)
     fail("codegen: elementwise {} takes {} input(s) but scalarInput has {} entries: give one per input",
          s.op, info.arity, s.scalarInput.size());
   if (s.params.size() != info.params)
@@ -167,7 +174,7 @@ KernelDesc describe(const ElementwiseSpec &s) {
   for (double p : s.params)
     name += fmt::format("_{}", p);
   d.name = name;
-  for (unsigned i = 0; i < info.arity; ++i)
+  for (unsigned i = 0; i < s.scalarInput.size(); ++i)
     d.fields.push_back({"in" + std::to_string(i),
                         fieldBytes("in", {s.scalarInput[i] ? 1u : s.elements}, s.dtype), FieldAccess::Input});
   d.fields.push_back({"out", fieldBytes("out", {s.elements}, s.dtype), FieldAccess::Output});
@@ -178,6 +185,8 @@ KernelDesc describe(const ElementwiseSpec &s) {
   // Copy moves 8 bytes per cycle.
   uint64_t n = s.elements;
   uint64_t perElem = info.cost == Class::Cheap ? 1 : info.cost == Class::Slow ? 4 : 10;
+  if (info.arity == 0)
+    perElem *= s.scalarInput.size();
   if (dtypeSize(s.dtype) == 8)
     perElem *= 2;
   d.cycles = s.op == "Copy" ? 10 + (n * dtypeSize(s.dtype) + 7) / 8 : 10 + n * perElem;

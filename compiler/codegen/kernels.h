@@ -22,6 +22,7 @@ namespace popc::codegen {
 // Ops: unary  Relu Sigmoid Tanh Exp Log Neg Abs Sqrt Reciprocal Copy LeakyRelu(params[0]=alpha)
 //             Clip(params = {min,max}) Floor Ceil Erf Sin Cos
 //      binary Add Sub Mul Div Pow Max Min
+//      n-ary  Sum (out = in0 + in1 + ... ; any number of inputs)
 struct ElementwiseSpec {
   std::string op;
   DType dtype = DType::F32;

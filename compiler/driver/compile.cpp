@@ -11,6 +11,7 @@
 #include "support/log.h"
 
 #include <chrono>
+#include <optional>
 #include <set>
 
 namespace popc::driver {
@@ -95,8 +96,13 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   t0 = Clock::now();
   graph::DeviceGraph dg(target);
   codegen::VertexCodegen codegen;
-  lib::lowerIr(ir, dg, codegen);
-  const graph::MemoryPlan plan = graph::planMemory(dg);
+  std::optional<graph::MemoryPlan> plan;
+  try {
+    lib::lowerIr(ir, dg, codegen);
+    plan = graph::planMemory(dg);
+  } catch (const Error &e) {
+    fail("{}: {}", modelPath, e.what()); // name the model in lowering errors
+  }
   st.lowerSeconds = secondsSince(t0);
   for (const auto &cs : dg.computeSets())
     st.vertices += cs.vertices.size();
@@ -111,7 +117,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   st.codegenSeconds = secondsSince(t0);
 
   t0 = Clock::now();
-  std::vector<uint8_t> bytes = graph::serializeExecutable(dg, plan, code, options.describe());
+  std::vector<uint8_t> bytes = graph::serializeExecutable(dg, *plan, code, options.describe());
   st.writeSeconds = secondsSince(t0);
   log->info("compiled {}: {} IR ops, {} vertex types, {} vertices, {} copies, {} bytes", modelPath,
             st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, bytes.size());

@@ -117,6 +117,8 @@ void registerNnOps(OpRegistry &reg) {
   reg.add({"MaxPool", 1, 1, inferPool});
   reg.add({"AveragePool", 1, 1, inferPool});
   reg.add({"GlobalAveragePool", 1, 1, inferGlobalPool});
+  reg.add({"GlobalMaxPool", 1, 1, inferGlobalPool});
+  reg.add({"LogSoftmax", 1, 1, inferSoftmax});
   reg.add({"BatchNormalization", 5, 5, inferBatchNorm});
   reg.add({"Softmax", 1, 1, inferSoftmax});
   reg.add({"Dropout", 1, 3, inferDropout});

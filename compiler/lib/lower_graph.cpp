@@ -24,8 +24,11 @@ void streamOutput(const std::string &name, const ir::Graph &g, Lowering &L,
                   std::set<graph::TensorId> &streamed) {
   auto &dg = L.graph;
   const ir::TensorInfo &info = g.tensor(name).info;
-  if (!L.has(name))
+  if (!L.has(name)) {
+    if (g.tensor(name).kind != ir::TensorKind::Constant)
+      fail("internal error: graph output '{}' was never computed", name);
     bindConstant(g.tensor(name), L);
+  }
   Value v = L.value(name);
   graph::DeviceTensor &t = dg.tensor(v.tensor);
   graph::TensorId outTensor = v.tensor;

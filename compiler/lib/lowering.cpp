@@ -111,6 +111,10 @@ graph::FieldRef OpBuilder::scatter(graph::TensorId dst, const RunList &runs, uin
 
 OpBuilder::~OpBuilder() {
   auto &main = lowering.graph.main();
+  log::get("lib")->debug("{}: {} copies in, {} vertices, {} copies out", name,
+                         pre_ ? lowering.graph.exchange(*pre_).copies.size() : 0,
+                         cs_ ? lowering.graph.computeSet(*cs_).vertices.size() : 0,
+                         post_ ? lowering.graph.exchange(*post_).copies.size() : 0);
   if (pre_)
     main.children.push_back(graph::Program::exchange(*pre_));
   if (cs_)

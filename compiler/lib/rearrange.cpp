@@ -12,9 +12,14 @@ namespace popc::lib {
 namespace {
 
 void lowerView(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  if (op.type == "Dropout" && op.outputs.size() > 1 && !op.outputs[1].empty() &&
-      !g.consumers(op.outputs[1]).empty())
-    fail("Dropout '{}': the mask output is not supported in inference", op.name);
+  // Inference Dropout keeps everything: its optional mask is all true.
+  if (op.type == "Dropout" && op.outputs.size() > 1 && !op.outputs[1].empty()) {
+    const ir::TensorInfo &maskInfo = g.tensor(op.outputs[1]).info;
+    Value mask = L.newValue(op.outputs[1], maskInfo, graph::TensorRole::Constant);
+    L.graph.tensor(mask.tensor).constData.assign(maskInfo.bytes(), 1);
+    L.mapLinearly(mask);
+    L.bind(op.outputs[1], mask);
+  }
   Value v = L.value(op.inputs[0]);
   v.info = g.tensor(op.outputs[0]).info;
   L.bind(op.outputs[0], v);

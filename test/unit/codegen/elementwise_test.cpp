@@ -220,3 +220,28 @@ TEST_CASE("elementwise rejects bad specs with popc::Error", "[codegen][elementwi
   cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 4, {false, false}, {}});
   CHECK_NOTHROW(cg.finish());
 }
+
+TEST_CASE("elementwise Sum adds any number of inputs, scalars included", "[codegen][elementwise]") {
+  std::mt19937 rng(7);
+  for (size_t arity : {1u, 3u, 5u}) {
+    ElementwiseSpec spec{"Sum", DType::F32, 37, std::vector<bool>(arity, false), {}};
+    spec.scalarInput.back() = arity > 1;
+    VertexCodegen cg;
+    const uint32_t type = cg.getOrCreate(spec);
+    JitModule jit(cg.finish());
+    std::vector<std::vector<float>> ins;
+    std::vector<Bytes> fields;
+    for (size_t j = 0; j < arity; ++j) {
+      ins.push_back(randomVector<float>(spec.scalarInput[j] ? 1 : 37, rng));
+      fields.push_back(toBytes(ins.back()));
+    }
+    fields.push_back(Bytes(37 * 4));
+    auto out = fromBytes<float>(jit.run(cg.vertexTypes()[type], fields).back());
+    std::vector<double> want(37, 0.0);
+    for (size_t i = 0; i < 37; ++i)
+      for (size_t j = 0; j < arity; ++j)
+        want[i] += ins[j][spec.scalarInput[j] ? 0 : i];
+    requireClose(out, want);
+  }
+  CHECK_THROWS_AS(VertexCodegen().getOrCreate(ElementwiseSpec{"Sum", DType::F32, 4, {}, {}}), popc::Error);
+}
