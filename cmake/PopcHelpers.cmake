@@ -15,5 +15,5 @@ function(popc_unit_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE Catch2::Catch2 popc_test_main ${ARG_LIBS})
   catch_discover_tests(${name} PROPERTIES LABELS unit
-    ENVIRONMENT "POPC_SOURCE_DIR=${CMAKE_SOURCE_DIR};POPC_BINARY_DIR=${CMAKE_BINARY_DIR};POPC_PYTHON=${POPC_PYTHON}")
+    ENVIRONMENT "POPC_PYTHON=${POPC_PYTHON}")
 endfunction()
