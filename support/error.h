@@ -17,11 +17,18 @@ template <typename... Args>
   throw Error(fmt::format(format, std::forward<Args>(args)...));
 }
 
-// Internal invariant violated: a compiler bug, not a user error.
+// A violated internal invariant: a bug in popc, not bad input. Tools report
+// it as an internal error (exit code 2), distinct from user errors (exit 1).
+class InternalError : public std::logic_error {
+public:
+  explicit InternalError(const std::string &message) : std::logic_error(message) {}
+};
+
 #define POPC_ASSERT(cond)                                                      \
   do {                                                                         \
     if (!(cond))                                                               \
-      ::popc::fail("internal error: {} ({}:{})", #cond, __FILE__, __LINE__);   \
+      throw ::popc::InternalError(                                             \
+          ::fmt::format("internal error: {} ({}:{})", #cond, __FILE__, __LINE__)); \
   } while (0)
 
 } // namespace popc

@@ -4,6 +4,8 @@
 #include "formats/npz/npz.h"
 #include "support/error.h"
 
+#include "tools/cli_common.h"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -44,7 +46,8 @@ int main(int argc, char **argv) {
   app.add_option("expected", expectedPath, "Reference .npz")->required();
   app.add_option("--rtol", rtol, "Relative tolerance")->capture_default_str();
   app.add_option("--atol", atol, "Absolute tolerance")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
+    return *exitCode;
   try {
     const auto actual = popc::npz::readNpz(actualPath);
     const auto expected = popc::npz::readNpz(expectedPath);
@@ -95,5 +98,8 @@ int main(int argc, char **argv) {
   } catch (const popc::Error &e) {
     fmt::print(stderr, "npz-compare: error: {}\n", e.what());
     return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "npz-compare: internal error: {}\n", e.what());
+    return 2;
   }
 }

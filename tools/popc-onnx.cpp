@@ -6,6 +6,8 @@
 #include "support/log.h"
 #include "support/version.h"
 
+#include "tools/cli_common.h"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -39,11 +41,8 @@ int main(int argc, char **argv) {
   app.add_flag("--stats", stats, "Print compile-time statistics");
   app.set_version_flag("--version", compilerVersion());
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e);
-  }
+  if (auto exitCode = tools::parseCommandLine(app, argc, argv))
+    return *exitCode;
 
   try {
     if (logLevel.empty() && std::getenv("POPC_LOG_LEVEL"))

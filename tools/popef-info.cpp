@@ -5,6 +5,8 @@
 #include "support/error.h"
 #include "support/version.h"
 
+#include "tools/cli_common.h"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -313,18 +315,8 @@ int main(int argc, char **argv) {
   app.add_option("executable", path, "Executable to inspect (.popef)")->required();
   app.add_flag("--json", json, "Print the description as JSON");
   app.set_version_flag("--version", compilerVersion());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    fmt::print(stderr, "popef-info: error: {} (see --help)\n", e.what());
-    return 1;
-  }
+  if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
+    return *exitCode;
   try {
     ordered_json j = describe(*popc::popef::Executable::open(path));
     if (json)

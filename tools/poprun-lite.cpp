@@ -7,6 +7,8 @@
 #include "support/log.h"
 #include "support/version.h"
 
+#include "tools/cli_common.h"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -139,18 +141,8 @@ int main(int argc, char **argv) {
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.set_version_flag("--version", compilerVersion());
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    fmt::print(stderr, "poprun-lite: error: {} (see --help)\n", e.what());
-    return 1;
-  }
+  if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
+    return *exitCode;
 
   try {
     if (logLevel.empty() && std::getenv("POPC_LOG_LEVEL"))

@@ -47,6 +47,16 @@ void DeviceGraph::mapToTile(TensorId id, uint32_t tile) {
   setMapping(id, {Interval{0, tensors_.at(id).bytes, tile}});
 }
 
+uint32_t linearTileCount(uint64_t elems, uint32_t numTiles, uint64_t grainElems, uint64_t minElemsPerTile) {
+  grainElems = std::max<uint64_t>(grainElems, 1);
+  const uint64_t grains = (elems + grainElems - 1) / grainElems;
+  const uint64_t minGrains = std::max<uint64_t>(1, (minElemsPerTile + grainElems - 1) / grainElems);
+  const uint64_t tiles = std::min<uint64_t>(numTiles, std::max<uint64_t>(1, grains / minGrains));
+  // Whole grains per tile may leave the last tiles empty: count the used ones.
+  const uint64_t grainsPerTile = (grains + tiles - 1) / std::max<uint64_t>(tiles, 1);
+  return uint32_t(std::max<uint64_t>(1, (grains + grainsPerTile - 1) / std::max<uint64_t>(grainsPerTile, 1)));
+}
+
 void DeviceGraph::mapLinearly(TensorId id, uint32_t firstTile, uint32_t numTiles,
                               uint64_t grainElems, uint64_t minElemsPerTile) {
   const DeviceTensor &t = tensors_.at(id);

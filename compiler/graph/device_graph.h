@@ -106,6 +106,9 @@ struct IoInfo {
   uint32_t stream = 0;
 };
 
+// Tiles mapLinearly uses for `elems` elements (same rule, for planning ahead).
+uint32_t linearTileCount(uint64_t elems, uint32_t numTiles, uint64_t grainElems, uint64_t minElemsPerTile);
+
 class DeviceGraph {
 public:
   explicit DeviceGraph(Target target) : target_(std::move(target)) {}

@@ -106,7 +106,8 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   };
   std::vector<Block> blocks;
   std::vector<graph::Interval> mapping;
-  uint32_t tile = L.firstTile();
+  uint32_t tile = L.allocTiles(ceilDiv(s.n, plan.nb) * ceilDiv(s.groups, plan.gb) * ceilDiv(s.mg, plan.ocb) *
+                               ceilDiv(s.oh, plan.ohb));
   const uint64_t plane = uint64_t(s.oh * s.ow);
   for (int64_t n0 = 0; n0 < s.n; n0 += plan.nb)
     for (int64_t g0 = 0; g0 < s.groups; g0 += plan.gb)

@@ -77,7 +77,7 @@ graph::FieldRef OpBuilder::gather(graph::TensorId src, const RunList &runs, uint
     return {src, tile, offset, runs.totalBytes()};
   const graph::DeviceTensor &s = g.tensor(src);
   const uint64_t elems = runs.totalBytes() / dtypeSize(s.dtype);
-  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}", name, what, tile), s.dtype,
+  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()), s.dtype,
                                     {int64_t(elems)}, graph::TensorRole::Intermediate);
   g.mapToTile(tmp, tile);
   auto &copies = g.exchange(preExchange()).copies;
@@ -97,7 +97,7 @@ graph::FieldRef OpBuilder::scatter(graph::TensorId dst, const RunList &runs, uin
     return {dst, tile, offset, runs.totalBytes()};
   const graph::DeviceTensor &d = g.tensor(dst);
   const uint64_t elems = runs.totalBytes() / dtypeSize(d.dtype);
-  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}", name, what, tile), d.dtype,
+  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()), d.dtype,
                                     {int64_t(elems)}, graph::TensorRole::Intermediate);
   g.mapToTile(tmp, tile);
   auto &copies = g.exchange(postExchange()).copies;
@@ -141,7 +141,10 @@ void Lowering::mapLinearly(const Value &v, uint64_t grainElems) {
     return;
   // At least 64 elements per tile keeps vertices big enough to amortise their
   // call on the host while still spreading large tensors over every tile.
-  graph.mapLinearly(v.tensor, firstTile_, numTiles_, grainElems, std::max<uint64_t>(64, grainElems));
+  const uint64_t minPerTile = std::max<uint64_t>(64, grainElems);
+  const uint64_t elems = graph.tensor(v.tensor).bytes / v.elemSize();
+  const uint32_t count = graph::linearTileCount(elems, numTiles_, grainElems, minPerTile);
+  graph.mapLinearly(v.tensor, allocTiles(count), count, grainElems, minPerTile);
 }
 
 void Lowering::mapLike(const Value &v, const Value &like) {
@@ -156,8 +159,19 @@ void Lowering::setCurrentIpu(int64_t ipu) {
   const auto &t = graph.target();
   if (ipu < 0 || ipu >= int64_t(t.numIpus))
     fail("op placed on IPU {} but the target has {} IPU(s) (use --num-ipus)", ipu, t.numIpus);
+  ipu_ = ipu;
   firstTile_ = t.firstTileOfIpu(uint32_t(ipu));
   numTiles_ = t.tilesPerIpu;
+}
+
+uint32_t Lowering::allocTiles(uint64_t count) {
+  count = std::min<uint64_t>(std::max<uint64_t>(count, 1), numTiles_);
+  uint32_t &cursor = cursor_[ipu_];
+  if (cursor + count > numTiles_)
+    cursor = 0;
+  const uint32_t first = firstTile_ + cursor;
+  cursor += uint32_t(count);
+  return first;
 }
 
 std::vector<uint64_t> splitEvenly(uint64_t n, uint64_t parts, uint64_t minChunk) {

@@ -74,6 +74,10 @@ public:
   // Tiles the current op may use (its IPU).
   uint32_t firstTile() const { return firstTile_; }
   uint32_t numTiles() const { return numTiles_; }
+  // First of `count` consecutive tiles of the current IPU for the next tensor
+  // or plan. A cursor rotates through the IPU so that many small ops (and
+  // their constants) spread over the tiles instead of piling onto tile 0.
+  uint32_t allocTiles(uint64_t count);
   void setCurrentIpu(int64_t ipu);
 
   uint32_t workers() const { return graph.target().workersPerTile; }
@@ -81,6 +85,8 @@ public:
 private:
   std::map<std::string, Value> values_;
   uint32_t firstTile_ = 0, numTiles_ = 0;
+  int64_t ipu_ = 0;
+  std::map<int64_t, uint32_t> cursor_; // per IPU: next tile offset
 };
 
 using LowerFn = std::function<void(const ir::Op &, const ir::Graph &, Lowering &)>;

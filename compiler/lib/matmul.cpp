@@ -81,7 +81,7 @@ void lowerProblem(const Problem &p, Lowering &L) {
   };
   std::vector<Block> blocks;
   std::vector<graph::Interval> mapping;
-  uint32_t tile = L.firstTile();
+  uint32_t tile = L.allocTiles(ceilDiv(p.batch, plan.bb) * ceilDiv(p.m, plan.mb) * ceilDiv(p.n, plan.nb));
   for (uint64_t b0 = 0; b0 < p.batch; b0 += plan.bb)
     for (uint64_t m0 = 0; m0 < p.m; m0 += plan.mb)
       for (uint64_t n0 = 0; n0 < p.n; n0 += plan.nb) {

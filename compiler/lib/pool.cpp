@@ -67,7 +67,7 @@ void lowerWindowPool(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isM
     uint32_t tile;
   };
   std::vector<Block> blocks;
-  uint32_t tile = L.firstTile();
+  uint32_t tile = L.allocTiles(ceilDiv(planes, plan.pb) * ceilDiv(oh, plan.ohb));
   for (int64_t p0 = 0; p0 < planes; p0 += plan.pb)
     for (int64_t oh0 = 0; oh0 < oh; oh0 += plan.ohb) {
       Block b{p0, std::min(planes, p0 + plan.pb), oh0, std::min(oh, oh0 + plan.ohb), tile++};
@@ -130,7 +130,7 @@ void lowerGlobalPool(const ir::Op &op, const ir::Graph &g, Lowering &L, const st
   std::vector<graph::Interval> mapping;
   OpBuilder builder(L, op.name);
   std::vector<std::pair<int64_t, int64_t>> ranges;
-  uint32_t tile = L.firstTile();
+  uint32_t tile = L.allocTiles(ceilDiv(planes, perTile));
   for (int64_t p0 = 0; p0 < planes; p0 += int64_t(perTile)) {
     const int64_t p1 = std::min<int64_t>(planes, p0 + int64_t(perTile));
     mapping.push_back({uint64_t(p0) * es, uint64_t(p1) * es, tile});

@@ -52,7 +52,8 @@ void lowerSoftmax(const ir::Op &op, const ir::Graph &g, Lowering &L, bool log) {
   OpBuilder builder(L, op.name);
   std::vector<graph::Interval> mapping;
   std::vector<std::pair<uint64_t, uint64_t>> tileRows;
-  uint32_t tile = L.firstTile();
+  const uint32_t firstTile = L.allocTiles(ceilDiv(rows, rowsPerTile));
+  uint32_t tile = firstTile;
   for (uint64_t r0 = 0; r0 < rows; r0 += rowsPerTile) {
     tileRows.push_back({r0, std::min(rows, r0 + rowsPerTile)});
     if (inner == 1)
@@ -64,7 +65,7 @@ void lowerSoftmax(const ir::Op &op, const ir::Graph &g, Lowering &L, bool log) {
   else
     L.mapLike(out, x);
 
-  tile = L.firstTile();
+  tile = firstTile;
   for (auto [r0, r1] : tileRows) {
     const auto bounds = splitEvenly(r1 - r0, L.workers());
     for (size_t v = 0; v + 1 < bounds.size(); ++v) {

@@ -49,7 +49,7 @@ private:
 
   void checkHeader() {
     if (exe_.format_version() != kFormatVersion)
-      fail("{}: format_version {} is not supported (this build reads version {}, popc {}): "
+      fail("{}: format_version {} is not supported (this build reads version {}, {}): "
            "recompile the model with this popc",
            label_, exe_.format_version(), kFormatVersion, compilerVersion());
   }
