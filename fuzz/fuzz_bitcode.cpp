@@ -4,6 +4,7 @@
 // the JIT. Entry symbol "vertex" matches nothing in most inputs, which is fine:
 // the checks before it still run.
 #include "runtime/bitcode_gate.h"
+#include "fuzz/fuzz_util.h"
 #include "support/error.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -16,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::LLVMContext context;
   try {
     popc::runtime::loadCodeModule(context, {data, size}, "fuzz.popef: code module 0", {});
-  } catch (const popc::Error &) {
+    popc::fuzz::accepted();
+  } catch (const popc::Error &e) {
+    popc::fuzz::rejected(e);
   }
   return 0;
 }

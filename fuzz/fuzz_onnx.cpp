@@ -4,6 +4,7 @@
 // is written to a file in a private temporary directory (external-data locations
 // in the model therefore resolve inside that directory only).
 #include "compiler/onnx/importer.h"
+#include "fuzz/fuzz_util.h"
 #include "support/error.h"
 #include "support/log.h"
 
@@ -46,7 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::fclose(f);
   try {
     popc::onnx::importOnnx(path);
-  } catch (const popc::Error &) {
+    popc::fuzz::accepted();
+  } catch (const popc::Error &e) {
+    popc::fuzz::rejected(e);
   }
   return 0;
 }

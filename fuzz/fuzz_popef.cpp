@@ -2,6 +2,7 @@
 // the flatbuffers Verifier and the semantic checks. An accepted executable is
 // walked through the reader helpers the runtime relies on.
 #include "formats/popef/popef.h"
+#include "fuzz/fuzz_util.h"
 #include "support/error.h"
 
 #include <cstddef>
@@ -15,7 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void)popc::popef::tensorBytes(*t);
         (void)popc::popef::tensorShape(*t);
       }
-  } catch (const popc::Error &) {
+    popc::fuzz::accepted();
+  } catch (const popc::Error &e) {
+    popc::fuzz::rejected(e);
   }
   return 0;
 }

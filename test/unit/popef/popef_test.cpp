@@ -204,3 +204,75 @@ TEST_CASE("popef call graph without cycles is accepted", "[popef]") {
   exe.main->children.push_back(popc::test::sampleProgram(K::Call, 1));
   CHECK_NOTHROW(Executable::fromBytes(popc::popef::serialize(exe)));
 }
+
+namespace {
+
+// A minimal executable (1 tile, one tensor) whose `field` vector ("mapping" or
+// "shape" of tensors[0]) is 4-byte but not 8-byte aligned. The flatbuffers
+// Verifier accepts that; the semantic checks must reject it before any element
+// is read (found by fuzz/fuzz_popef: reading them was undefined behaviour).
+std::vector<uint8_t> misalignedExecutable(const std::string &field) {
+  for (int pad : {0, 4}) {
+    flatbuffers::FlatBufferBuilder b;
+    if (pad)
+      b.PushElement<uint32_t>(0);
+    fb::TileInterval iv(0, 16, 0, 0);
+    int64_t dim = 4;
+    const uint8_t *raw = field == "mapping" ? reinterpret_cast<const uint8_t *>(&iv)
+                                            : reinterpret_cast<const uint8_t *>(&dim);
+    size_t size = field == "mapping" ? sizeof iv : sizeof dim;
+    b.StartVector(size / 4, 4); // only 4-byte alignment, unlike CreateVector
+    b.PushBytes(raw, size);
+    bool misaligned = b.GetSize() % 8 == 4; // the buffer's end is 8-aligned
+    flatbuffers::uoffset_t vec = b.EndVector(1);
+    if (!misaligned)
+      continue;
+    auto shape = field == "shape" ? flatbuffers::Offset<flatbuffers::Vector<int64_t>>(vec)
+                                  : b.CreateVector<int64_t>({4});
+    auto mapping = field == "mapping"
+                       ? flatbuffers::Offset<flatbuffers::Vector<const fb::TileInterval *>>(vec)
+                       : b.CreateVectorOfStructs<fb::TileInterval>({iv});
+    auto tensor = fb::CreateTensor(b, b.CreateString("a"), fb::DType::F32, shape,
+                                   fb::TensorRole::Input, mapping);
+    auto tensors = b.CreateVector(std::vector{tensor});
+    fb::TargetT t;
+    t.arch = "ipu2";
+    t.num_ipus = t.tiles_per_ipu = 1;
+    t.bytes_per_tile = 1024;
+    t.workers_per_tile = 6;
+    t.clock_hz = 1330000000;
+    t.exchange_bytes_per_cycle = t.inter_ipu_bytes_per_cycle = t.host_bytes_per_cycle = 4;
+    auto target = fb::Target::Pack(b, &t);
+    fb::ExecutableBuilder eb(b);
+    eb.add_format_version(popc::popef::kFormatVersion);
+    eb.add_target(target);
+    eb.add_tensors(tensors);
+    fb::FinishExecutableBuffer(b, eb.Finish());
+    return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+  }
+  FAIL("could not build a misaligned vector");
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("popef rejects 8-byte vectors the flatbuffers Verifier lets through misaligned", "[popef]") {
+  for (std::string field : {"mapping", "shape"}) {
+    INFO(field);
+    std::vector<uint8_t> bytes = misalignedExecutable(field);
+    // Precondition: the Verifier passes it and the vector really is misaligned.
+    flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+    REQUIRE(fb::VerifyExecutableBuffer(verifier));
+    const fb::Tensor *t = fb::GetExecutable(bytes.data())->tensors()->Get(0);
+    const void *data = field == "mapping" ? static_cast<const void *>(t->mapping()->Data())
+                                          : static_cast<const void *>(t->shape()->Data());
+    REQUIRE(reinterpret_cast<uintptr_t>(data) % 8 == 4);
+    try {
+      Executable::fromBytes(bytes, "x.popef");
+      FAIL("accepted a misaligned " << field);
+    } catch (const Error &e) {
+      INFO(e.what());
+      CHECK_THAT(e.what(), Catch::Contains("tensors[0] 'a': " + field + " is misaligned"));
+    }
+  }
+}
