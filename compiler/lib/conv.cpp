@@ -1,7 +1,10 @@
 // 2-D convolution (poplin-like planner). The output [N, M, OH, OW] is split
-// into per-tile blocks of (batch items, one group, output channels, row band);
-// each tile gathers the input rows its band needs and its weights, and runs
-// one vertex per worker over slices of its output channels (or rows).
+// into per-tile blocks of (batch items, groups, output channels, row band) and,
+// for wide layers, the input channels of a group into slices: each (block,
+// slice) tile gathers the input rows and weights of its slice and computes a
+// partial sum; a reduce step then adds the partials on the block's first tile
+// (Poplibs' input-channel split). Splitting the input channels keeps wide
+// layers from replicating their whole input onto every tile.
 #include "compiler/lib/ops.h"
 #include "compiler/lib/planner.h"
 #include "compiler/lib/window.h"
@@ -16,23 +19,24 @@ namespace popc::lib {
 namespace {
 
 struct ConvShape {
-  int64_t n, c, h, w;  // input
-  int64_t m, oh, ow;   // output channels and size
+  int64_t n, c, h, w;     // input
+  int64_t m, oh, ow;      // output channels and size
   int64_t groups, cg, mg; // groups, in/out channels per group
 };
 
-// Block sizes per tile: batch items, groups, output channels of a group, rows.
-// Several groups per tile only with whole groups (ocb == channels per group),
-// so a tile's output channels stay one contiguous range.
+// Block sizes per tile: batch items, groups, output channels of a group, rows,
+// input channels of a group. Several groups per tile only with whole groups
+// (ocb == channels per group, no input split), so a tile's output channels
+// stay one contiguous range.
 struct ConvPlan {
-  int64_t nb = 1, gb = 1, ocb = 1, ohb = 1;
+  int64_t nb = 1, gb = 1, ocb = 1, ohb = 1, icb = 1;
   uint64_t cost = UINT64_MAX;
 };
 
 ConvPlan planConv(const ConvShape &s, const Window2d &w, uint64_t es, const Lowering &L) {
   const auto &t = L.graph.target();
   const uint64_t tiles = L.numTiles(), workers = L.workers();
-  const uint64_t macsPerOutput = uint64_t(s.cg * w.kernelH * w.kernelW);
+  const uint64_t window = uint64_t(w.kernelH * w.kernelW);
   ConvPlan best, smallest;
   uint64_t bestMemory = UINT64_MAX;
   for (uint64_t nb : blockSizeCandidates(s.n, tiles))
@@ -42,161 +46,241 @@ ConvPlan planConv(const ConvShape &s, const Window2d &w, uint64_t es, const Lowe
         continue;
       for (uint64_t ocb : blockSizeCandidates(s.mg, gb > 1 ? 1 : tiles / outerBlocks))
         for (uint64_t ohb : blockSizeCandidates(s.oh, tiles / (outerBlocks * ceilDiv(s.mg, ocb)))) {
-          const uint64_t used = outerBlocks * ceilDiv(s.mg, ocb) * ceilDiv(s.oh, ohb);
-          const uint64_t outputs = nb * gb * ocb * ohb * s.ow;
-          if (used > tiles || (used > 1 && outputs * macsPerOutput < kMinMacsPerTile))
-            continue;
-          const uint64_t vertices = nb * gb * std::min<uint64_t>(ocb, workers);
-          const uint64_t outputsPerVertex = outputs / vertices;
-          const uint64_t compute = ceilDiv(vertices, workers) * dotCycles(outputsPerVertex, macsPerOutput);
-          const uint64_t slabRows =
-              std::min<uint64_t>(s.h, (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1);
-          const uint64_t inBytes = (nb * gb * s.cg * slabRows * s.w + gb * ocb * (macsPerOutput + 1)) * es;
-          const uint64_t memory = inBytes + outputs * es;
-          const uint64_t cost = compute + exchangeCycles(t, inBytes);
-          const ConvPlan plan{int64_t(nb), int64_t(gb), int64_t(ocb), int64_t(ohb), cost};
-          if (memory < bestMemory) {
-            bestMemory = memory;
-            smallest = plan;
+          const uint64_t blocks = outerBlocks * ceilDiv(s.mg, ocb) * ceilDiv(s.oh, ohb);
+          for (uint64_t icb : blockSizeCandidates(s.cg, gb > 1 ? 1 : tiles / blocks)) {
+            const uint64_t slices = ceilDiv(s.cg, icb);
+            const uint64_t used = blocks * slices;
+            const uint64_t outputs = nb * gb * ocb * ohb * s.ow;
+            if (used > tiles || (used > 1 && outputs * icb * window < kMinMacsPerTile))
+              continue;
+            const uint64_t vertices = nb * gb * std::min<uint64_t>(ocb, workers);
+            const uint64_t compute = ceilDiv(vertices, workers) * dotCycles(outputs / vertices, icb * window);
+            const uint64_t slabRows =
+                std::min<uint64_t>(s.h, (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1);
+            uint64_t inBytes = (nb * gb * icb * slabRows * s.w + gb * ocb * (icb * window + 1)) * es;
+            uint64_t memory = inBytes + outputs * es;
+            uint64_t cost = compute + exchangeCycles(t, inBytes);
+            if (slices > 1) { // the reduce: partials move to the block's first tile and are summed
+              const uint64_t partialBytes = (slices - 1) * outputs * es;
+              cost += exchangeCycles(t, partialBytes) + 10 + ceilDiv(outputs, workers) * slices;
+              memory += partialBytes;
+            }
+            const ConvPlan plan{int64_t(nb), int64_t(gb), int64_t(ocb), int64_t(ohb), int64_t(icb), cost};
+            if (memory < bestMemory) {
+              bestMemory = memory;
+              smallest = plan;
+            }
+            if (memory <= t.bytesPerTile / 2 && cost < best.cost)
+              best = plan;
           }
-          if (memory <= t.bytesPerTile / 2 && cost < best.cost)
-            best = plan;
         }
     }
   return best.cost == UINT64_MAX ? smallest : best;
 }
 
-void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  auto &dg = L.graph;
-  const Value x = L.value(op.inputs[0]), wv = L.value(op.inputs[1]);
-  std::optional<Value> bias;
-  if (op.hasInput(2))
-    bias = L.value(op.inputs[2]);
-  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
-  if (x.info.shape.size() != 4)
-    fail("Conv '{}': only 2-D convolution (4-D input) is supported, input has rank {}", op.name,
-         x.info.shape.size());
+// A block's output channels are the contiguous range of groups g0..g1-1 and,
+// within each group, channels oc0..oc1-1; its first tile owns its output.
+struct Block {
+  int64_t n0, n1, g0, g1, oc0, oc1, oh0, oh1;
+  uint32_t tile; // tile of input slice 0; slice j is on tile + j
+  std::vector<graph::Interval> out; // output intervals (on `tile`), tensor order
+};
+
+struct ConvOp {
+  const ir::Op &op;
   ConvShape s;
-  s.n = x.info.shape[0];
-  s.c = x.info.shape[1];
-  s.h = x.info.shape[2];
-  s.w = x.info.shape[3];
-  s.m = outInfo.shape[1];
-  s.oh = outInfo.shape[2];
-  s.ow = outInfo.shape[3];
-  s.groups = op.attrs.getInt("group", 1);
-  s.cg = s.c / s.groups;
-  s.mg = s.m / s.groups;
-  const Window2d w = window2d(op, g);
-  const uint64_t es = x.elemSize();
+  Window2d w;
+  ConvPlan plan;
+  Value x, weights, out;
+  std::optional<Value> bias;
+  uint64_t es = 4;
+  int64_t slices = 1;
+};
 
-  Value out = L.newValue(op.outputs[0], outInfo);
-  L.bind(op.outputs[0], out);
-  if (outInfo.elements() == 0)
-    return;
-  const ConvPlan plan = planConv(s, w, es, L);
-  log::get("lib")->debug("{}: conv plan nb={} gb={} ocb={} ohb={} cost={}", op.name, plan.nb, plan.gb, plan.ocb,
-                         plan.ohb, plan.cost);
-
-  // A block's output channels are the contiguous range [c0, c1) (groups
-  // g0..g1-1, channels oc0..oc1-1 of each group when it holds one group).
-  struct Block {
-    int64_t n0, n1, g0, g1, oc0, oc1, oh0, oh1;
-    uint32_t tile;
-  };
+std::vector<Block> mapOutput(const ConvOp &c, Lowering &L) {
+  const ConvShape &s = c.s;
+  const ConvPlan &p = c.plan;
   std::vector<Block> blocks;
+  const uint64_t count = ceilDiv(s.n, p.nb) * ceilDiv(s.groups, p.gb) * ceilDiv(s.mg, p.ocb) * ceilDiv(s.oh, p.ohb);
+  uint32_t tile = L.allocTiles(count * uint64_t(c.slices));
+  const uint64_t plane = uint64_t(s.oh * s.ow), es = c.es;
   std::vector<graph::Interval> mapping;
-  uint32_t tile = L.allocTiles(ceilDiv(s.n, plan.nb) * ceilDiv(s.groups, plan.gb) * ceilDiv(s.mg, plan.ocb) *
-                               ceilDiv(s.oh, plan.ohb));
-  const uint64_t plane = uint64_t(s.oh * s.ow);
-  for (int64_t n0 = 0; n0 < s.n; n0 += plan.nb)
-    for (int64_t g0 = 0; g0 < s.groups; g0 += plan.gb)
-      for (int64_t oc0 = 0; oc0 < s.mg; oc0 += plan.ocb)
-        for (int64_t oh0 = 0; oh0 < s.oh; oh0 += plan.ohb) {
-          Block b{n0, std::min(s.n, n0 + plan.nb), g0, std::min(s.groups, g0 + plan.gb),
-                  oc0, std::min(s.mg, oc0 + plan.ocb), oh0, std::min(s.oh, oh0 + plan.ohb), tile++};
+  for (int64_t n0 = 0; n0 < s.n; n0 += p.nb)
+    for (int64_t g0 = 0; g0 < s.groups; g0 += p.gb)
+      for (int64_t oc0 = 0; oc0 < s.mg; oc0 += p.ocb)
+        for (int64_t oh0 = 0; oh0 < s.oh; oh0 += p.ohb) {
+          Block b{n0, std::min(s.n, n0 + p.nb), g0, std::min(s.groups, g0 + p.gb), oc0, std::min(s.mg, oc0 + p.ocb),
+                  oh0, std::min(s.oh, oh0 + p.ohb), tile, {}};
+          tile += uint32_t(c.slices);
           for (int64_t n = b.n0; n < b.n1; ++n)
             for (int64_t g = b.g0; g < b.g1; ++g)
               for (int64_t oc = b.oc0; oc < b.oc1; ++oc) {
                 const uint64_t base = uint64_t(n * s.m + g * s.mg + oc) * plane;
-                mapping.push_back({(base + b.oh0 * s.ow) * es, (base + b.oh1 * s.ow) * es, b.tile});
+                b.out.push_back({(base + b.oh0 * s.ow) * es, (base + b.oh1 * s.ow) * es, b.tile});
               }
-          blocks.push_back(b);
+          mapping.insert(mapping.end(), b.out.begin(), b.out.end());
+          blocks.push_back(std::move(b));
         }
-  dg.setMapping(out.tensor, mapping);
+  L.graph.setMapping(c.out.tensor, mapping);
+  return blocks;
+}
 
-  OpBuilder builder(L, op.name);
-  const uint64_t filterElems = uint64_t(s.cg * w.kernelH * w.kernelW);
-  for (const Block &b : blocks) {
-    const int64_t ocb = b.oc1 - b.oc0, ohb = b.oh1 - b.oh0;
-    const int64_t blockChannels = (b.g1 - b.g0) * ocb;
-    const RowSlab slab = rowSlab(w, s.h, b.oh0, b.oh1);
-    // Vertex slices: over output channels, or over rows for a single channel.
-    const bool splitRows = ocb == 1;
-    const auto bounds = splitEvenly(splitRows ? ohb : ocb, L.workers());
-    for (int64_t n = b.n0; n < b.n1; ++n)
-      for (int64_t g = b.g0; g < b.g1; ++g) {
-        RunList slabRuns;
-        for (int64_t c = 0; c < s.cg; ++c) {
-          const uint64_t base = uint64_t((n * s.c + g * s.cg + c) * s.h + slab.lo) * s.w;
-          slabRuns.add(base * es, uint64_t(slab.rows * s.w) * es);
-        }
-        const graph::FieldRef slabField =
-            builder.gather(x.tensor, slabRuns, b.tile, fmt::format("x{}g{}", n, g));
-        for (size_t v = 0; v + 1 < bounds.size(); ++v) {
-          const int64_t oc0 = splitRows ? b.oc0 : b.oc0 + int64_t(bounds[v]);
-          const int64_t oc1 = splitRows ? b.oc1 : b.oc0 + int64_t(bounds[v + 1]);
-          const int64_t oh0 = splitRows ? b.oh0 + int64_t(bounds[v]) : b.oh0;
-          const int64_t oh1 = splitRows ? b.oh0 + int64_t(bounds[v + 1]) : b.oh1;
-          const RowSlab vslab = rowSlab(w, s.h, oh0, oh1);
-          // A row slice with one input channel reads just its own sub-slab
-          // (contiguous); otherwise it reads the tile's slab from its own offset.
-          const bool subSlab = splitRows && s.cg == 1;
-          const RowSlab &used = subSlab ? vslab : slab;
-          const int64_t padTopLocal = used.padTopLocal - (subSlab ? 0 : (oh0 - b.oh0) * w.strideH);
-          graph::FieldRef in = slabField;
-          if (subSlab) {
-            in.blockOffset += uint64_t(vslab.lo - slab.lo) * s.w * es;
-            in.bytes = uint64_t(vslab.rows * s.w) * es;
-          }
-          std::vector<graph::FieldRef> fields{in};
-          RunList wRuns;
-          wRuns.add(uint64_t(g * s.mg + oc0) * filterElems * es, uint64_t(oc1 - oc0) * filterElems * es);
-          fields.push_back(builder.gather(wv.tensor, wRuns, b.tile, "w"));
-          if (bias) {
-            RunList bRuns;
-            bRuns.add(uint64_t(g * s.mg + oc0) * es, uint64_t(oc1 - oc0) * es);
-            fields.push_back(builder.gather(bias->tensor, bRuns, b.tile, "b"));
-          }
-          // Output slice inside the tile block [nb][channels][ohb][OW].
-          const int64_t channel = (g - b.g0) * ocb + (oc0 - b.oc0);
-          const uint64_t outOffset =
-              (uint64_t((n - b.n0) * blockChannels + channel) * ohb + uint64_t(oh0 - b.oh0)) * s.ow * es;
-          fields.push_back({out.tensor, b.tile, outOffset, uint64_t((oc1 - oc0) * (oh1 - oh0) * s.ow) * es});
-
-          codegen::ConvSpec spec;
-          spec.dtype = x.info.dtype;
-          spec.inChannels = uint32_t(s.cg);
-          spec.outChannels = uint32_t(oc1 - oc0);
-          spec.inHeight = uint32_t(used.rows);
-          spec.inWidth = uint32_t(s.w);
-          spec.inRowBegin = 0;
-          spec.inRows = uint32_t(used.rows);
-          spec.outRowBegin = 0;
-          spec.outRows = uint32_t(oh1 - oh0);
-          spec.outWidth = uint32_t(s.ow);
-          spec.kernelH = uint32_t(w.kernelH);
-          spec.kernelW = uint32_t(w.kernelW);
-          spec.strideH = uint32_t(w.strideH);
-          spec.strideW = uint32_t(w.strideW);
-          spec.dilationH = uint32_t(w.dilationH);
-          spec.dilationW = uint32_t(w.dilationW);
-          spec.padTop = int32_t(padTopLocal);
-          spec.padLeft = int32_t(w.padLeft);
-          spec.hasBias = bias.has_value();
-          builder.addVertex(spec, b.tile, std::move(fields));
-        }
+// Convolution vertices of one block for input channels [ic0, ic1) of each
+// group, writing `dst` (the output, or the partial-sum slice) on `tile`.
+void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, uint32_t tile,
+                     graph::TensorId dst, bool withBias, OpBuilder &builder, Lowering &L) {
+  const ConvShape &s = c.s;
+  const Window2d &w = c.w;
+  const uint64_t es = c.es;
+  const uint64_t window = uint64_t(w.kernelH * w.kernelW);
+  const int64_t icn = ic1 - ic0;
+  const int64_t ocb = b.oc1 - b.oc0, ohb = b.oh1 - b.oh0;
+  const int64_t blockChannels = (b.g1 - b.g0) * ocb;
+  const RowSlab slab = rowSlab(w, s.h, b.oh0, b.oh1);
+  // Vertex slices: over output channels, or over rows for a single channel.
+  const bool splitRows = ocb == 1;
+  const auto bounds = splitEvenly(splitRows ? ohb : ocb, L.workers());
+  for (int64_t n = b.n0; n < b.n1; ++n)
+    for (int64_t g = b.g0; g < b.g1; ++g) {
+      RunList slabRuns;
+      for (int64_t ic = ic0; ic < ic1; ++ic) {
+        const uint64_t base = uint64_t((n * s.c + g * s.cg + ic) * s.h + slab.lo) * s.w;
+        slabRuns.add(base * es, uint64_t(slab.rows * s.w) * es);
       }
+      const graph::FieldRef slabField = builder.gather(c.x.tensor, slabRuns, tile, fmt::format("x{}g{}", n, g));
+      for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+        const int64_t oc0 = splitRows ? b.oc0 : b.oc0 + int64_t(bounds[v]);
+        const int64_t oc1 = splitRows ? b.oc1 : b.oc0 + int64_t(bounds[v + 1]);
+        const int64_t oh0 = splitRows ? b.oh0 + int64_t(bounds[v]) : b.oh0;
+        const int64_t oh1 = splitRows ? b.oh0 + int64_t(bounds[v + 1]) : b.oh1;
+        const RowSlab vslab = rowSlab(w, s.h, oh0, oh1);
+        // A row slice with one input channel reads just its own sub-slab
+        // (contiguous); otherwise it reads the tile's slab from its own offset.
+        const bool subSlab = splitRows && icn == 1;
+        const RowSlab &used = subSlab ? vslab : slab;
+        const int64_t padTopLocal = used.padTopLocal - (subSlab ? 0 : (oh0 - b.oh0) * w.strideH);
+        graph::FieldRef in = slabField;
+        if (subSlab) {
+          in.blockOffset += uint64_t(vslab.lo - slab.lo) * s.w * es;
+          in.bytes = uint64_t(vslab.rows * s.w) * es;
+        }
+        std::vector<graph::FieldRef> fields{in};
+        RunList wRuns; // [oc][ic0:ic1][kh][kw]: one run per output channel (merged when whole)
+        for (int64_t oc = oc0; oc < oc1; ++oc)
+          wRuns.add((uint64_t((g * s.mg + oc) * s.cg + ic0) * window) * es, uint64_t(icn) * window * es);
+        fields.push_back(builder.gather(c.weights.tensor, wRuns, tile, "w"));
+        if (withBias) {
+          RunList bRuns;
+          bRuns.add(uint64_t(g * s.mg + oc0) * es, uint64_t(oc1 - oc0) * es);
+          fields.push_back(builder.gather(c.bias->tensor, bRuns, tile, "b"));
+        }
+        // Output slice inside the tile block [nb][channels][ohb][OW].
+        const int64_t channel = (g - b.g0) * ocb + (oc0 - b.oc0);
+        const uint64_t outOffset =
+            (uint64_t((n - b.n0) * blockChannels + channel) * ohb + uint64_t(oh0 - b.oh0)) * s.ow * es;
+        fields.push_back({dst, tile, outOffset, uint64_t((oc1 - oc0) * (oh1 - oh0) * s.ow) * es});
+
+        codegen::ConvSpec spec;
+        spec.dtype = c.x.info.dtype;
+        spec.inChannels = uint32_t(icn);
+        spec.outChannels = uint32_t(oc1 - oc0);
+        spec.inHeight = uint32_t(used.rows);
+        spec.inWidth = uint32_t(s.w);
+        spec.inRowBegin = 0;
+        spec.inRows = uint32_t(used.rows);
+        spec.outRowBegin = 0;
+        spec.outRows = uint32_t(oh1 - oh0);
+        spec.outWidth = uint32_t(s.ow);
+        spec.kernelH = uint32_t(w.kernelH);
+        spec.kernelW = uint32_t(w.kernelW);
+        spec.strideH = uint32_t(w.strideH);
+        spec.strideW = uint32_t(w.strideW);
+        spec.dilationH = uint32_t(w.dilationH);
+        spec.dilationW = uint32_t(w.dilationW);
+        spec.padTop = int32_t(padTopLocal);
+        spec.padLeft = int32_t(w.padLeft);
+        spec.hasBias = withBias;
+        builder.addVertex(spec, tile, std::move(fields));
+      }
+    }
+}
+
+void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  ConvOp c{op, {}, window2d(op, g), {}, L.value(op.inputs[0]), L.value(op.inputs[1]), {}, {}};
+  if (op.hasInput(2))
+    c.bias = L.value(op.inputs[2]);
+  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
+  const Shape &xs = c.x.info.shape;
+  if (xs.size() != 4)
+    fail("Conv '{}': only 2-D convolution (4-D input) is supported, input has rank {}", op.name, xs.size());
+  ConvShape &s = c.s;
+  s = {xs[0], xs[1], xs[2], xs[3], outInfo.shape[1], outInfo.shape[2], outInfo.shape[3],
+       op.attrs.getInt("group", 1), 0, 0};
+  s.cg = s.c / s.groups;
+  s.mg = s.m / s.groups;
+  c.es = c.x.elemSize();
+  c.out = L.newValue(op.outputs[0], outInfo);
+  L.bind(op.outputs[0], c.out);
+  if (outInfo.elements() == 0)
+    return;
+  c.plan = planConv(s, c.w, c.es, L);
+  c.slices = int64_t(ceilDiv(uint64_t(s.cg), uint64_t(c.plan.icb)));
+  log::get("lib")->debug("{}: conv plan nb={} gb={} ocb={} ohb={} icb={} cost={}", op.name, c.plan.nb, c.plan.gb,
+                         c.plan.ocb, c.plan.ohb, c.plan.icb, c.plan.cost);
+  const std::vector<Block> blocks = mapOutput(c, L);
+
+  if (c.slices == 1) {
+    OpBuilder builder(L, op.name);
+    for (const Block &b : blocks)
+      addConvVertices(c, b, 0, s.cg, b.tile, c.out.tensor, c.bias.has_value(), builder, L);
+    return;
+  }
+
+  // Partial sums [slices][N, M, OH, OW]; slice j of a block sits on tile + j
+  // with the same layout as the block's output.
+  ir::TensorInfo partialInfo{outInfo.dtype, {c.slices, s.n, s.m, s.oh, s.ow}};
+  Value partials = L.newValue(op.name + "/partials", partialInfo);
+  const uint64_t outBytes = outInfo.bytes();
+  std::vector<graph::Interval> partialMapping;
+  for (const Block &b : blocks)
+    for (int64_t j = 0; j < c.slices; ++j)
+      for (const graph::Interval &iv : b.out)
+        partialMapping.push_back({iv.begin + uint64_t(j) * outBytes, iv.end + uint64_t(j) * outBytes,
+                                  b.tile + uint32_t(j)});
+  L.graph.setMapping(partials.tensor, partialMapping);
+  {
+    OpBuilder builder(L, op.name);
+    for (const Block &b : blocks)
+      for (int64_t j = 0; j < c.slices; ++j)
+        addConvVertices(c, b, j * c.plan.icb, std::min(s.cg, (j + 1) * c.plan.icb), b.tile + uint32_t(j),
+                        partials.tensor, c.bias.has_value() && j == 0, builder, L);
+  }
+  OpBuilder reduce(L, op.name + "/reduce");
+  for (const Block &b : blocks) {
+    uint64_t blockBytes = 0;
+    std::vector<graph::FieldRef> sliceFields;
+    for (int64_t j = 0; j < c.slices; ++j) {
+      RunList runs;
+      for (const graph::Interval &iv : b.out)
+        runs.add(iv.begin + uint64_t(j) * outBytes, iv.size());
+      blockBytes = runs.totalBytes();
+      sliceFields.push_back(reduce.gather(partials.tensor, runs, b.tile, "p" + std::to_string(j)));
+    }
+    const uint64_t elems = blockBytes / c.es;
+    const auto bounds = splitEvenly(elems, L.workers(), 64);
+    for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+      const uint64_t begin = bounds[v] * c.es, bytes = (bounds[v + 1] - bounds[v]) * c.es;
+      std::vector<graph::FieldRef> fields;
+      for (graph::FieldRef f : sliceFields) {
+        f.blockOffset += begin;
+        f.bytes = bytes;
+        fields.push_back(f);
+      }
+      fields.push_back({c.out.tensor, b.tile, begin, bytes});
+      codegen::ElementwiseSpec spec{"Sum", outInfo.dtype, uint32_t(bounds[v + 1] - bounds[v]),
+                                    std::vector<bool>(size_t(c.slices), false), {}};
+      reduce.addVertex(spec, b.tile, std::move(fields));
+    }
   }
 }
 

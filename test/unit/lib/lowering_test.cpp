@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -29,6 +30,7 @@ std::vector<float> randomData(size_t n, uint32_t seed) {
 
 struct Model {
   ir::Ir ir;
+  std::vector<std::string> lastComputeSets; // names, from the last run()
   std::map<std::string, std::vector<float>> data;
 
   void input(const std::string &name, Shape shape, uint32_t seed) {
@@ -57,15 +59,20 @@ struct Model {
   }
 
   // Compiles for `tiles` tiles and returns the named outputs.
-  std::map<std::string, std::vector<float>> run(const std::vector<std::string> &outputs, uint32_t tiles = 7) {
+  std::map<std::string, std::vector<float>> run(const std::vector<std::string> &outputs, uint32_t tiles = 7,
+                                                uint32_t bytesPerTile = 624 * 1024) {
     ir.main.outputs = outputs;
     ir::inferGraph(ir.main);
     graph::Target target = graph::Target::forArch("ipu2");
     target.tilesPerIpu = tiles;
+    target.bytesPerTile = bytesPerTile;
     graph::DeviceGraph dg(target);
+    lastComputeSets.clear();
     codegen::VertexCodegen cg;
     lib::lowerIr(ir, dg, cg);
     graph::MemoryPlan plan = graph::planMemory(dg);
+    for (const auto &cs : dg.computeSets())
+      lastComputeSets.push_back(cs.name);
     graph::ExecutableCode code;
     code.bitcode = cg.finish();
     code.vertexTypes = cg.vertexTypes();
@@ -193,6 +200,19 @@ TEST_CASE("grouped, strided, dilated, padded Conv split over few tiles", "[lib][
     checkClose(out["y"], refConv(m.data["x"], m.data["w"], &m.data["b"], 2, 4, 11, 9, 6, 2, 3, 3, 2, 1, 1, 2,
                                  1, 2, OH, OW));
   }
+}
+
+TEST_CASE("a wide Conv splits its input channels and reduces the partial sums", "[lib][conv]") {
+  Model m;
+  m.input("x", {1, 256, 5, 5}, 21);
+  m.constant("w", {16, 256, 3, 3}, 22);
+  m.constant("b", {16}, 23);
+  m.op("Conv", {"x", "w", "b"}, "y", attrs({{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+  // 16 KiB per tile cannot hold the whole 25 KiB input: the planner must split it.
+  auto out = m.run({"y"}, 64, 16 * 1024);
+  CHECK(std::find(m.lastComputeSets.begin(), m.lastComputeSets.end(), "y_op/reduce") != m.lastComputeSets.end());
+  checkClose(out["y"], refConv(m.data["x"], m.data["w"], &m.data["b"], 1, 256, 5, 5, 16, 1, 3, 3, 1, 1, 1, 1, 1,
+                               1, 5, 5));
 }
 
 TEST_CASE("MaxPool and AveragePool with padding", "[lib][pool]") {
