@@ -47,8 +47,12 @@ void emit(Emitter &em, const SoftmaxSpec &s) {
       return Emitter::Carried{em.accAdd(acc[0], e)};
     })[0];
     if (s.log) {
-      Value *shift = b.CreateFAdd(m, em.log(sum)); // out = x - max - log(sum)
-      em.forLoop(cols, [&](Value *c) { em.store(t, b.CreateFSub(em.load(t, in, at(c)), shift), out, at(c)); });
+      // out = (x - max) - log(sum): subtracting max first keeps the result exact
+      // for large inputs, where max + log(sum) would round away log(sum)'s bits.
+      Value *logSum = em.log(sum);
+      em.forLoop(cols, [&](Value *c) {
+        em.store(t, b.CreateFSub(b.CreateFSub(em.load(t, in, at(c)), m), logSum), out, at(c));
+      });
     } else {
       Value *inv = b.CreateFDiv(em.fconst(t, 1), sum);
       em.forLoop(cols, [&](Value *c) { em.store(t, b.CreateFMul(em.load(t, out, at(c)), inv), out, at(c)); });

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 bin=$(cd "${1:-$repo/build/bin}" && pwd)
 work=${2:-/tmp/popc-onnx-backend-survey}
-list=${3:-/work/shared/conformance/popart-subset-node-tests.txt}
+list=${3:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/conformance/popart-subset-node-tests.txt}
 out=$repo/docs/onnx-backend-status.md
 
 for tool in popc-onnx poprun-lite npz-compare; do
