@@ -5,7 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "support/error.h"
+#include "support/log.h"
+
+#include <cstdlib>
+#include <functional>
 #include <optional>
+#include <string>
 
 namespace popc::tools {
 
@@ -24,6 +30,28 @@ inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv)
     return 1;
   }
   return std::nullopt;
+}
+
+// Runs a tool's body with popc's exit codes: 0 success, 1 a user error (bad
+// input; one line "<tool>: error: ..."), 2 an internal error (a popc bug).
+inline int runTool(const std::string &tool, const std::function<int()> &body) {
+  try {
+    return body();
+  } catch (const Error &e) {
+    fmt::print(stderr, "{}: error: {}\n", tool, e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "{}: internal error: {}\n", tool, e.what());
+    return 2;
+  }
+}
+
+// Log level from --log-level, else POPC_LOG_LEVEL, else the default (warn).
+inline void applyLogLevel(std::string level) {
+  if (level.empty() && std::getenv("POPC_LOG_LEVEL"))
+    level = std::getenv("POPC_LOG_LEVEL");
+  if (!level.empty())
+    log::setLevel(level);
 }
 
 } // namespace popc::tools

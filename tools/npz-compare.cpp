@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
   app.add_option("--atol", atol, "Absolute tolerance")->capture_default_str();
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
     return *exitCode;
-  try {
+  return popc::tools::runTool("npz-compare", [&]() -> int {
     const auto actual = popc::npz::readNpz(actualPath);
     const auto expected = popc::npz::readNpz(expectedPath);
     bool ok = true;
@@ -95,11 +95,5 @@ int main(int argc, char **argv) {
         ok = false;
       }
     return ok ? 0 : 1;
-  } catch (const popc::Error &e) {
-    fmt::print(stderr, "npz-compare: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception &e) {
-    fmt::print(stderr, "npz-compare: internal error: {}\n", e.what());
-    return 2;
-  }
+  });
 }

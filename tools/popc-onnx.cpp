@@ -41,14 +41,11 @@ int main(int argc, char **argv) {
   app.add_flag("--stats", stats, "Print compile-time statistics");
   app.set_version_flag("--version", compilerVersion());
 
-  if (auto exitCode = tools::parseCommandLine(app, argc, argv))
+  if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
     return *exitCode;
 
-  try {
-    if (logLevel.empty() && std::getenv("POPC_LOG_LEVEL"))
-      logLevel = std::getenv("POPC_LOG_LEVEL");
-    if (!logLevel.empty())
-      log::setLevel(logLevel);
+  return popc::tools::runTool("popc-onnx", [&]() -> int {
+    popc::tools::applyLogLevel(logLevel);
     if (tilesPerIpu)
       options.tilesPerIpu = tilesPerIpu;
     if (bytesPerTile)
@@ -66,11 +63,5 @@ int main(int argc, char **argv) {
                  st.importSeconds, st.passesSeconds, st.lowerSeconds, st.codegenSeconds, st.writeSeconds,
                  st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, bytes.size(), output);
     return 0;
-  } catch (const Error &e) {
-    fmt::print(stderr, "popc-onnx: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception &e) {
-    fmt::print(stderr, "popc-onnx: internal error: {}\n", e.what());
-    return 2;
-  }
+  });
 }

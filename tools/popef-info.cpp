@@ -317,18 +317,12 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", compilerVersion());
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
     return *exitCode;
-  try {
+  return popc::tools::runTool("popef-info", [&]() -> int {
     ordered_json j = describe(*popc::popef::Executable::open(path));
     if (json)
       fmt::print("{}\n", j.dump(2));
     else
       printText(j);
     return 0;
-  } catch (const Error &e) {
-    fmt::print(stderr, "popef-info: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception &e) {
-    fmt::print(stderr, "popef-info: internal error: {}\n", e.what());
-    return 2;
-  }
+  });
 }

@@ -144,11 +144,8 @@ int main(int argc, char **argv) {
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
     return *exitCode;
 
-  try {
-    if (logLevel.empty() && std::getenv("POPC_LOG_LEVEL"))
-      logLevel = std::getenv("POPC_LOG_LEVEL");
-    if (!logLevel.empty())
-      log::setLevel(logLevel);
+  return popc::tools::runTool("poprun-lite", [&]() -> int {
+    popc::tools::applyLogLevel(logLevel);
 
     auto t0 = std::chrono::steady_clock::now();
     auto executable = popc::popef::Executable::open(model);
@@ -179,11 +176,5 @@ int main(int argc, char **argv) {
     if (report)
       printReport(engine.report(), openSeconds, iterations);
     return 0;
-  } catch (const Error &e) {
-    fmt::print(stderr, "poprun-lite: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception &e) {
-    fmt::print(stderr, "poprun-lite: internal error: {}\n", e.what());
-    return 2;
-  }
+  });
 }

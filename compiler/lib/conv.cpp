@@ -184,21 +184,7 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
         spec.dtype = c.x.info.dtype;
         spec.inChannels = uint32_t(icn);
         spec.outChannels = uint32_t(oc1 - oc0);
-        spec.inHeight = uint32_t(used.rows);
-        spec.inWidth = uint32_t(s.w);
-        spec.inRowBegin = 0;
-        spec.inRows = uint32_t(used.rows);
-        spec.outRowBegin = 0;
-        spec.outRows = uint32_t(oh1 - oh0);
-        spec.outWidth = uint32_t(s.ow);
-        spec.kernelH = uint32_t(w.kernelH);
-        spec.kernelW = uint32_t(w.kernelW);
-        spec.strideH = uint32_t(w.strideH);
-        spec.strideW = uint32_t(w.strideW);
-        spec.dilationH = uint32_t(w.dilationH);
-        spec.dilationW = uint32_t(w.dilationW);
-        spec.padTop = int32_t(padTopLocal);
-        spec.padLeft = int32_t(w.padLeft);
+        setSlabGeometry(spec, w, used.rows, s.w, oh1 - oh0, s.ow, padTopLocal);
         spec.hasBias = withBias;
         builder.addVertex(spec, tile, std::move(fields));
       }

@@ -69,44 +69,36 @@ bool contiguousOnTile(const graph::DeviceGraph &g, graph::TensorId t, const RunL
 }
 } // namespace
 
-graph::FieldRef OpBuilder::gather(graph::TensorId src, const RunList &runs, uint32_t tile,
-                                  const std::string &what) {
+// A temporary wholly on `tile` holding `runs` of `t`, filled (pre-exchange) or
+// emptied (post-exchange) by one copy per run.
+graph::FieldRef OpBuilder::tileTemporary(graph::TensorId t, const RunList &runs, uint32_t tile,
+                                         const std::string &what, bool incoming) {
   auto &g = lowering.graph;
   uint64_t offset = 0;
-  if (contiguousOnTile(g, src, runs, tile, offset))
-    return {src, tile, offset, runs.totalBytes()};
-  const graph::DeviceTensor &s = g.tensor(src);
-  const uint64_t elems = runs.totalBytes() / dtypeSize(s.dtype);
-  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()), s.dtype,
-                                    {int64_t(elems)}, graph::TensorRole::Intermediate);
+  if (contiguousOnTile(g, t, runs, tile, offset))
+    return {t, tile, offset, runs.totalBytes()};
+  const DType dtype = g.tensor(t).dtype;
+  const uint64_t elems = runs.totalBytes() / dtypeSize(dtype);
+  const graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()),
+                                          dtype, {int64_t(elems)}, graph::TensorRole::Intermediate);
   g.mapToTile(tmp, tile);
-  auto &copies = g.exchange(preExchange()).copies;
+  auto &copies = g.exchange(incoming ? preExchange() : postExchange()).copies;
   uint64_t pos = 0;
   for (const Run &r : runs.runs()) {
-    copies.push_back({src, r.byte, tmp, pos, r.bytes});
+    copies.push_back(incoming ? graph::Copy{t, r.byte, tmp, pos, r.bytes} : graph::Copy{tmp, pos, t, r.byte, r.bytes});
     pos += r.bytes;
   }
   return {tmp, tile, 0, runs.totalBytes()};
 }
 
+graph::FieldRef OpBuilder::gather(graph::TensorId src, const RunList &runs, uint32_t tile,
+                                  const std::string &what) {
+  return tileTemporary(src, runs, tile, what, true);
+}
+
 graph::FieldRef OpBuilder::scatter(graph::TensorId dst, const RunList &runs, uint32_t tile,
                                    const std::string &what) {
-  auto &g = lowering.graph;
-  uint64_t offset = 0;
-  if (contiguousOnTile(g, dst, runs, tile, offset))
-    return {dst, tile, offset, runs.totalBytes()};
-  const graph::DeviceTensor &d = g.tensor(dst);
-  const uint64_t elems = runs.totalBytes() / dtypeSize(d.dtype);
-  graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()), d.dtype,
-                                    {int64_t(elems)}, graph::TensorRole::Intermediate);
-  g.mapToTile(tmp, tile);
-  auto &copies = g.exchange(postExchange()).copies;
-  uint64_t pos = 0;
-  for (const Run &r : runs.runs()) {
-    copies.push_back({tmp, pos, dst, r.byte, r.bytes});
-    pos += r.bytes;
-  }
-  return {tmp, tile, 0, runs.totalBytes()};
+  return tileTemporary(dst, runs, tile, what, false);
 }
 
 OpBuilder::~OpBuilder() {

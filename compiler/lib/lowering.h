@@ -47,8 +47,9 @@ public:
   graph::FieldRef scatter(graph::TensorId dst, const RunList &runs, uint32_t tile, const std::string &what);
 
 private:
+  graph::FieldRef tileTemporary(graph::TensorId t, const RunList &runs, uint32_t tile, const std::string &what,
+                                bool incoming);
   std::optional<uint32_t> pre_, cs_, post_;
-  std::vector<std::pair<graph::TensorId, RunList>> pendingScatters_;
 };
 
 class Lowering {

@@ -93,21 +93,7 @@ void lowerWindowPool(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isM
       spec.max = isMax;
       spec.countIncludePad = countIncludePad;
       spec.channels = uint32_t(p1 - p0);
-      spec.inHeight = uint32_t(slab.rows);
-      spec.inWidth = uint32_t(wd);
-      spec.inRowBegin = 0;
-      spec.inRows = uint32_t(slab.rows);
-      spec.outRowBegin = 0;
-      spec.outRows = uint32_t(ohb);
-      spec.outWidth = uint32_t(ow);
-      spec.kernelH = uint32_t(w.kernelH);
-      spec.kernelW = uint32_t(w.kernelW);
-      spec.strideH = uint32_t(w.strideH);
-      spec.strideW = uint32_t(w.strideW);
-      spec.dilationH = uint32_t(w.dilationH);
-      spec.dilationW = uint32_t(w.dilationW);
-      spec.padTop = int32_t(slab.padTopLocal);
-      spec.padLeft = int32_t(w.padLeft);
+      setSlabGeometry(spec, w, slab.rows, wd, ohb, ow, slab.padTopLocal);
       builder.addVertex(spec, b.tile, std::move(fields));
     }
   }

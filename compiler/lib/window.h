@@ -25,4 +25,27 @@ struct RowSlab {
 };
 RowSlab rowSlab(const Window2d &w, int64_t inH, int64_t oh0, int64_t oh1);
 
+// Sets the geometry fields ConvSpec and PoolSpec share for a vertex working in
+// slab coordinates: its input holds `slabRows` rows (all the image it sees)
+// and its output rows start at the slab's local top padding.
+template <typename Spec>
+void setSlabGeometry(Spec &spec, const Window2d &w, int64_t slabRows, int64_t inWidth, int64_t outRows,
+                     int64_t outWidth, int64_t padTopLocal) {
+  spec.inHeight = uint32_t(slabRows);
+  spec.inWidth = uint32_t(inWidth);
+  spec.inRowBegin = 0;
+  spec.inRows = uint32_t(slabRows);
+  spec.outRowBegin = 0;
+  spec.outRows = uint32_t(outRows);
+  spec.outWidth = uint32_t(outWidth);
+  spec.kernelH = uint32_t(w.kernelH);
+  spec.kernelW = uint32_t(w.kernelW);
+  spec.strideH = uint32_t(w.strideH);
+  spec.strideW = uint32_t(w.strideW);
+  spec.dilationH = uint32_t(w.dilationH);
+  spec.dilationW = uint32_t(w.dilationW);
+  spec.padTop = int32_t(padTopLocal);
+  spec.padLeft = int32_t(w.padLeft);
+}
+
 } // namespace popc::lib
