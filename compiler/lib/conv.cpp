@@ -128,7 +128,7 @@ std::vector<Block> mapOutput(const ConvOp &c, Lowering &L) {
 // Convolution vertices of one block for input channels [ic0, ic1) of each
 // group, writing `dst` (the output, or the partial-sum slice) on `tile`.
 void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, uint32_t tile,
-                     graph::TensorId dst, bool withBias, OpBuilder &builder, Lowering &L) {
+                     graph::TensorId dst, bool withBias, bool relu, OpBuilder &builder, Lowering &L) {
   const ConvShape &s = c.s;
   const Window2d &w = c.w;
   const uint64_t es = c.es;
@@ -140,8 +140,23 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
   // Vertex slices: over output channels, or over rows for a single channel.
   const bool splitRows = ocb == 1;
   const auto bounds = splitEvenly(splitRows ? ohb : ocb, L.workers());
-  for (int64_t n = b.n0; n < b.n1; ++n)
-    for (int64_t g = b.g0; g < b.g1; ++g) {
+  for (int64_t g = b.g0; g < b.g1; ++g) {
+    // Weights and bias of each vertex slice, gathered once for all batch items.
+    std::vector<graph::FieldRef> weightFields, biasFields;
+    for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+      const int64_t oc0 = splitRows ? b.oc0 : b.oc0 + int64_t(bounds[v]);
+      const int64_t oc1 = splitRows ? b.oc1 : b.oc0 + int64_t(bounds[v + 1]);
+      RunList wRuns; // [oc][ic0:ic1][kh][kw]: one run per output channel (merged when whole)
+      for (int64_t oc = oc0; oc < oc1; ++oc)
+        wRuns.add((uint64_t((g * s.mg + oc) * s.cg + ic0) * window) * es, uint64_t(icn) * window * es);
+      weightFields.push_back(builder.gather(c.weights.tensor, wRuns, tile, "w"));
+      if (withBias) {
+        RunList bRuns;
+        bRuns.add(uint64_t(g * s.mg + oc0) * es, uint64_t(oc1 - oc0) * es);
+        biasFields.push_back(builder.gather(c.bias->tensor, bRuns, tile, "b"));
+      }
+    }
+    for (int64_t n = b.n0; n < b.n1; ++n) {
       RunList slabRuns;
       for (int64_t ic = ic0; ic < ic1; ++ic) {
         const uint64_t base = uint64_t((n * s.c + g * s.cg + ic) * s.h + slab.lo) * s.w;
@@ -164,16 +179,9 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
           in.blockOffset += uint64_t(vslab.lo - slab.lo) * s.w * es;
           in.bytes = uint64_t(vslab.rows * s.w) * es;
         }
-        std::vector<graph::FieldRef> fields{in};
-        RunList wRuns; // [oc][ic0:ic1][kh][kw]: one run per output channel (merged when whole)
-        for (int64_t oc = oc0; oc < oc1; ++oc)
-          wRuns.add((uint64_t((g * s.mg + oc) * s.cg + ic0) * window) * es, uint64_t(icn) * window * es);
-        fields.push_back(builder.gather(c.weights.tensor, wRuns, tile, "w"));
-        if (withBias) {
-          RunList bRuns;
-          bRuns.add(uint64_t(g * s.mg + oc0) * es, uint64_t(oc1 - oc0) * es);
-          fields.push_back(builder.gather(c.bias->tensor, bRuns, tile, "b"));
-        }
+        std::vector<graph::FieldRef> fields{in, weightFields[v]};
+        if (withBias)
+          fields.push_back(biasFields[v]);
         // Output slice inside the tile block [nb][channels][ohb][OW].
         const int64_t channel = (g - b.g0) * ocb + (oc0 - b.oc0);
         const uint64_t outOffset =
@@ -186,9 +194,24 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
         spec.outChannels = uint32_t(oc1 - oc0);
         setSlabGeometry(spec, w, used.rows, s.w, oh1 - oh0, s.ow, padTopLocal);
         spec.hasBias = withBias;
+        spec.relu = relu;
         builder.addVertex(spec, tile, std::move(fields));
       }
     }
+  }
+}
+
+// The output of the Relu that is the only consumer of `op`'s output (and that
+// output is not a graph output), or nullptr. Its result is then the conv's.
+const std::string *fusableRelu(const ir::Op &op, const ir::Graph &g) {
+  const std::string &out = op.outputs[0];
+  const std::vector<size_t> readers = g.consumers(out);
+  if (readers.size() != 1 || std::count(g.outputs.begin(), g.outputs.end(), out))
+    return nullptr;
+  const ir::Op &reader = *g.ops()[readers[0]];
+  if (reader.type != "Relu" || reader.ipu != op.ipu)
+    return nullptr;
+  return &reader.outputs[0];
 }
 
 void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
@@ -216,9 +239,13 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const std::vector<Block> blocks = mapOutput(c, L);
 
   if (c.slices == 1) {
+    // A Relu that is the only reader of this output runs inside the conv vertices.
+    const std::string *relu = fusableRelu(op, g);
     OpBuilder builder(L, op.name);
     for (const Block &b : blocks)
-      addConvVertices(c, b, 0, s.cg, b.tile, c.out.tensor, c.bias.has_value(), builder, L);
+      addConvVertices(c, b, 0, s.cg, b.tile, c.out.tensor, c.bias.has_value(), relu != nullptr, builder, L);
+    if (relu)
+      L.bind(*relu, Value{c.out.tensor, g.tensor(*relu).info});
     return;
   }
 
@@ -239,7 +266,7 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
     for (const Block &b : blocks)
       for (int64_t j = 0; j < c.slices; ++j)
         addConvVertices(c, b, j * c.plan.icb, std::min(s.cg, (j + 1) * c.plan.icb), b.tile + uint32_t(j),
-                        partials.tensor, c.bias.has_value() && j == 0, builder, L);
+                        partials.tensor, c.bias.has_value() && j == 0, false, builder, L);
   }
   OpBuilder reduce(L, op.name + "/reduce");
   for (const Block &b : blocks) {

@@ -5,6 +5,7 @@
 #include "support/error.h"
 #include "support/log.h"
 
+#include <algorithm>
 #include <set>
 
 namespace popc::lib {
@@ -67,6 +68,9 @@ void lowerIr(const ir::Ir &ir, graph::DeviceGraph &dg, codegen::VertexCodegen &c
   }
 
   for (const auto &op : g.ops()) {
+    // Outputs already bound: the op was fused into its producer's lowering.
+    if (std::all_of(op->outputs.begin(), op->outputs.end(), [&](const std::string &o) { return o.empty() || L.has(o); }))
+      continue;
     L.setCurrentIpu(op->ipu);
     for (const std::string &in : op->inputs)
       if (!in.empty() && !L.has(in)) {

@@ -215,6 +215,20 @@ TEST_CASE("a wide Conv splits its input channels and reduces the partial sums", 
                                1, 5, 5));
 }
 
+TEST_CASE("a Relu that only reads a Conv runs inside the conv vertices", "[lib][conv]") {
+  Model m;
+  m.input("x", {1, 3, 6, 6}, 24);
+  m.constant("w", {4, 3, 3, 3}, 25);
+  m.op("Conv", {"x", "w"}, "c", attrs({{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+  m.op("Relu", {"c"}, "y");
+  auto out = m.run({"y"}, 4);
+  CHECK(std::find(m.lastComputeSets.begin(), m.lastComputeSets.end(), "y_op") == m.lastComputeSets.end());
+  std::vector<float> want = refConv(m.data["x"], m.data["w"], nullptr, 1, 3, 6, 6, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 6, 6);
+  for (float &v : want)
+    v = std::max(v, 0.0f);
+  checkClose(out["y"], want);
+}
+
 TEST_CASE("MaxPool and AveragePool with padding", "[lib][pool]") {
   Model m;
   m.input("x", {1, 3, 7, 6}, 10);
