@@ -326,7 +326,11 @@ def bench_ort(model, inputs, tmp, args):
 # ---------------------------------------------------------------- table
 
 def fmt_ms(x, digits=3):
-    return "n/a" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "n/a"
+    while digits < 6 and 0 < abs(x) < 10 ** (1 - digits):  # keep two significant digits
+        digits += 1
+    return f"{x:.{digits}f}"
 
 
 def markdown(headers, rows):

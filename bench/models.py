@@ -4,9 +4,10 @@
     /usr/bin/python3 bench/models.py OUT_DIR
 
 OUT_DIR/<name>/{model.onnx, inputs.npz} for:
+  relu_tiny one Relu on [1,4]: the per-call overhead floor of each runtime
   mlp_wide  batch 16: Linear(256,1024) ReLU Linear(1024,1024) ReLU Linear(1024,10) Softmax
   cnn_wide  batch 4, 3x32x32: Conv(3->32) BN ReLU MaxPool Conv(32->64) BN ReLU GAP Linear(64,10)
-Then: bench/run.sh OUT_DIR/mlp_wide/model.onnx OUT_DIR/cnn_wide/model.onnx
+Then: bench/run.sh samples/mlp/model.onnx samples/cnn/model.onnx OUT_DIR/*/model.onnx
 """
 import os
 import sys
@@ -14,6 +15,10 @@ import sys
 import numpy as np
 import torch
 from torch import nn
+
+
+def relu_tiny():
+    return nn.Sequential(nn.ReLU()), (1, 4)
 
 
 def mlp_wide():
@@ -27,7 +32,7 @@ def cnn_wide():
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)), (4, 3, 32, 32)
 
 
-MODELS = {"mlp_wide": mlp_wide, "cnn_wide": cnn_wide}
+MODELS = {"relu_tiny": relu_tiny, "mlp_wide": mlp_wide, "cnn_wide": cnn_wide}
 
 
 def main():
