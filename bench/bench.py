@@ -129,7 +129,8 @@ def git_commit():
 # ---------------------------------------------------------------- popc
 
 STATS_TIMES = re.compile(r"(import|passes|lower\+plan|codegen|write) ([\d.]+)s")
-STATS_COUNTS = re.compile(r"(\d+) IR ops, (\d+) vertex types, (\d+) vertices, (\d+) exchange copies, (\d+) bytes")
+STATS_COUNTS = re.compile(r"(\d+) IR ops, (\d+) vertex types, (\d+) vertices; exchange per run: (\d+) copies, "
+                          r"(\d+) bytes\n(\d+) bytes")
 
 
 def bench_compile(popc, model, popef, args):
@@ -145,7 +146,7 @@ def bench_compile(popc, model, popef, args):
     m = STATS_COUNTS.search(out)
     if m:
         res.update(ir_ops=int(m[1]), vertex_types=int(m[2]), vertices=int(m[3]),
-                   exchange_copies=int(m[4]), popef_bytes=int(m[5]))
+                   exchange_copies=int(m[4]), exchange_bytes=int(m[5]), popef_bytes=int(m[6]))
     return res
 
 

@@ -106,8 +106,6 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   st.lowerSeconds = secondsSince(t0);
   for (const auto &cs : dg.computeSets())
     st.vertices += cs.vertices.size();
-  for (const auto &ex : dg.exchanges())
-    st.exchangeCopies += ex.copies.size();
 
   t0 = Clock::now();
   graph::ExecutableCode code;
@@ -117,7 +115,10 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   st.codegenSeconds = secondsSince(t0);
 
   t0 = Clock::now();
-  std::vector<uint8_t> bytes = graph::serializeExecutable(dg, *plan, code, options.describe());
+  graph::ExchangeStats exchange;
+  std::vector<uint8_t> bytes = graph::serializeExecutable(dg, *plan, code, options.describe(), &exchange);
+  st.exchangeCopies = exchange.copies;
+  st.exchangeBytes = exchange.bytes;
   st.writeSeconds = secondsSince(t0);
   log->info("compiled {}: {} IR ops, {} vertex types, {} vertices, {} copies, {} bytes", modelPath,
             st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, bytes.size());

@@ -26,7 +26,8 @@ struct CompileOptions {
 
 struct CompileStats {
   double importSeconds = 0, passesSeconds = 0, lowerSeconds = 0, codegenSeconds = 0, writeSeconds = 0;
-  size_t irOps = 0, vertexTypes = 0, vertices = 0, exchangeCopies = 0;
+  size_t irOps = 0, vertexTypes = 0, vertices = 0;
+  uint64_t exchangeCopies = 0, exchangeBytes = 0; // as written: split per tile, coalesced
 };
 
 // Compiles the ONNX model at `modelPath`. Throws popc::Error for bad models,

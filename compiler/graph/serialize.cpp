@@ -96,7 +96,8 @@ std::unique_ptr<fb::IoInfoT> toIoInfo(const IoInfo &io) {
 
 std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan &plan,
                                          const ExecutableCode &code,
-                                         const std::map<std::string, std::string> &options) {
+                                         const std::map<std::string, std::string> &options,
+                                         ExchangeStats *stats) {
   fb::ExecutableT exe;
   exe.format_version = popef::kFormatVersion;
   exe.compiler_version = compilerVersion();
@@ -182,6 +183,11 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     for (const Copy &c : ex.copies)
       resolveCopy(g, plan, c, copies);
     out->copies = coalesce(std::move(copies));
+    if (stats) {
+      stats->copies += out->copies.size();
+      for (const fb::Copy &c : out->copies)
+        stats->bytes += c.bytes();
+    }
     exe.exchanges.push_back(std::move(out));
   }
 

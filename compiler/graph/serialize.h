@@ -17,8 +17,15 @@ struct ExecutableCode {
   std::vector<uint8_t> bitcode; // one module holding every vertex type's symbol
 };
 
+// What the executable will move per run of its main program (after copies
+// are split at tile boundaries and coalesced).
+struct ExchangeStats {
+  uint64_t copies = 0, bytes = 0;
+};
+
 std::vector<uint8_t> serializeExecutable(const DeviceGraph &graph, const MemoryPlan &plan,
                                          const ExecutableCode &code,
-                                         const std::map<std::string, std::string> &options);
+                                         const std::map<std::string, std::string> &options,
+                                         ExchangeStats *stats = nullptr);
 
 } // namespace popc::graph
