@@ -28,6 +28,7 @@ mkdir -p "$WORK_DIR/corpus-$TARGET" "$WORK_DIR/artifacts-$TARGET"
 # New inputs go to the first corpus directory (the work dir), never to the seeds.
 # rss/malloc limits turn a forged size field that allocates gigabytes into a finding.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 exec "$BIN" "$WORK_DIR/corpus-$TARGET" "$SEEDS" \
   -max_total_time="$SECONDS_" -timeout=25 -rss_limit_mb=4096 -malloc_limit_mb=2048 \
