@@ -26,11 +26,12 @@ std::optional<std::string> checkerError(const ::onnx::ModelProto &model) {
   return std::nullopt;
 }
 
-void inferShapesAndCheck(::onnx::ModelProto &model, const std::string &path) {
-  // The 1.12 checker requires graph output shapes, which many exporters leave
-  // out and inference fills in: a checker error only counts if it survives
-  // inference. Otherwise its message is clearer than inference's.
-  const auto before = checkerError(model);
+// `before` is the checker's verdict on the model as read. The 1.12 checker
+// requires graph output shapes, which many exporters leave out and inference
+// fills in: a checker error only counts if it survives inference. Otherwise
+// its message is clearer than inference's.
+void inferShapesAndCheck(::onnx::ModelProto &model, const std::string &path,
+                         const std::optional<std::string> &before) {
   try {
     // check_type + strict mode: node-level inference errors are model errors.
     ::onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1);
@@ -209,12 +210,17 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
   loadExternalData(model, path);
   applyInputShapes(*model.mutable_graph(), options.inputShapes, path);
   checkStaticInputs(model.graph(), path);
-  inferShapesAndCheck(model, path);
-  ir::Ir ir = buildIr(model, names, opset, path);
-  crossCheckShapes(model.graph(), ir.main, path);
-  logger->debug("{}: imported {} ops, {} tensors (opset {})", path, ir.main.ops().size(),
-                ir.main.tensors().size(), opset);
-  return ir;
+  // Our own inference runs before ONNX's: it validates every op (ranks,
+  // attributes) with clear errors, and onnx 1.12's shape inference crashes on
+  // some invalid models (e.g. a Conv whose input has rank 2).
+  const auto checkerBefore = checkerError(model);
+  std::optional<ir::Ir> ir;
+  ir.emplace(buildIr(model, names, opset, path));
+  inferShapesAndCheck(model, path, checkerBefore);
+  crossCheckShapes(model.graph(), ir->main, path);
+  logger->debug("{}: imported {} ops, {} tensors (opset {})", path, ir->main.ops().size(),
+                ir->main.tensors().size(), opset);
+  return std::move(*ir);
 }
 
 } // namespace popc::onnx
