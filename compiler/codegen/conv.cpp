@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 namespace popc::codegen::detail {
 
 using namespace llvm;
@@ -49,45 +52,272 @@ KernelDesc describe(const ConvSpec &s) {
   return d;
 }
 
-void emit(Emitter &em, const ConvSpec &s) {
-  IRBuilder<> &b = em.b();
-  DType t = s.dtype;
-  Window w = windowOf(s);
-  Value *in = em.field(0), *weights = em.field(1);
-  Value *bias = s.hasBias ? em.field(2) : nullptr;
-  Value *out = em.field(s.hasBias ? 3 : 2);
-  const int64_t IC = s.inChannels, KH = s.kernelH, KW = s.kernelW, OW = s.outWidth;
-  FastMathFlags contract;
-  contract.setAllowContract();
+namespace {
 
-  const int64_t plane = int64_t(s.outRows) * OW;
-  em.forLoop(s.outChannels, [&](Value *oc) {
-    Value *init = bias ? em.load(t, bias, oc) : em.fconst(t, 0);
-    Value *outBase = b.CreateMul(oc, em.i64(plane));
-    em.forLoop(plane, [&](Value *p) { em.store(t, init, out, b.CreateAdd(outBase, p)); });
-    em.forLoop(IC, [&](Value *ic) {
-      Value *inBase = b.CreateMul(ic, em.i64(int64_t(s.inRows) * s.inWidth));
-      Value *wRow = b.CreateMul(b.CreateAdd(b.CreateMul(oc, em.i64(IC)), ic), em.i64(KH * KW));
-      Value *wv = nullptr;
-      // Zero padding: each tap only visits outputs whose input is in the image.
-      w.forEachTap(
-          em, t, out, outBase, inBase,
-          [&](int64_t kh, int64_t kw) { wv = em.load(t, weights, b.CreateAdd(wRow, em.i64(kh * KW + kw))); },
-          [&](Value *o, Value *i) {
-            IRBuilder<>::FastMathFlagGuard guard(b);
-            b.setFastMathFlags(contract); // lets the host JIT use FMA
-            em.store(t, b.CreateFAdd(em.load(t, out, o), b.CreateFMul(wv, em.load(t, in, i))), out, o);
-          });
-    });
-    if (s.relu)
-      em.forLoop(plane, [&](Value *p) {
-        Value *idx = b.CreateAdd(outBase, p);
-        Value *v = em.load(t, out, idx);
-        Value *zero = em.fconst(t, 0);
-        em.store(t, b.CreateSelect(b.CreateFCmpOLT(v, zero), zero, v), out, idx);
-      });
-  });
+// Host code shape. The band is computed in register tiles of `ob` output
+// channels x `nr` output rows x `nv` vectors of `v` output columns: the tile's
+// accumulators stay in registers over the whole reduction (input channels as a
+// loop, kernel taps unrolled), so each input vector loaded feeds `ob` FMAs and
+// each weight `nr*nv`. Zero padding costs nothing in the loop: columns outside
+// the image are masked lanes of constant-position edge chunks (interior chunks
+// run unmasked in a loop), and kernel rows outside the image read a zero row.
+// A 1x1 stride-1 conv whose rows are contiguous runs as one long row (a small
+// matmul out[oc][p] = sum_ic w[oc][ic] * in[ic][p]).
+struct Tiling {
+  bool flat = false;     // the band as one row of outRows*outWidth outputs
+  int64_t rows = 0;      // output rows of the (virtual) band
+  int64_t width = 0;     // outputs per (virtual) row
+  int64_t v = 16, nv = 1, nr = 1, ob = 1;
+};
+
+// A run of `count` column chunks of nv*v outputs starting at `start`,
+// `start + nv*v`, ...; runtime chunks are emitted as a loop and never need masks.
+struct Chunks {
+  int64_t start, count;
+  bool loop;
+};
+
+class ConvEmitter {
+public:
+  ConvEmitter(Emitter &em, const ConvSpec &s) : em_(em), b_(em.b()), s_(s), w_(windowOf(s)) {}
+
+  void run();
+
+private:
+  Tiling plan() const;
+  std::vector<Chunks> chunks() const;
+  bool laneInImage(int64_t kw, int64_t col) const;
+  // One register tile: channels [oc0, oc0+ob), rows [ohl0, ohl0+nr), columns
+  // from colStart (constant in `constStart` for edge chunks).
+  void tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int64_t groups, Value *colStart,
+            std::optional<int64_t> constStart);
+
+  Emitter &em_;
+  IRBuilder<> &b_;
+  const ConvSpec &s_;
+  Window w_;
+  Tiling t_;
+  std::vector<Window::ConstRows> rows_;       // per kernel row
+  std::vector<Window::ConstColumns> cols_;    // per kernel column
+  Value *in_ = nullptr, *weights_ = nullptr, *bias_ = nullptr, *out_ = nullptr;
+  Value *zeroRow_ = nullptr; // inWidth zeros, read by kernel rows in the padding
+};
+
+Tiling ConvEmitter::plan() const {
+  Tiling t;
+  const int64_t OW = s_.outWidth;
+  const Window::ConstRows &r0 = rows_[0];
+  const Window::ConstColumns &c0 = cols_[0];
+  t.flat = s_.kernelH == 1 && s_.kernelW == 1 && s_.strideH == 1 && s_.strideW == 1 && s_.inWidth == OW &&
+           c0.offset == 0 && c0.lo == 0 && c0.hi == OW && r0.lo == 0 && r0.hi == int64_t(s_.outRows);
+  t.rows = t.flat ? 1 : s_.outRows;
+  t.width = t.flat ? int64_t(s_.outRows) * OW : OW;
+  // One host vector (16 f32 / 8 f64 for AVX-512), narrower for narrow rows.
+  t.v = s_.dtype == DType::F64 ? 8 : 16;
+  while (t.v > 4 && t.v / 2 >= t.width)
+    t.v /= 2;
+  // Output channels per tile: all if at most 8, else evenly split blocks of <= 8.
+  const int64_t oc = s_.outChannels;
+  const int64_t blocks = (oc + 7) / 8;
+  t.ob = (oc + blocks - 1) / blocks;
+  // About 16 accumulators: enough independent FMA chains to hide latency,
+  // few enough to stay in registers with the input vectors.
+  constexpr int64_t kAccumulators = 16;
+  t.nv = std::min<int64_t>({(t.width + t.v - 1) / t.v, std::max<int64_t>(1, kAccumulators / t.ob), 8});
+  const int64_t rowBudget = std::max<int64_t>(1, kAccumulators / (t.ob * t.nv));
+  t.nr = 1;
+  for (int64_t d = 1; d <= std::min(rowBudget, t.rows); ++d)
+    if (t.rows % d == 0)
+      t.nr = d;
+  return t;
 }
+
+bool ConvEmitter::laneInImage(int64_t kw, int64_t col) const {
+  if (col >= t_.width)
+    return false;
+  return t_.flat || (col >= cols_[kw].lo && col < cols_[kw].hi);
+}
+
+std::vector<Chunks> ConvEmitter::chunks() const {
+  const int64_t L = t_.nv * t_.v, X = t_.width;
+  if (X <= L)
+    return {{0, 1, false}};
+  // Columns where every tap is in the image.
+  int64_t lo = 0, hi = X;
+  if (!t_.flat)
+    for (const Window::ConstColumns &c : cols_) {
+      lo = std::max(lo, c.lo);
+      hi = std::min(hi, c.hi);
+    }
+  std::vector<Chunks> out;
+  auto interior = [&](int64_t start) { return start >= lo && start + L <= hi; };
+  for (int64_t start = 0; start + L <= X;) {
+    int64_t n = 0;
+    while (start + (n + 1) * L <= X && interior(start + n * L))
+      ++n;
+    if (n >= 2) {
+      out.push_back({start, n, true});
+      start += n * L;
+    } else {
+      out.push_back({start, 1, false});
+      start += L;
+    }
+  }
+  if (X % L)
+    out.push_back({X - L, 1, false}); // overlaps the previous chunk: recomputes the same values
+  return out;
+}
+
+void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int64_t groups, Value *colStart,
+                       std::optional<int64_t> constStart) {
+  const DType dt = s_.dtype;
+  const int64_t V = t_.v, NV = t_.nv, NR = t_.nr, KH = s_.kernelH, KW = s_.kernelW, KK = KH * KW;
+  const int64_t IC = s_.inChannels, W = s_.inWidth, SW = s_.strideW;
+  const int64_t inPlane = int64_t(s_.inRows) * W, outPlane = int64_t(s_.outRows) * s_.outWidth;
+  Type *vt = em_.vecType(dt, unsigned(V));
+  auto acc = [&](int64_t j, int64_t r, int64_t v) { return size_t((j * NR + r) * NV + v); };
+
+  // Per kernel row and tile row: in the image for all, none or some (runtime
+  // flag) of the row groups this tile runs for; field row offset.
+  enum class Rows { All, None, Some };
+  std::vector<Rows> rowKind(size_t(KH * NR));
+  std::vector<Value *> rowValid(size_t(KH * NR), nullptr), rowOffset(size_t(KH * NR), nullptr);
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t r = 0; r < NR; ++r) {
+      const Window::ConstRows &rw = rows_[kh];
+      const int64_t first = group0 * NR + r, last = (group0 + groups - 1) * NR + r;
+      Rows kind = first >= rw.lo && last < rw.hi ? Rows::All : (last < rw.lo || first >= rw.hi ? Rows::None : Rows::Some);
+      const size_t i = size_t(kh * NR + r);
+      rowKind[i] = kind;
+      Value *ohl = b_.CreateAdd(ohl0, em_.i64(r));
+      if (kind == Rows::Some)
+        rowValid[i] = b_.CreateAnd(b_.CreateICmpSGE(ohl, em_.i64(rw.lo)), b_.CreateICmpSLT(ohl, em_.i64(rw.hi)));
+      const int64_t rowOff = rw.base - s_.inRowBegin; // field row of relative output row 0
+      rowOffset[i] = b_.CreateMul(b_.CreateAdd(b_.CreateMul(ohl, em_.i64(s_.strideH)), em_.i64(rowOff)), em_.i64(W));
+    }
+  // Lanes per (kernel column, vector): constant masks for edge chunks.
+  auto lanes = [&](int64_t kw, int64_t v) {
+    std::vector<bool> on(size_t(V), true);
+    if (constStart)
+      for (int64_t l = 0; l < V; ++l)
+        on[size_t(l)] = laneInImage(kw, *constStart + v * V + l);
+    return on;
+  };
+  auto any = [](const std::vector<bool> &on) { return std::find(on.begin(), on.end(), true) != on.end(); };
+
+  Emitter::Carried init(size_t(ob * NR * NV));
+  for (int64_t j = 0; j < ob; ++j) {
+    Value *oc = b_.CreateAdd(oc0, em_.i64(j));
+    Value *start = em_.splat(unsigned(V), bias_ ? em_.load(dt, bias_, oc) : em_.fconst(dt, 0));
+    for (int64_t r = 0; r < NR; ++r)
+      for (int64_t v = 0; v < NV; ++v)
+        init[acc(j, r, v)] = start;
+  }
+  Value *wBlock = b_.CreateMul(oc0, em_.i64(IC * KK));
+  Emitter::Carried sum = em_.forLoop(IC, init, [&](Value *ic, const Emitter::Carried &cur) {
+    Emitter::Carried next = cur;
+    Value *chan = b_.CreateMul(ic, em_.i64(inPlane));
+    Value *wChan = b_.CreateAdd(wBlock, b_.CreateMul(ic, em_.i64(KK)));
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        std::vector<Value *> wv(size_t(ob), nullptr);
+        auto weight = [&](int64_t j) {
+          if (!wv[size_t(j)]) {
+            Value *idx = b_.CreateAdd(wChan, em_.i64(j * IC * KK + kh * KW + kw));
+            wv[size_t(j)] = em_.splat(unsigned(V), em_.load(dt, weights_, idx));
+          }
+          return wv[size_t(j)];
+        };
+        const int64_t colOff = t_.flat ? 0 : cols_[kw].offset;
+        for (int64_t r = 0; r < NR; ++r) {
+          const size_t ri = size_t(kh * NR + r);
+          if (rowKind[ri] == Rows::None)
+            continue;
+          Value *row = em_.gep(dt, in_, b_.CreateAdd(chan, rowOffset[ri]));
+          if (rowKind[ri] == Rows::Some)
+            row = b_.CreateSelect(rowValid[ri], row, zeroRow_);
+          for (int64_t v = 0; v < NV; ++v) {
+            std::vector<bool> on = lanes(kw, v);
+            if (!any(on))
+              continue;
+            Value *col = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(colStart, em_.i64(v * V)), em_.i64(SW)),
+                                      em_.i64(colOff));
+            Value *x = em_.loadLanes(dt, row, col, on, t_.flat ? 1 : SW);
+            for (int64_t j = 0; j < ob; ++j)
+              next[acc(j, r, v)] = em_.fmulAdd(weight(j), x, next[acc(j, r, v)]);
+          }
+        }
+      }
+    return next;
+  });
+  Value *zero = Constant::getNullValue(vt);
+  for (int64_t j = 0; j < ob; ++j)
+    for (int64_t r = 0; r < NR; ++r)
+      for (int64_t v = 0; v < NV; ++v) {
+        std::vector<bool> on(size_t(V), true);
+        if (constStart)
+          for (int64_t l = 0; l < V; ++l)
+            on[size_t(l)] = *constStart + v * V + l < t_.width;
+        if (!any(on))
+          continue;
+        Value *x = sum[acc(j, r, v)];
+        if (s_.relu)
+          x = b_.CreateSelect(b_.CreateFCmpOLT(x, zero), zero, x);
+        Value *oc = b_.CreateAdd(oc0, em_.i64(j));
+        Value *idx = b_.CreateAdd(b_.CreateMul(oc, em_.i64(outPlane)),
+                                  b_.CreateAdd(b_.CreateMul(b_.CreateAdd(ohl0, em_.i64(r)), em_.i64(t_.width)),
+                                               b_.CreateAdd(colStart, em_.i64(v * V))));
+        em_.storeLanes(dt, x, out_, idx, on);
+      }
+}
+
+void ConvEmitter::run() {
+  in_ = em_.field(0);
+  weights_ = em_.field(1);
+  bias_ = s_.hasBias ? em_.field(2) : nullptr;
+  out_ = em_.field(s_.hasBias ? 3 : 2);
+  for (int64_t kh = 0; kh < s_.kernelH; ++kh)
+    rows_.push_back(w_.rows(kh));
+  for (int64_t kw = 0; kw < s_.kernelW; ++kw)
+    cols_.push_back(w_.columns(kw));
+  t_ = plan();
+  const int64_t groups = t_.rows / t_.nr;
+
+  // Kernel rows outside the image read a row of zeros (only when some row of
+  // the band needs it: tiles decide per row at run time).
+  bool needZeroRow = false;
+  for (const Window::ConstRows &r : rows_)
+    needZeroRow |= r.lo > 0 || r.hi < t_.rows;
+  if (needZeroRow) {
+    const int64_t W = s_.inWidth;
+    zeroRow_ = b_.CreateAlloca(em_.type(s_.dtype), em_.i64(W), "zero_row");
+    b_.CreateMemSet(zeroRow_, b_.getInt8(0), uint64_t(W) * dtypeSize(s_.dtype), Align(dtypeSize(s_.dtype)));
+  }
+
+  const std::vector<Chunks> runs = chunks();
+  const int64_t L = t_.nv * t_.v;
+  auto block = [&](Value *oc0, int64_t ob) {
+    em_.forLoop(groups, [&](Value *g) {
+      Value *ohl0 = b_.CreateMul(g, em_.i64(t_.nr));
+      for (const Chunks &c : runs) {
+        if (c.loop)
+          em_.forLoop(c.count, [&](Value *k) {
+            tile(oc0, ob, ohl0, 0, groups, b_.CreateAdd(em_.i64(c.start), b_.CreateMul(k, em_.i64(L))), std::nullopt);
+          });
+        else
+          tile(oc0, ob, ohl0, 0, groups, em_.i64(c.start), c.start);
+      }
+    });
+  };
+  const int64_t full = s_.outChannels / t_.ob, rest = s_.outChannels % t_.ob;
+  em_.forLoop(full, [&](Value *blk) { block(b_.CreateMul(blk, em_.i64(t_.ob)), t_.ob); });
+  if (rest)
+    block(em_.i64(full * t_.ob), rest);
+}
+
+} // namespace
+
+void emit(Emitter &em, const ConvSpec &s) { ConvEmitter(em, s).run(); }
 
 std::string key(const ConvSpec &s) {
   return fmt::format("conv:dtype={},ic={},oc={},inH={},inW={},inRowBegin={},inRows={},outRowBegin={},outRows={},"

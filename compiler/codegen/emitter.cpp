@@ -5,6 +5,8 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
 
+#include <algorithm>
+
 namespace popc::codegen::detail {
 
 using namespace llvm;
@@ -82,6 +84,58 @@ Value *Emitter::load(DType t, Value *base, Value *index) {
 
 void Emitter::store(DType t, Value *value, Value *base, Value *index) {
   b_.CreateAlignedStore(value, gep(t, base, index), Align(dtypeSize(t)));
+}
+
+FixedVectorType *Emitter::vecType(DType t, unsigned lanes) { return FixedVectorType::get(type(t), lanes); }
+
+namespace {
+
+Constant *maskConstant(LLVMContext &c, const std::vector<bool> &lanes) {
+  std::vector<Constant *> bits;
+  for (bool on : lanes)
+    bits.push_back(ConstantInt::getBool(c, on));
+  return ConstantVector::get(bits);
+}
+
+} // namespace
+
+Value *Emitter::loadLanes(DType t, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride) {
+  const auto n = static_cast<unsigned>(lanes.size());
+  const Align align(dtypeSize(t));
+  // Not inbounds: off lanes may lie outside the field.
+  Value *ptr = b_.CreateGEP(type(t), base, index);
+  bool all = std::all_of(lanes.begin(), lanes.end(), [](bool on) { return on; });
+  if (stride == 1) {
+    if (all)
+      return b_.CreateAlignedLoad(vecType(t, n), ptr, align);
+    return b_.CreateMaskedLoad(vecType(t, n), ptr, align, maskConstant(ctx(), lanes),
+                               Constant::getNullValue(vecType(t, n)));
+  }
+  // Strided: a masked load of the span that touches only the wanted
+  // elements, then a shuffle that picks them.
+  const auto wide = static_cast<unsigned>(n * stride);
+  std::vector<bool> wideLanes(wide, false);
+  std::vector<int> pick;
+  for (unsigned l = 0; l < n; ++l) {
+    wideLanes[l * stride] = lanes[l];
+    pick.push_back(static_cast<int>(l * stride));
+  }
+  Value *span = b_.CreateMaskedLoad(vecType(t, wide), ptr, align, maskConstant(ctx(), wideLanes),
+                                    Constant::getNullValue(vecType(t, wide)));
+  return b_.CreateShuffleVector(span, pick);
+}
+
+void Emitter::storeLanes(DType t, Value *value, Value *base, Value *index, const std::vector<bool> &lanes) {
+  const Align align(dtypeSize(t));
+  Value *ptr = b_.CreateGEP(type(t), base, index);
+  if (std::all_of(lanes.begin(), lanes.end(), [](bool on) { return on; }))
+    b_.CreateAlignedStore(value, ptr, align);
+  else
+    b_.CreateMaskedStore(value, ptr, align, maskConstant(ctx(), lanes));
+}
+
+Value *Emitter::fmulAdd(Value *a, Value *b, Value *c) {
+  return b_.CreateIntrinsic(Intrinsic::fmuladd, {a->getType()}, {a, b, c});
 }
 
 Emitter::Carried Emitter::forLoop(Value *begin, Value *end, Carried init,

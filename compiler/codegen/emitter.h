@@ -46,6 +46,18 @@ public:
   Value *load(DType t, Value *base, Value *index);
   void store(DType t, Value *value, Value *base, Value *index);
 
+  // Vectors. lanes[l] says whether lane l is accessed; the element of lane l
+  // is base[index + l*stride] (stride 1 for stores). Lanes that are off are
+  // never touched and load as 0, so `index` may point outside the field for
+  // them (e.g. into the left padding). All-on stride-1 accesses are plain
+  // vector loads/stores, the rest masked ones (constant masks).
+  llvm::FixedVectorType *vecType(DType t, unsigned lanes);
+  Value *splat(unsigned lanes, Value *scalar) { return b_.CreateVectorSplat(lanes, scalar); }
+  Value *loadLanes(DType t, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride = 1);
+  void storeLanes(DType t, Value *value, Value *base, Value *index, const std::vector<bool> &lanes);
+  // a*b + c, fused by the host where it has FMA (llvm.fmuladd); scalars or vectors.
+  Value *fmulAdd(Value *a, Value *b, Value *c);
+
   // Counted loop for (iv = begin; iv < end; ++iv) in rotated canonical form
   // (guard if the trip count is not a known positive constant, preheader,
   // header with phi induction, latch). `carried` are loop-carried values

@@ -4,7 +4,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <set>
 
 using namespace popc;
@@ -148,46 +147,4 @@ TEST_CASE("the host JIT vectorises the inner loops", "[codegen]") {
   CHECK(body("v2_matmul").find("x float>") != std::string::npos);
   CHECK(body("v3_conv").find("x float>") != std::string::npos);
   CHECK(body("v5_reduce").find("x float>") != std::string::npos);
-}
-
-// Host speed of the generated code (hidden: run with `codegen_tests "[.bench]"`).
-TEST_CASE("host throughput of matmul and conv", "[.bench]") {
-  VertexCodegen cg;
-  MatMulSpec mm;
-  mm.m = 64;
-  mm.n = 64;
-  mm.k = 64;
-  uint32_t mmIndex = cg.getOrCreate(mm);
-  mm.transB = true;
-  uint32_t mmtIndex = cg.getOrCreate(mm);
-  ConvSpec conv;
-  conv.inChannels = conv.outChannels = 16;
-  conv.inHeight = conv.inWidth = conv.inRows = 28;
-  conv.outRows = conv.outWidth = 28;
-  conv.kernelH = conv.kernelW = 3;
-  conv.padTop = conv.padLeft = 1;
-  uint32_t convIndex = cg.getOrCreate(conv);
-  JitModule jit(cg.finish());
-  std::mt19937 rng(1);
-  auto time = [&](uint32_t index, double flops) {
-    const VertexTypeInfo &vt = cg.vertexTypes()[index];
-    std::vector<Bytes> fields;
-    std::vector<uint32_t> offsets;
-    size_t total = 0;
-    for (const auto &f : vt.fields) {
-      offsets.push_back(uint32_t(total));
-      total += (f.bytes + 63) / 64 * 64;
-    }
-    std::vector<float> tile = randomVector<float>(total / 4, rng);
-    auto fn = jit.lookup(vt.symbol);
-    const int reps = 200;
-    auto start = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r)
-      fn(reinterpret_cast<uint8_t *>(tile.data()), offsets.data());
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    WARN(vt.name << ": " << flops * reps / secs / 1e9 << " GFLOP/s, " << secs / reps * 1e6 << " us/call");
-  };
-  time(mmIndex, 2.0 * 64 * 64 * 64);
-  time(mmtIndex, 2.0 * 64 * 64 * 64);
-  time(convIndex, 2.0 * 16 * 16 * 9 * 28 * 28);
 }

@@ -54,23 +54,15 @@ ConvSpec makeSpec(const ConvCase &c, uint32_t &fullOutH) {
   return s;
 }
 
-} // namespace
-
-TEST_CASE("conv matches a reference with stride, dilation, padding, bands, bias and relu", "[codegen][conv]") {
-  const std::vector<ConvCase> cases = {
-      {3, 4, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false},  // same conv, all rows
-      {2, 3, 12, 10, 3, 2, 2, 2, 2, 1, 2, 1, 2, 1, 1, 3, true, false, false}, // band in the middle
-      {5, 2, 6, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, false, false, false},  // 1x1
-      {2, 2, 8, 8, 5, 5, 1, 2, 1, 1, 2, 2, 2, 2, 0, 2, false, true, true},   // band starts in padding
-      {1, 1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 3, 0, true, false, true},   // band ends in padding
-      {3, 2, 7, 9, 2, 4, 3, 3, 1, 1, 0, 3, 1, 3, 0, 0, true, false, false},  // wide left padding, stride 3
-  };
+// Runs every case as one vertex of `dtype` and compares it with a double
+// reference on random data.
+template <typename T> void checkCases(const std::vector<ConvCase> &cases, DType dtype, double rtol) {
   VertexCodegen cg;
   std::vector<std::pair<ConvSpec, uint32_t>> runs;
-  std::vector<uint32_t> fullH;
   for (const ConvCase &c : cases) {
     uint32_t oh;
     ConvSpec s = makeSpec(c, oh);
+    s.dtype = dtype;
     runs.emplace_back(s, cg.getOrCreate(s));
   }
   JitModule jit(cg.finish());
@@ -80,10 +72,10 @@ TEST_CASE("conv matches a reference with stride, dilation, padding, bands, bias 
     const ConvSpec &s = runs[ci].first;
     const VertexTypeInfo &vt = cg.vertexTypes()[runs[ci].second];
     INFO("case " << ci << " " << vt.name);
-    auto image = randomVector<float>(size_t(c.ic) * c.h * c.w, rng);
-    auto weights = randomVector<float>(size_t(c.oc) * c.ic * c.kh * c.kw, rng);
-    auto bias = randomVector<float>(c.oc, rng);
-    std::vector<float> in(size_t(c.ic) * s.inRows * c.w, std::numeric_limits<float>::quiet_NaN());
+    auto image = randomVector<T>(size_t(c.ic) * c.h * c.w, rng);
+    auto weights = randomVector<T>(size_t(c.oc) * c.ic * c.kh * c.kw, rng);
+    auto bias = randomVector<T>(c.oc, rng);
+    std::vector<T> in(size_t(c.ic) * s.inRows * c.w, std::numeric_limits<T>::quiet_NaN());
     for (uint32_t i = 0; i < c.ic; ++i)
       for (uint32_t r = 0; r < s.inRows; ++r) {
         int64_t ih = s.inRowBegin + int64_t(r);
@@ -113,9 +105,55 @@ TEST_CASE("conv matches a reference with stride, dilation, padding, bands, bias 
     std::vector<Bytes> fields = {toBytes(in), toBytes(weights)};
     if (c.bias)
       fields.push_back(toBytes(bias));
-    fields.push_back(Bytes(want.size() * 4, 0xFF));
-    requireClose(fromBytes<float>(jit.run(vt, fields).back()), want);
+    fields.push_back(Bytes(want.size() * sizeof(T), 0xFF));
+    requireClose(fromBytes<T>(jit.run(vt, fields).back()), want, rtol);
   }
+}
+
+} // namespace
+
+TEST_CASE("conv matches a reference with stride, dilation, padding, bands, bias and relu", "[codegen][conv]") {
+  checkCases<float>(
+      {
+          {3, 4, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false},  // same conv, all rows
+          {2, 3, 12, 10, 3, 2, 2, 2, 2, 1, 2, 1, 2, 1, 1, 3, true, false, false}, // band in the middle
+          {5, 2, 6, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, false, false, false},  // 1x1
+          {2, 2, 8, 8, 5, 5, 1, 2, 1, 1, 2, 2, 2, 2, 0, 2, false, true, true},   // band starts in padding
+          {1, 1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 3, 0, true, false, true},   // band ends in padding
+          {3, 2, 7, 9, 2, 4, 3, 3, 1, 1, 0, 3, 1, 3, 0, 0, true, false, false},  // wide left padding, stride 3
+      },
+      DType::F32, 1e-5);
+}
+
+// Shapes that exercise the host tiling: output-channel blocks with a
+// remainder, column chunks in a loop plus overlapping edge chunks, several
+// rows per tile with kernel rows in the padding, the flat 1x1 path, narrow rows.
+namespace {
+
+const std::vector<ConvCase> &tilingCases() {
+  static const std::vector<ConvCase> cases = {
+      {4, 11, 7, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 5, true, true, false},    // 2 channel blocks (6+5)
+      {3, 1, 12, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 6, false, false, false},  // 2-row tiles, padding rows
+      {3, 8, 6, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, true, false, false},   // chunk loop + edge chunks
+      {5, 10, 9, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3, true, true, false},    // flat 1x1 band (120 wide)
+      {6, 9, 9, 300, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 3, true, false, false},   // stride 2 with a chunk loop
+      {2, 3, 13, 90, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, true, false, true},    // dilation 2, all rows
+      {7, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false},      // 7x7 plane, 7 rows per tile
+      {4, 5, 6, 33, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 0, 0, false, false, false},   // 1x1 stride 2
+      {3, 2, 10, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4, true, false, false},    // width 3 (narrowest vectors)
+      {2, 3, 9, 40, 3, 5, 1, 1, 1, 1, 1, 2, 1, 2, 0, 0, true, true, true},      // 3x5 kernel, padded band
+  };
+  return cases;
+}
+
+} // namespace
+
+TEST_CASE("conv tiling matches a reference on wide, narrow and many-channel shapes", "[codegen][conv]") {
+  checkCases<float>(tilingCases(), DType::F32, 1e-5);
+}
+
+TEST_CASE("conv in f64 matches a reference", "[codegen][conv]") {
+  checkCases<double>(tilingCases(), DType::F64, 1e-12);
 }
 
 TEST_CASE("conv describes its fields and rejects bad geometry", "[codegen][conv]") {
