@@ -28,8 +28,11 @@ constexpr uint64_t kMaxTensorBytes = 1ull << 40;
 uint64_t tensorBytes(const ::popef::fb::Tensor &t);
 Shape tensorShape(const ::popef::fb::Tensor &t);
 
-// Packs an executable with the "POPF" identifier. Deterministic.
+// Packs an executable with the "POPF" identifier and the checksum of every
+// constant and code module. Deterministic.
 std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe);
+// The checksum stored beside constant data and bitcode (XXH64, seed 0).
+uint64_t checksum(std::span<const uint8_t> bytes);
 // Writes bytes to `path` atomically (temporary file + rename).
 void writeFile(const std::string &path, std::span<const uint8_t> bytes);
 

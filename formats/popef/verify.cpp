@@ -31,7 +31,7 @@ public:
     checkHeader();
     checkTarget();
     checkTensors();
-    checkCode();
+    checkChecksums();
     checkVertexTypes();
     checkComputeSets();
     checkExchanges();
@@ -167,10 +167,24 @@ private:
     }
   }
 
-  void checkCode() {
-    for (uint32_t i = 0; i < len(exe_.code()); ++i)
-      if (len(exe_.code()->Get(i)->bitcode()) == 0)
+  // Corrupt bitcode must never reach LLVM's reader, which is not hardened
+  // against malformed input; corrupt weights would silently change results.
+  void checkChecksums() {
+    for (uint32_t i = 0; i < len(exe_.code()); ++i) {
+      const fb::CodeModule *m = exe_.code()->Get(i);
+      if (len(m->bitcode()) == 0)
         bad(fmt::format("code[{}]", i), "empty bitcode");
+      if (checksum({m->bitcode()->data(), m->bitcode()->size()}) != m->xxh64())
+        bad(fmt::format("code[{}]", i), "bitcode checksum mismatch: the file is corrupt; recompile the model");
+    }
+    for (uint32_t i = 0; i < len(exe_.constants()); ++i) {
+      const fb::ConstantData *c = exe_.constants()->Get(i);
+      const auto *data = c->data();
+      const std::span<const uint8_t> bytes = data ? std::span<const uint8_t>(data->data(), data->size())
+                                                  : std::span<const uint8_t>();
+      if (checksum(bytes) != c->xxh64())
+        bad(fmt::format("constants[{}]", i), "data checksum mismatch: the file is corrupt; recompile the model");
+    }
   }
 
   void checkVertexTypes() {

@@ -3,6 +3,8 @@
 
 #include "support/error.h"
 
+#include <xxhash.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,13 +14,28 @@
 
 namespace popc::popef {
 
+uint64_t checksum(std::span<const uint8_t> bytes) { return XXH64(bytes.data(), bytes.size(), 0); }
+
 std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe) {
   // The builder's output depends only on the object tree (no hashing of
   // pointers, no timestamps), so the same executable gives the same bytes.
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  fbb.ForceDefaults(true); // every checksum field is stored, so it can be patched below
   auto root = ::popef::fb::Executable::Pack(fbb, &exe);
   ::popef::fb::FinishExecutableBuffer(fbb, root);
-  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+  std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  auto *packed = ::popef::fb::GetMutableExecutable(bytes.data());
+  if (auto *constants = packed->mutable_constants())
+    for (flatbuffers::uoffset_t i = 0; i < constants->size(); ++i) {
+      auto *c = constants->GetMutableObject(i);
+      c->mutate_xxh64(c->data() ? checksum({c->data()->data(), c->data()->size()}) : checksum({}));
+    }
+  if (auto *code = packed->mutable_code())
+    for (flatbuffers::uoffset_t i = 0; i < code->size(); ++i) {
+      auto *m = code->GetMutableObject(i);
+      m->mutate_xxh64(m->bitcode() ? checksum({m->bitcode()->data(), m->bitcode()->size()}) : checksum({}));
+    }
+  return bytes;
 }
 
 void writeFile(const std::string &path, std::span<const uint8_t> bytes) {

@@ -276,3 +276,22 @@ TEST_CASE("popef rejects 8-byte vectors the flatbuffers Verifier lets through mi
     }
   }
 }
+
+TEST_CASE("a changed byte of bitcode or constant data fails its checksum before use", "[popef]") {
+  const std::vector<uint8_t> good = sampleBytes();
+  const auto exe = Executable::fromBytes(good, "good.popef");
+  const uint8_t *base = exe->bytes().data();
+  const auto *code = exe->root().code()->Get(0)->bitcode();
+  REQUIRE(exe->root().constants() != nullptr);
+  REQUIRE(exe->root().constants()->size() > 0);
+  const auto *constant = exe->root().constants()->Get(0)->data();
+  const size_t codeAt = size_t(code->data() - base) + code->size() / 2;
+  const size_t constantAt = size_t(constant->data() - base);
+
+  std::vector<uint8_t> bad = good;
+  bad[codeAt] ^= 0x40;
+  CHECK_THROWS_WITH(Executable::fromBytes(bad, "x.popef"), Catch::Contains("code[0]: bitcode checksum mismatch"));
+  bad = good;
+  bad[constantAt] ^= 0x01;
+  CHECK_THROWS_WITH(Executable::fromBytes(bad, "x.popef"), Catch::Contains("constants[0]: data checksum mismatch"));
+}
