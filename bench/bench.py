@@ -371,9 +371,10 @@ def render(machine, results, args):
         wall = "/".join(f"{100 * ws.get(k, 0):.0f}" for k in ("compute", "exchange", "host"))
         ph = c["phases_s"]
         comp = "/".join(f"{1e3 * ph.get(k, 0):.0f}" for k in ("import", "passes", "lower+plan", "codegen", "write"))
-        rows.append([r["name"], str(c.get("vertices", "?")), str(c.get("exchange_copies", "?")), cyc, wall,
+        xb = f"{c['exchange_bytes'] / 1e6:.2f}" if "exchange_bytes" in c else "?"
+        rows.append([r["name"], str(c.get("vertices", "?")), str(c.get("exchange_copies", "?")), xb, cyc, wall,
                      fmt_ms(p["first_iteration_ms"], 2), f"{1e3 * p['jit_s']:.0f}", comp, r["check"]])
-    out.append(markdown(["model", "vertices", "exch. copies", "cycles % c/x/s/h", "run wall % c/x/h",
+    out.append(markdown(["model", "vertices", "exch. copies", "exch. MB", "cycles % c/x/s/h", "run wall % c/x/h",
                          "1st run ms", "JIT ms", "compile ms imp/pass/lower/cg/write", "max abs diff popc/torch/ort"], rows))
     notes = []
     for r in results:
