@@ -77,6 +77,12 @@ struct Chunks {
   bool loop;
 };
 
+// About 16 accumulators per tile: enough independent FMA chains to hide the
+// FMA latency (4 cycles, 2 pipes), few enough to stay in registers with the
+// input vectors. Tiles with fewer than kMinChains add accumulator sets.
+constexpr int64_t kAccumulators = 16;
+constexpr int64_t kMinChains = 8;
+
 class ConvEmitter {
 public:
   ConvEmitter(Emitter &em, const ConvSpec &s) : em_(em), b_(em.b()), s_(s), w_(windowOf(s)) {}
@@ -120,9 +126,6 @@ Tiling ConvEmitter::plan() const {
   const int64_t oc = s_.outChannels;
   const int64_t blocks = (oc + 7) / 8;
   t.ob = (oc + blocks - 1) / blocks;
-  // About 16 accumulators: enough independent FMA chains to hide latency,
-  // few enough to stay in registers with the input vectors.
-  constexpr int64_t kAccumulators = 16;
   t.nv = std::min<int64_t>({(t.width + t.v - 1) / t.v, std::max<int64_t>(1, kAccumulators / t.ob), 8});
   const int64_t rowBudget = std::max<int64_t>(1, kAccumulators / (t.ob * t.nv));
   t.nr = 1;
@@ -205,21 +208,33 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   };
   auto any = [](const std::vector<bool> &on) { return std::find(on.begin(), on.end(), true) != on.end(); };
 
-  Emitter::Carried init(size_t(ob * NR * NV));
+  // Independent accumulator sets when the tile alone has too few FMA chains
+  // to hide the FMA latency: kernel taps alternate between the sets or, for
+  // 1x1 kernels, input channels do (the loop then runs over channel groups).
+  const int64_t chains = ob * NR * NV;
+  const int64_t sets = std::min<int64_t>((kMinChains + chains - 1) / chains, 4);
+  const bool tapSets = KK >= sets;
+  const int64_t icStep = tapSets ? 1 : std::min<int64_t>(sets, IC);
+  const int64_t nSets = tapSets ? sets : icStep;
+  auto slot = [&](int64_t set, int64_t j, int64_t r, int64_t v) { return size_t(set) * size_t(chains) + acc(j, r, v); };
+
+  Emitter::Carried init(size_t(nSets * chains), Constant::getNullValue(vt));
   for (int64_t j = 0; j < ob; ++j) {
     Value *oc = b_.CreateAdd(oc0, em_.i64(j));
     Value *start = em_.splat(unsigned(V), bias_ ? em_.load(dt, bias_, oc) : em_.fconst(dt, 0));
     for (int64_t r = 0; r < NR; ++r)
       for (int64_t v = 0; v < NV; ++v)
-        init[acc(j, r, v)] = start;
+        init[slot(0, j, r, v)] = start;
   }
   Value *wBlock = b_.CreateMul(oc0, em_.i64(IC * KK));
-  Emitter::Carried sum = em_.forLoop(IC, init, [&](Value *ic, const Emitter::Carried &cur) {
-    Emitter::Carried next = cur;
+  // Adds input channel `ic` (all taps) into the accumulators of `set` (or of
+  // the tap's set).
+  auto channel = [&](Value *ic, Emitter::Carried &next, int64_t set) {
     Value *chan = b_.CreateMul(ic, em_.i64(inPlane));
     Value *wChan = b_.CreateAdd(wBlock, b_.CreateMul(ic, em_.i64(KK)));
     for (int64_t kh = 0; kh < KH; ++kh)
       for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t tapSet = tapSets ? (kh * KW + kw) % sets : set;
         std::vector<Value *> wv(size_t(ob), nullptr);
         auto weight = [&](int64_t j) {
           if (!wv[size_t(j)]) {
@@ -243,13 +258,30 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
             Value *col = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(colStart, em_.i64(v * V)), em_.i64(SW)),
                                       em_.i64(colOff));
             Value *x = em_.loadLanes(dt, row, col, on, t_.flat ? 1 : SW);
-            for (int64_t j = 0; j < ob; ++j)
-              next[acc(j, r, v)] = em_.fmulAdd(weight(j), x, next[acc(j, r, v)]);
+            for (int64_t j = 0; j < ob; ++j) {
+              const size_t k = slot(tapSet, j, r, v);
+              next[k] = em_.fmulAdd(weight(j), x, next[k]);
+            }
           }
         }
       }
+  };
+  Emitter::Carried sum = em_.forLoop(IC / icStep, init, [&](Value *g, const Emitter::Carried &cur) {
+    Emitter::Carried next = cur;
+    Value *ic0 = b_.CreateMul(g, em_.i64(icStep));
+    for (int64_t u = 0; u < icStep; ++u)
+      channel(b_.CreateAdd(ic0, em_.i64(u)), next, u);
     return next;
   });
+  if (IC % icStep)
+    sum = em_.forLoop(em_.i64(IC / icStep * icStep), em_.i64(IC), sum, [&](Value *ic, const Emitter::Carried &cur) {
+      Emitter::Carried next = cur;
+      channel(ic, next, 0);
+      return next;
+    });
+  for (int64_t set = 1; set < nSets; ++set)
+    for (size_t k = 0; k < size_t(chains); ++k)
+      sum[k] = b_.CreateFAdd(sum[k], sum[size_t(set) * size_t(chains) + k]);
   Value *zero = Constant::getNullValue(vt);
   for (int64_t j = 0; j < ob; ++j)
     for (int64_t r = 0; r < NR; ++r)

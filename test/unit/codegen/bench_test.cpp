@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 using namespace popc;
@@ -79,8 +80,12 @@ TEST_CASE("host throughput of matmul and conv", "[.bench]") {
     ConvSpec s = convSpec(c);
     runs.emplace_back(cg.getOrCreate(s), 2.0 * s.outChannels * s.outRows * s.outWidth * s.inChannels * c.k * c.k);
   }
+  const Bytes bitcode = cg.finish();
+  // POPC_BENCH_BITCODE=file.bc keeps the module for inspection (opt/llc -mcpu=native).
+  if (const char *path = std::getenv("POPC_BENCH_BITCODE"))
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(bitcode.data()), std::streamsize(bitcode.size()));
   auto t0 = std::chrono::steady_clock::now();
-  JitModule jit(cg.finish());
+  JitModule jit(bitcode);
   WARN("JIT (O3 + codegen) of " << runs.size() << " vertices: "
                                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
                                 << " s");

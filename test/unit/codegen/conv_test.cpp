@@ -142,6 +142,8 @@ const std::vector<ConvCase> &tilingCases() {
       {4, 5, 6, 33, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 0, 0, false, false, false},   // 1x1 stride 2
       {3, 2, 10, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4, true, false, false},    // width 3 (narrowest vectors)
       {2, 3, 9, 40, 3, 5, 1, 1, 1, 1, 1, 2, 1, 2, 0, 0, true, true, true},      // 3x5 kernel, padded band
+      {7, 1, 4, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, true, false, false},     // 1x1, 4 channel sets + remainder
+      {9, 2, 8, 12, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 2, 3, false, true, false},    // 1x1 with column padding
   };
   return cases;
 }
