@@ -139,7 +139,7 @@ struct Engine::Impl {
   template <typename T> static uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
 
   void compile() {
-    jit = std::make_unique<Jit>();
+    jit = std::make_unique<Jit>(pool.get());
     uint32_t nTypes = len(root.vertex_types());
     for (uint32_t m = 0; m < len(root.code()); ++m) {
       std::vector<std::string> entries;

@@ -1,25 +1,42 @@
 #include "runtime/jit.h"
 
 #include "runtime/bitcode_gate.h"
+#include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/log.h"
 
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/InstIterator.h>
+#include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
 #include <dlfcn.h>
+#include <exception>
 #include <mutex>
+#include <numeric>
 
 namespace popc::runtime {
 
 namespace {
+
+// More partitions than threads so a few slow functions do not leave a
+// thread idle at the end; each costs one lazy re-read of the bitcode.
+constexpr size_t kPartitionsPerThread = 4;
 
 // Symbols the generated machine code may reference: the allow-listed libm
 // functions (bitcode_gate.cpp), the float variants LLVM lowers math
@@ -60,34 +77,302 @@ void initLlvm() {
   });
 }
 
-} // namespace
+// ---- partitioning -----------------------------------------------------------
 
-struct Jit::Impl {
+struct UnionFind {
+  std::vector<size_t> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), size_t{0}); }
+  size_t find(size_t x) {
+    while (parent[x] != x)
+      x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  // The smaller index stays the root, so roots follow module order.
+  void join(size_t a, size_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b)
+      parent[std::max(a, b)] = std::min(a, b);
+  }
+};
+
+void globalsIn(const llvm::Constant *c, std::vector<const llvm::GlobalValue *> &out,
+               llvm::SmallPtrSetImpl<const llvm::Constant *> &seen) {
+  if (!seen.insert(c).second)
+    return;
+  if (auto *gv = llvm::dyn_cast<llvm::GlobalValue>(c)) {
+    out.push_back(gv);
+    return;
+  }
+  for (const llvm::Use &u : c->operands())
+    if (auto *op = llvm::dyn_cast<llvm::Constant>(u.get()))
+      globalsIn(op, out, seen);
+}
+
+// A global each partition may have its own copy of without changing what the
+// code computes: declarations (intrinsics, libm) and immutable data whose
+// address is not significant and that points at nothing.
+bool copyable(const llvm::GlobalValue &gv) {
+  if (auto *f = llvm::dyn_cast<llvm::Function>(&gv))
+    return f->isDeclaration();
+  auto *g = llvm::dyn_cast<llvm::GlobalVariable>(&gv);
+  if (!g || !g->isConstant() || !g->hasGlobalUnnamedAddr() || !g->hasInitializer())
+    return false;
+  std::vector<const llvm::GlobalValue *> refs;
+  llvm::SmallPtrSet<const llvm::Constant *, 8> seen;
+  globalsIn(g->getInitializer(), refs, seen);
+  return refs.empty();
+}
+
+// keep[i]: the module's i-th function (module order) is defined in this partition.
+struct Partition {
+  std::vector<bool> keep;
+  uint64_t size = 0;
+};
+
+// Groups the defined functions into connected components of "refers to"
+// (through calls, addresses and non-copyable globals), then deals the
+// components, largest first, to the least loaded of `maxParts` partitions.
+std::vector<Partition> partitionModule(const llvm::Module &m, size_t maxParts) {
+  llvm::DenseMap<const llvm::GlobalValue *, size_t> index;
+  std::vector<const llvm::Function *> functions;
+  for (const llvm::Function &f : m) {
+    index[&f] = functions.size();
+    functions.push_back(&f);
+  }
+  size_t n = functions.size();
+  for (const llvm::GlobalVariable &g : m.globals())
+    index[&g] = n++;
+  UnionFind groups(n);
+
+  auto joinAll = [&](size_t node, const std::vector<const llvm::GlobalValue *> &refs) {
+    for (const llvm::GlobalValue *gv : refs)
+      if (!copyable(*gv))
+        groups.join(node, index.at(gv));
+  };
+  for (const llvm::Function *f : functions) {
+    if (f->isDeclaration())
+      continue;
+    std::vector<const llvm::GlobalValue *> refs;
+    llvm::SmallPtrSet<const llvm::Constant *, 32> seen;
+    for (const llvm::Use &u : f->operands()) // personality, prefix, prologue
+      if (auto *c = llvm::dyn_cast_or_null<llvm::Constant>(u.get()))
+        globalsIn(c, refs, seen);
+    for (const llvm::Instruction &inst : llvm::instructions(*f))
+      for (const llvm::Use &u : inst.operands())
+        if (auto *c = llvm::dyn_cast<llvm::Constant>(u.get()))
+          globalsIn(c, refs, seen);
+    joinAll(index.at(f), refs);
+  }
+  for (const llvm::GlobalVariable &g : m.globals()) {
+    if (!g.hasInitializer() || copyable(g))
+      continue;
+    std::vector<const llvm::GlobalValue *> refs;
+    llvm::SmallPtrSet<const llvm::Constant *, 8> seen;
+    globalsIn(g.getInitializer(), refs, seen);
+    joinAll(index.at(&g), refs);
+  }
+
+  // Components in module order of their first function, with their sizes.
+  struct Component {
+    std::vector<size_t> functions;
+    uint64_t size = 0;
+  };
+  std::vector<Component> components;
+  std::vector<size_t> componentOfRoot(n, SIZE_MAX);
+  for (size_t i = 0; i < functions.size(); ++i) {
+    if (functions[i]->isDeclaration())
+      continue;
+    size_t root = groups.find(i);
+    if (componentOfRoot[root] == SIZE_MAX) {
+      componentOfRoot[root] = components.size();
+      components.emplace_back();
+    }
+    Component &c = components[componentOfRoot[root]];
+    c.functions.push_back(i);
+    c.size += functions[i]->getInstructionCount() + 1;
+  }
+
+  std::vector<size_t> order(components.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return components[a].size > components[b].size; });
+  std::vector<Partition> parts(std::min(std::max<size_t>(maxParts, 1), components.size()));
+  for (Partition &p : parts)
+    p.keep.assign(functions.size(), false);
+  for (size_t c : order) {
+    Partition &p = *std::min_element(parts.begin(), parts.end(),
+                                     [](const Partition &a, const Partition &b) { return a.size < b.size; });
+    for (size_t f : components[c].functions)
+      p.keep[f] = true;
+    p.size += components[c].size;
+  }
+  // Largest first, so the pool starts the long ones early.
+  std::stable_sort(parts.begin(), parts.end(), [](const Partition &a, const Partition &b) { return a.size > b.size; });
+  return parts;
+}
+
+// Unnamed globals get symbol names from their position among the unnamed
+// ones of their module ("__unnamed_1"), which would clash between partitions.
+void nameUnnamedGlobals(llvm::Module &m) {
+  for (llvm::GlobalValue &gv : m.global_values())
+    if (!gv.hasName())
+      gv.setName("__popc_unnamed"); // LLVM makes it unique
+}
+
+// ---- per-partition compile ---------------------------------------------------
+
+struct HostTarget {
   std::string cpu;
   std::string features;
   bool avx512 = false;
-  std::unique_ptr<llvm::TargetMachine> tm; // for the optimisation pipeline
-  std::unique_ptr<llvm::orc::LLJIT> jit;
+  // The optimisation pipeline's target and the code generator's (which is
+  // the one LLJIT would use: position independent, small code model).
+  llvm::orc::JITTargetMachineBuilder optimiseTmb{llvm::Triple()};
+  llvm::orc::JITTargetMachineBuilder codegenTmb{llvm::Triple()};
 };
 
-Jit::Jit() : impl_(std::make_unique<Impl>()) {
+// Keeps only the partition's function bodies (and what they use) of a lazily
+// read module. Bodies are read before anything is dropped so their uses keep
+// the globals they need alive.
+void extractPartition(llvm::Module &m, const Partition &part, const std::string &where) {
+  std::vector<llvm::Function *> others;
+  std::vector<llvm::Function *> dropped; // bodies of other partitions
+  size_t i = 0;
+  for (llvm::Function &f : m) {
+    POPC_ASSERT(i < part.keep.size());
+    if (part.keep[i++]) {
+      if (llvm::Error err = f.materialize())
+        failLlvm(where, "cannot re-read code module", std::move(err));
+    } else {
+      others.push_back(&f);
+    }
+  }
+  POPC_ASSERT(i == part.keep.size());
+  for (llvm::Function *f : others)
+    if (!f->isDeclaration()) {
+      f->deleteBody();
+      dropped.push_back(f);
+    }
+  // Erase what nothing in the partition uses any more (globals may refer to
+  // functions and to each other, so repeat until nothing changes).
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (auto it = m.global_begin(); it != m.global_end();) {
+      llvm::GlobalVariable &g = *it++;
+      g.removeDeadConstantUsers();
+      if (g.use_empty()) {
+        g.eraseFromParent();
+        erased = true;
+      }
+    }
+    for (auto it = others.begin(); it != others.end();) {
+      (*it)->removeDeadConstantUsers();
+      if ((*it)->use_empty()) {
+        std::erase(dropped, *it);
+        (*it)->eraseFromParent();
+        it = others.erase(it);
+        erased = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+  // A partition is closed under references: no body it needs was dropped.
+  POPC_ASSERT(dropped.empty());
+  if (llvm::Error err = m.materializeAll())
+    failLlvm(where, "cannot re-read code module", std::move(err));
+}
+
+// The host O3 pipeline, exactly as for a whole module.
+void optimise(llvm::Module &m, llvm::TargetMachine &tm, const HostTarget &host) {
+  m.setTargetTriple(tm.getTargetTriple().str());
+  m.setDataLayout(tm.createDataLayout());
+  // The file's own target attributes (if any) must not pin us to a weaker CPU.
+  for (llvm::Function &f : m) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", host.cpu);
+    f.addFnAttr("target-features", host.features);
+    if (host.avx512)
+      f.addFnAttr("prefer-vector-width", "512");
+  }
+
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  pto.LoopInterleaving = true;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+}
+
+// Runs on a pool thread: everything LLVM here lives in this call's own context.
+std::unique_ptr<llvm::MemoryBuffer> compilePartition(llvm::StringRef bitcode, const Partition &part,
+                                                     const HostTarget &host, const std::string &where) {
+  llvm::LLVMContext context;
+  auto lazy = llvm::getLazyBitcodeModule(llvm::MemoryBufferRef(bitcode, "vertex-code"), context);
+  if (!lazy)
+    failLlvm(where, "cannot re-read code module", lazy.takeError());
+  llvm::Module &m = **lazy;
+  extractPartition(m, part, where);
+
+  // Target machines are not shared between threads; builders are copied.
+  auto optimiseTm = llvm::orc::JITTargetMachineBuilder(host.optimiseTmb).createTargetMachine();
+  if (!optimiseTm)
+    failLlvm("JIT", "cannot create a target machine for the host", optimiseTm.takeError());
+  optimise(m, **optimiseTm, host);
+
+  auto codegenTm = llvm::orc::JITTargetMachineBuilder(host.codegenTmb).createTargetMachine();
+  if (!codegenTm)
+    failLlvm("JIT", "cannot create a target machine for the host", codegenTm.takeError());
+  llvm::orc::SimpleCompiler compile(**codegenTm);
+  auto object = compile(m);
+  if (!object)
+    failLlvm(where, "cannot compile code module", object.takeError());
+  return std::move(*object);
+}
+
+} // namespace
+
+struct Jit::Impl {
+  ThreadPool *pool = nullptr;
+  HostTarget host;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  size_t lastPartitions = 0;
+};
+
+Jit::Jit(ThreadPool *pool) : impl_(std::make_unique<Impl>()) {
   initLlvm();
-  impl_->cpu = llvm::sys::getHostCPUName().str();
+  impl_->pool = pool;
+  HostTarget &host = impl_->host;
+  host.cpu = llvm::sys::getHostCPUName().str();
   llvm::SubtargetFeatures features;
   for (const auto &f : llvm::sys::getHostCPUFeatures())
     features.AddFeature(f.first(), f.second);
-  impl_->features = features.getString();
-  impl_->avx512 = llvm::sys::getHostCPUFeatures().lookup("avx512f");
+  host.features = features.getString();
+  host.avx512 = llvm::sys::getHostCPUFeatures().lookup("avx512f");
 
   llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
-  jtmb.setCPU(impl_->cpu);
+  jtmb.setCPU(host.cpu);
   jtmb.addFeatures(features.getFeatures());
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-
-  auto tm = jtmb.createTargetMachine();
-  if (!tm)
+  host.optimiseTmb = jtmb;
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  jtmb.setCodeModel(llvm::CodeModel::Small);
+  host.codegenTmb = jtmb;
+  if (auto tm = jtmb.createTargetMachine(); !tm)
     failLlvm("JIT", "cannot create a target machine for the host", tm.takeError());
-  impl_->tm = std::move(*tm);
 
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(jtmb)
@@ -117,44 +402,50 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
 
 Jit::~Jit() = default;
 
-const std::string &Jit::hostCpu() const { return impl_->cpu; }
+const std::string &Jit::hostCpu() const { return impl_->host.cpu; }
+
+size_t Jit::lastPartitions() const { return impl_->lastPartitions; }
 
 void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                     const std::string &where) {
-  llvm::TargetMachine &tm = *impl_->tm;
-  module->setTargetTriple(tm.getTargetTriple().str());
-  module->setDataLayout(tm.createDataLayout());
-  // The file's own target attributes (if any) must not pin us to a weaker CPU.
-  for (llvm::Function &f : *module) {
-    if (f.isDeclaration())
-      continue;
-    f.addFnAttr("target-cpu", impl_->cpu);
-    f.addFnAttr("target-features", impl_->features);
-    if (impl_->avx512)
-      f.addFnAttr("prefer-vector-width", "512");
+  unsigned threads = impl_->pool ? impl_->pool->size() : 1;
+  nameUnnamedGlobals(*module);
+  std::vector<Partition> parts =
+      partitionModule(*module, threads == 1 ? 1 : threads * kPartitionsPerThread);
+  // The gated module itself is the source of every partition: re-reading the
+  // popef's bytes instead could see a file changed since the gate ran.
+  llvm::SmallVector<char, 0> bitcode;
+  {
+    llvm::raw_svector_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(*module, os);
   }
+  module.reset();
+  context.reset();
 
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = true;
-  pto.SLPVectorization = true;
-  pto.LoopUnrolling = true;
-  pto.LoopInterleaving = true;
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm, pto);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*module, mam);
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects(parts.size());
+  std::vector<std::exception_ptr> errors(parts.size());
+  llvm::StringRef bytes(bitcode.data(), bitcode.size());
+  auto run = [&](size_t i) {
+    try {
+      objects[i] = compilePartition(bytes, parts[i], impl_->host, where);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  if (impl_->pool)
+    impl_->pool->parallelFor(parts.size(), run);
+  else
+    for (size_t i = 0; i < parts.size(); ++i)
+      run(i);
+  for (const std::exception_ptr &e : errors)
+    if (e)
+      std::rethrow_exception(e);
 
-  llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(context));
-  if (auto err = impl_->jit->addIRModule(std::move(tsm)))
-    failLlvm(where, "cannot add code module to the JIT", std::move(err));
+  for (auto &object : objects)
+    if (auto err = impl_->jit->addObjectFile(std::move(object)))
+      failLlvm(where, "cannot add code module to the JIT", std::move(err));
+  impl_->lastPartitions = parts.size();
+  log::get("runtime")->debug("{}: JIT compiled {} partitions on {} threads", where, parts.size(), threads);
 }
 
 VertexFn Jit::lookup(const std::string &symbol, const std::string &where) {

@@ -1,6 +1,7 @@
 // Host JIT for vertex code: LLVM ORC LLJIT targeting the host CPU, modules
-// optimised at O3 for it before being added. Only allow-listed libm and
-// memory functions are visible to JIT-ed code (no process symbol search).
+// optimised at O3 for it and compiled to machine code in parallel on the
+// engine's threads before being added. Only allow-listed libm and memory
+// functions are visible to JIT-ed code (no process symbol search).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,22 +14,34 @@ class Module;
 
 namespace popc::runtime {
 
+class ThreadPool;
+
 using VertexFn = void (*)(uint8_t *tileBase, const uint32_t *fieldOffsets);
 
 class Jit {
 public:
-  Jit();
+  // `pool` (not owned, may be null = the calling thread only) compiles the
+  // partitions of each module in parallel; it must outlive addModule calls.
+  explicit Jit(ThreadPool *pool = nullptr);
   ~Jit();
   Jit(const Jit &) = delete;
   Jit &operator=(const Jit &) = delete;
 
-  // Optimises `module` for the host and adds it. Throws popc::Error.
+  // Optimises `module` (already through the bitcode gate) for the host,
+  // compiles it to machine code and adds it. The module is split into
+  // partitions of functions that share nothing but copyable constants; each
+  // is re-read into its own LLVMContext and optimised and compiled on a pool
+  // thread. Every function gets the same O3 pipeline and code generator as
+  // in one whole-module compile, so the machine code does not depend on the
+  // number of threads. Throws popc::Error.
   void addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                  const std::string &where);
-  // Compiles (on first lookup) and returns the entry point. Throws popc::Error.
+  // Links (on first lookup) and returns the entry point. Throws popc::Error.
   VertexFn lookup(const std::string &symbol, const std::string &where);
 
   const std::string &hostCpu() const;
+  // Partitions the last addModule compiled (for tests and logs).
+  size_t lastPartitions() const;
 
 private:
   struct Impl;
