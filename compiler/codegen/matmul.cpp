@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 namespace popc::codegen::detail {
 
 using namespace llvm;
@@ -53,12 +56,126 @@ KernelDesc describe(const MatMulSpec &s) {
   return d;
 }
 
+namespace {
+
+// Register-tiled out = alpha*A·B + beta*C for B stored [k][n]: tiles of `mb`
+// rows x `nv` vectors of `v` columns stay in registers over the whole k loop;
+// each B vector loaded feeds `mb` FMAs and each A element `nv`. Column tails
+// are an overlapping last chunk (recomputes identical values) or, for rows
+// narrower than one chunk, masked lanes. Accumulator sets over alternating k
+// hide the FMA latency when a tile has few chains.
+void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
+  IRBuilder<> &b = em.b();
+  const DType t = s.dtype;
+  const int64_t M = s.m, N = s.n, K = s.k;
+  int64_t V = t == DType::F64 ? 8 : 16;
+  while (V > 4 && V / 2 >= N)
+    V /= 2;
+  const int64_t blocks = (M + 7) / 8;
+  const int64_t MB = (M + blocks - 1) / blocks;
+  const int64_t NV = std::min<int64_t>({(N + V - 1) / V, std::max<int64_t>(1, 16 / MB), 8});
+  const int64_t L = NV * V;
+  Type *vt = em.vecType(t, unsigned(V));
+  Value *alpha = em.fconst(t, s.alpha), *beta = em.fconst(t, s.beta);
+
+  auto aIndex = [&](Value *bi, Value *mi, Value *ki) {
+    Value *base = b.CreateMul(bi, em.i64(M * K));
+    return s.transA ? b.CreateAdd(base, b.CreateAdd(b.CreateMul(ki, em.i64(M)), mi))
+                    : b.CreateAdd(base, b.CreateAdd(b.CreateMul(mi, em.i64(K)), ki));
+  };
+  auto tile = [&](Value *bi, Value *m0, int64_t mb, Value *col, std::optional<int64_t> constCol) {
+    std::vector<std::vector<bool>> lanes(size_t(NV), std::vector<bool>(size_t(V), true));
+    if (constCol)
+      for (int64_t v = 0; v < NV; ++v)
+        for (int64_t l = 0; l < V; ++l)
+          lanes[size_t(v)][size_t(l)] = *constCol + v * V + l < N;
+    auto any = [](const std::vector<bool> &on) { return std::find(on.begin(), on.end(), true) != on.end(); };
+    const int64_t chains = mb * NV;
+    const int64_t kStep = std::min<int64_t>({(8 + chains - 1) / chains, 4, std::max<int64_t>(K, 1)});
+    auto slot = [&](int64_t set, int64_t j, int64_t v) { return size_t((set * mb + j) * NV + v); };
+    auto outIndex = [&](int64_t j, int64_t v) {
+      Value *row = b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), b.CreateAdd(m0, em.i64(j))), em.i64(N));
+      return b.CreateAdd(row, b.CreateAdd(col, em.i64(v * V)));
+    };
+    Emitter::Carried init(size_t(kStep * chains), Constant::getNullValue(vt));
+    if (C)
+      for (int64_t j = 0; j < mb; ++j)
+        for (int64_t v = 0; v < NV; ++v)
+          if (any(lanes[size_t(v)])) {
+            Value *c = em.loadLanes(t, C, outIndex(j, v), lanes[size_t(v)]);
+            init[slot(0, j, v)] = s.beta != 1.0f ? b.CreateFMul(em.splat(unsigned(V), beta), c) : c;
+          }
+    Value *bBase = s.broadcastB ? em.i64(0) : b.CreateMul(bi, em.i64(K * N));
+    auto step = [&](Value *ki, Emitter::Carried &acc, int64_t set) {
+      Value *bRow = b.CreateAdd(bBase, b.CreateMul(ki, em.i64(N)));
+      std::vector<Value *> x(size_t(NV), nullptr);
+      for (int64_t v = 0; v < NV; ++v)
+        if (any(lanes[size_t(v)]))
+          x[size_t(v)] = em.loadLanes(t, B, b.CreateAdd(bRow, b.CreateAdd(col, em.i64(v * V))), lanes[size_t(v)]);
+      for (int64_t j = 0; j < mb; ++j) {
+        Value *a = em.load(t, A, aIndex(bi, b.CreateAdd(m0, em.i64(j)), ki));
+        if (s.alpha != 1.0f)
+          a = b.CreateFMul(alpha, a);
+        Value *as = em.splat(unsigned(V), a);
+        for (int64_t v = 0; v < NV; ++v)
+          if (x[size_t(v)])
+            acc[slot(set, j, v)] = em.fmulAdd(as, x[size_t(v)], acc[slot(set, j, v)]);
+      }
+    };
+    Emitter::Carried sum = em.forLoop(K / kStep, init, [&](Value *g, const Emitter::Carried &cur) {
+      Emitter::Carried next = cur;
+      for (int64_t u = 0; u < kStep; ++u)
+        step(b.CreateAdd(b.CreateMul(g, em.i64(kStep)), em.i64(u)), next, u);
+      return next;
+    });
+    if (K % kStep)
+      sum = em.forLoop(em.i64(K / kStep * kStep), em.i64(K), sum, [&](Value *ki, const Emitter::Carried &cur) {
+        Emitter::Carried next = cur;
+        step(ki, next, 0);
+        return next;
+      });
+    for (int64_t j = 0; j < mb; ++j)
+      for (int64_t v = 0; v < NV; ++v) {
+        if (!any(lanes[size_t(v)]))
+          continue;
+        Value *r = sum[slot(0, j, v)];
+        for (int64_t set = 1; set < kStep; ++set)
+          r = b.CreateFAdd(r, sum[slot(set, j, v)]);
+        em.storeLanes(t, r, out, outIndex(j, v), lanes[size_t(v)]);
+      }
+  };
+  auto rowBlock = [&](Value *bi, Value *m0, int64_t mb) {
+    if (N <= L) {
+      tile(bi, m0, mb, em.i64(0), 0);
+      return;
+    }
+    const int64_t full = N / L;
+    if (full >= 2)
+      em.forLoop(full, [&](Value *c) { tile(bi, m0, mb, b.CreateMul(c, em.i64(L)), std::nullopt); });
+    else
+      tile(bi, m0, mb, em.i64(0), 0);
+    if (N % L)
+      tile(bi, m0, mb, em.i64(N - L), N - L); // overlaps the previous chunk
+  };
+  em.forLoop(s.batch, [&](Value *bi) {
+    em.forLoop(M / MB, [&](Value *blk) { rowBlock(bi, b.CreateMul(blk, em.i64(MB)), MB); });
+    if (M % MB)
+      rowBlock(bi, em.i64(M / MB * MB), M % MB);
+  });
+}
+
+} // namespace
+
 void emit(Emitter &em, const MatMulSpec &s) {
   IRBuilder<> &b = em.b();
   DType t = s.dtype;
   Value *A = em.field(0), *B = em.field(1);
   Value *C = s.hasC ? em.field(2) : nullptr;
   Value *out = em.field(s.hasC ? 3 : 2);
+  if (!s.transB) {
+    emitTiled(em, s, A, B, C, out);
+    return;
+  }
   const int64_t M = s.m, N = s.n, K = s.k;
   Value *alpha = em.fconst(t, s.alpha), *beta = em.fconst(t, s.beta);
 
@@ -69,51 +186,32 @@ void emit(Emitter &em, const MatMulSpec &s) {
                     : b.CreateAdd(base, b.CreateAdd(b.CreateMul(mi, em.i64(K)), ki));
   };
   auto bBase = [&](Value *bi) { return s.broadcastB ? em.i64(0) : b.CreateMul(bi, em.i64(K * N)); };
-  // beta*C[idx] (+ acc), or just acc.
+  // beta*C[idx] + acc, or just acc.
   auto withC = [&](Value *acc, Value *idx) -> Value * {
     if (!C)
       return acc;
     Value *c = em.load(t, C, idx);
     if (s.beta != 1.0f)
       c = b.CreateFMul(beta, c);
-    return acc ? b.CreateFAdd(acc, c) : c;
+    return b.CreateFAdd(acc, c);
   };
 
+  // B[b][n][k]: both operands run along k, so one dot product per output
+  // (a reassociable reduction the host vectorises along k).
   em.forLoop(s.batch, [&](Value *bi) {
     em.forLoop(M, [&](Value *mi) {
       Value *row = b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), mi), em.i64(N));
-      if (s.transB) {
-        // B[b][n][k]: both operands run along k, so one dot product per output.
-        em.forLoop(N, [&](Value *ni) {
-          Value *bRow = b.CreateAdd(bBase(bi), b.CreateMul(ni, em.i64(K)));
-          Value *acc = em.forLoop(K, {em.fconst(t, 0)}, [&](Value *ki, const Emitter::Carried &c) {
-            Value *a = em.load(t, A, aIndex(bi, mi, ki));
-            Value *bv = em.load(t, B, b.CreateAdd(bRow, ki));
-            return Emitter::Carried{mulAdd(em, a, bv, c[0], true)};
-          })[0];
-          if (s.alpha != 1.0f)
-            acc = b.CreateFMul(alpha, acc);
-          Value *idx = b.CreateAdd(row, ni);
-          em.store(t, withC(acc, idx), out, idx);
-        });
-        return;
-      }
-      // Loop order b, m, k, n: the inner loop streams one row of B into one
-      // row of out (contiguous, vectorisable); alpha is folded into A's element.
       em.forLoop(N, [&](Value *ni) {
-        Value *idx = b.CreateAdd(row, ni);
-        em.store(t, C ? withC(nullptr, idx) : em.fconst(t, 0), out, idx);
-      });
-      em.forLoop(K, [&](Value *ki) {
-        Value *a = em.load(t, A, aIndex(bi, mi, ki));
+        Value *bRow = b.CreateAdd(bBase(bi), b.CreateMul(ni, em.i64(K)));
+        Value *acc = em.forLoop(K, {em.fconst(t, 0)}, [&](Value *ki, const Emitter::Carried &c) {
+          Value *a = em.load(t, A, aIndex(bi, mi, ki));
+          Value *bv = em.load(t, B, b.CreateAdd(bRow, ki));
+          return Emitter::Carried{mulAdd(em, a, bv, c[0], true)};
+        })[0];
         if (s.alpha != 1.0f)
-          a = b.CreateFMul(alpha, a);
-        Value *bRow = b.CreateAdd(bBase(bi), b.CreateMul(ki, em.i64(N)));
-        em.forLoop(N, [&](Value *ni) {
-          Value *idx = b.CreateAdd(row, ni);
-          Value *bv = em.load(t, B, b.CreateAdd(bRow, ni));
-          em.store(t, mulAdd(em, a, bv, em.load(t, out, idx), false), out, idx);
-        });
+          acc = b.CreateFMul(alpha, acc);
+        Value *idx = b.CreateAdd(row, ni);
+        em.store(t, withC(acc, idx), out, idx);
       });
     });
   });
