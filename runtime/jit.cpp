@@ -25,6 +25,8 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <dlfcn.h>
 #include <exception>
 #include <mutex>
@@ -96,17 +98,24 @@ struct UnionFind {
   }
 };
 
+// Globals reachable from `c` through constant expressions and aggregates
+// (a worklist: nesting depth comes from the file).
 void globalsIn(const llvm::Constant *c, std::vector<const llvm::GlobalValue *> &out,
                llvm::SmallPtrSetImpl<const llvm::Constant *> &seen) {
-  if (!seen.insert(c).second)
-    return;
-  if (auto *gv = llvm::dyn_cast<llvm::GlobalValue>(c)) {
-    out.push_back(gv);
-    return;
+  std::vector<const llvm::Constant *> work{c};
+  while (!work.empty()) {
+    const llvm::Constant *k = work.back();
+    work.pop_back();
+    if (!seen.insert(k).second)
+      continue;
+    if (auto *gv = llvm::dyn_cast<llvm::GlobalValue>(k)) {
+      out.push_back(gv);
+      continue;
+    }
+    for (const llvm::Use &u : k->operands())
+      if (auto *op = llvm::dyn_cast<llvm::Constant>(u.get()))
+        work.push_back(op);
   }
-  for (const llvm::Use &u : c->operands())
-    if (auto *op = llvm::dyn_cast<llvm::Constant>(u.get()))
-      globalsIn(op, out, seen);
 }
 
 // A global each partition may have its own copy of without changing what the
@@ -146,9 +155,13 @@ std::vector<Partition> partitionModule(const llvm::Module &m, size_t maxParts) {
   UnionFind groups(n);
 
   auto joinAll = [&](size_t node, const std::vector<const llvm::GlobalValue *> &refs) {
-    for (const llvm::GlobalValue *gv : refs)
-      if (!copyable(*gv))
-        groups.join(node, index.at(gv));
+    for (const llvm::GlobalValue *gv : refs) {
+      if (copyable(*gv))
+        continue;
+      auto it = index.find(gv);
+      POPC_ASSERT(it != index.end()); // the gate admits no aliases or ifuncs
+      groups.join(node, it->second);
+    }
   };
   for (const llvm::Function *f : functions) {
     if (f->isDeclaration())
@@ -162,7 +175,7 @@ std::vector<Partition> partitionModule(const llvm::Module &m, size_t maxParts) {
       for (const llvm::Use &u : inst.operands())
         if (auto *c = llvm::dyn_cast<llvm::Constant>(u.get()))
           globalsIn(c, refs, seen);
-    joinAll(index.at(f), refs);
+    joinAll(index.find(f)->second, refs);
   }
   for (const llvm::GlobalVariable &g : m.globals()) {
     if (!g.hasInitializer() || copyable(g))
@@ -170,7 +183,7 @@ std::vector<Partition> partitionModule(const llvm::Module &m, size_t maxParts) {
     std::vector<const llvm::GlobalValue *> refs;
     llvm::SmallPtrSet<const llvm::Constant *, 8> seen;
     globalsIn(g.getInitializer(), refs, seen);
-    joinAll(index.at(&g), refs);
+    joinAll(index.find(&g)->second, refs);
   }
 
   // Components in module order of their first function, with their sizes.
@@ -218,6 +231,12 @@ void nameUnnamedGlobals(llvm::Module &m) {
   for (llvm::GlobalValue &gv : m.global_values())
     if (!gv.hasName())
       gv.setName("__popc_unnamed"); // LLVM makes it unique
+}
+
+double threadCpuSeconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 // ---- per-partition compile ---------------------------------------------------
@@ -425,12 +444,16 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects(parts.size());
   std::vector<std::exception_ptr> errors(parts.size());
   llvm::StringRef bytes(bitcode.data(), bitcode.size());
+  std::vector<double> cpuSeconds(parts.size());
+  auto wallStart = std::chrono::steady_clock::now();
   auto run = [&](size_t i) {
+    double cpuStart = threadCpuSeconds();
     try {
       objects[i] = compilePartition(bytes, parts[i], impl_->host, where);
     } catch (...) {
       errors[i] = std::current_exception();
     }
+    cpuSeconds[i] = threadCpuSeconds() - cpuStart;
   };
   if (impl_->pool)
     impl_->pool->parallelFor(parts.size(), run);
@@ -445,7 +468,12 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
     if (auto err = impl_->jit->addObjectFile(std::move(object)))
       failLlvm(where, "cannot add code module to the JIT", std::move(err));
   impl_->lastPartitions = parts.size();
-  log::get("runtime")->debug("{}: JIT compiled {} partitions on {} threads", where, parts.size(), threads);
+  std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wallStart;
+  log::get("runtime")->debug("{}: JIT compiled {} partitions on {} threads in {:.3f} s ({:.3f} s CPU, "
+                             "largest partition {:.3f} s)",
+                             where, parts.size(), threads, wall.count(),
+                             std::accumulate(cpuSeconds.begin(), cpuSeconds.end(), 0.0),
+                             parts.empty() ? 0.0 : *std::max_element(cpuSeconds.begin(), cpuSeconds.end()));
 }
 
 VertexFn Jit::lookup(const std::string &symbol, const std::string &where) {
