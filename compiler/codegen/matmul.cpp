@@ -164,6 +164,79 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
   });
 }
 
+// out = alpha*A·B + beta*C for A stored [m][k] and B stored [n][k]: both
+// run along k, so tiles of `mb` rows x `nb` columns keep one vector
+// accumulator per output along k (each A vector feeds `nb` FMAs, each B vector
+// `mb`), summed horizontally at the end. The k tail is one masked chunk.
+void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
+  IRBuilder<> &b = em.b();
+  const DType t = s.dtype;
+  const int64_t M = s.m, N = s.n, K = s.k;
+  int64_t V = t == DType::F64 ? 8 : 16;
+  while (V > 4 && V / 2 >= K)
+    V /= 2;
+  const int64_t MB = std::min<int64_t>(M, 4), NB = std::min<int64_t>(N, 4);
+  Type *vt = em.vecType(t, unsigned(V));
+  Value *alpha = em.fconst(t, s.alpha), *beta = em.fconst(t, s.beta);
+  auto tile = [&](Value *bi, Value *m0, int64_t mb, Value *n0, int64_t nb) {
+    Value *aBase = b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), m0), em.i64(K));
+    Value *bBase = b.CreateMul(b.CreateAdd(s.broadcastB ? em.i64(0) : b.CreateMul(bi, em.i64(N)), n0), em.i64(K));
+    auto chunk = [&](Value *kc, const std::vector<bool> &lanes, Emitter::Carried &acc) {
+      std::vector<Value *> a, bv;
+      for (int64_t j = 0; j < mb; ++j)
+        a.push_back(em.loadLanes(t, A, b.CreateAdd(aBase, b.CreateAdd(em.i64(j * K), kc)), lanes));
+      for (int64_t i = 0; i < nb; ++i)
+        bv.push_back(em.loadLanes(t, B, b.CreateAdd(bBase, b.CreateAdd(em.i64(i * K), kc)), lanes));
+      for (int64_t j = 0; j < mb; ++j)
+        for (int64_t i = 0; i < nb; ++i)
+          acc[size_t(j * nb + i)] = em.fmulAdd(a[size_t(j)], bv[size_t(i)], acc[size_t(j * nb + i)]);
+    };
+    Emitter::Carried acc(size_t(mb * nb), Constant::getNullValue(vt));
+    const std::vector<bool> all(size_t(V), true);
+    acc = em.forLoop(K / V, acc, [&](Value *c, const Emitter::Carried &cur) {
+      Emitter::Carried next = cur;
+      chunk(b.CreateMul(c, em.i64(V)), all, next);
+      return next;
+    });
+    if (K % V) {
+      std::vector<bool> tail(size_t(V), false);
+      for (int64_t l = 0; l < K % V; ++l)
+        tail[size_t(l)] = true;
+      chunk(em.i64(K / V * V), tail, acc);
+    }
+    FastMathFlags reassoc;
+    reassoc.setAllowReassoc();
+    for (int64_t j = 0; j < mb; ++j)
+      for (int64_t i = 0; i < nb; ++i) {
+        IRBuilder<>::FastMathFlagGuard guard(b);
+        b.setFastMathFlags(reassoc); // a tree of vector adds, not a serial chain
+        Value *r = b.CreateFAddReduce(em.fconst(t, -0.0), acc[size_t(j * nb + i)]);
+        b.clearFastMathFlags();
+        if (s.alpha != 1.0f)
+          r = b.CreateFMul(alpha, r);
+        Value *idx = b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), b.CreateAdd(m0, em.i64(j))), em.i64(N)),
+                                 b.CreateAdd(n0, em.i64(i)));
+        if (C) {
+          Value *c = em.load(t, C, idx);
+          if (s.beta != 1.0f)
+            c = b.CreateFMul(beta, c);
+          r = b.CreateFAdd(r, c);
+        }
+        em.store(t, r, out, idx);
+      }
+  };
+  auto columns = [&](Value *bi, Value *m0, int64_t mb) {
+    em.forLoop(N / NB, [&](Value *c) { tile(bi, m0, mb, b.CreateMul(c, em.i64(NB)), NB); });
+    if (N % NB)
+      tile(bi, m0, mb, em.i64(N / NB * NB), N % NB);
+  };
+  em.forLoop(s.batch, [&](Value *bi) {
+    em.forLoop(M / MB, [&](Value *r) { columns(bi, b.CreateMul(r, em.i64(MB)), MB); });
+    if (M % MB)
+      columns(bi, em.i64(M / MB * MB), M % MB);
+  });
+}
+
 } // namespace
 
 void emit(Emitter &em, const MatMulSpec &s) {
@@ -174,6 +247,10 @@ void emit(Emitter &em, const MatMulSpec &s) {
   Value *out = em.field(s.hasC ? 3 : 2);
   if (!s.transB) {
     emitTiled(em, s, A, B, C, out);
+    return;
+  }
+  if (!s.transA && s.k > 0) {
+    emitDotTiled(em, s, A, B, C, out);
     return;
   }
   const int64_t M = s.m, N = s.n, K = s.k;

@@ -68,7 +68,8 @@ TEST_CASE("matmul matches a reference for every trans/broadcast/C/alpha/beta com
 
 // Shapes that exercise the register tiling: row blocks with a remainder,
 // column chunks in a loop plus an overlapping last chunk, narrow rows
-// (masked lanes), accumulator sets over k with a remainder.
+// (masked lanes), accumulator sets over k with a remainder; for transB the
+// dot-product tiles with a masked k tail.
 TEST_CASE("matmul tiling matches a reference on wide, narrow and many-row shapes", "[codegen][matmul]") {
   struct Dims {
     uint32_t batch, m, n, k;
@@ -78,8 +79,9 @@ TEST_CASE("matmul tiling matches a reference on wide, narrow and many-row shapes
   VertexCodegen cg;
   std::vector<std::pair<MatMulSpec, uint32_t>> runs;
   for (const Dims &d : dims)
-    for (int flags = 0; flags < 8; ++flags) {
+    for (int flags = 0; flags < 16; ++flags) {
       MatMulSpec s;
+      s.transB = flags & 8;
       s.batch = d.batch;
       s.m = d.m;
       s.n = d.n;
