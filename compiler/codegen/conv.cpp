@@ -214,7 +214,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   const int64_t chains = ob * NR * NV;
   const int64_t sets = std::min<int64_t>((kMinChains + chains - 1) / chains, 4);
   const bool tapSets = KK >= sets;
-  const int64_t icStep = tapSets ? 1 : std::min<int64_t>(sets, IC);
+  const int64_t icStep = tapSets ? 1 : std::clamp<int64_t>(IC, 1, sets);
   const int64_t nSets = tapSets ? sets : icStep;
   auto slot = [&](int64_t set, int64_t j, int64_t r, int64_t v) { return size_t(set) * size_t(chains) + acc(j, r, v); };
 
@@ -308,6 +308,8 @@ void ConvEmitter::run() {
   weights_ = em_.field(1);
   bias_ = s_.hasBias ? em_.field(2) : nullptr;
   out_ = em_.field(s_.hasBias ? 3 : 2);
+  if (s_.outChannels == 0 || s_.outRows == 0 || s_.outWidth == 0)
+    return; // no outputs
   for (int64_t kh = 0; kh < s_.kernelH; ++kh)
     rows_.push_back(w_.rows(kh));
   for (int64_t kw = 0; kw < s_.kernelW; ++kw)

@@ -245,6 +245,8 @@ void emit(Emitter &em, const MatMulSpec &s) {
   Value *A = em.field(0), *B = em.field(1);
   Value *C = s.hasC ? em.field(2) : nullptr;
   Value *out = em.field(s.hasC ? 3 : 2);
+  if (s.batch == 0 || s.m == 0 || s.n == 0)
+    return; // no outputs
   if (!s.transB) {
     emitTiled(em, s, A, B, C, out);
     return;

@@ -183,3 +183,52 @@ TEST_CASE("conv describes its fields and rejects bad geometry", "[codegen][conv]
   i32.dtype = DType::I32;
   CHECK_THROWS_WITH(cg.getOrCreate(i32), "codegen: Conv not supported for int32");
 }
+
+TEST_CASE("conv and matmul with empty dimensions write nothing and do not crash", "[codegen][conv][matmul]") {
+  VertexCodegen cg;
+  uint32_t oh;
+  const ConvSpec base = makeSpec({3, 4, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false}, oh);
+  std::vector<ConvSpec> convs(4, base);
+  convs[0].outChannels = 0;
+  convs[1].outRows = 0;
+  convs[2].outWidth = 0;
+  convs[3].inChannels = 0; // out = relu(bias)
+  std::vector<uint32_t> convIndex;
+  for (const ConvSpec &s : convs)
+    convIndex.push_back(cg.getOrCreate(s));
+  std::vector<MatMulSpec> mms(4);
+  for (MatMulSpec &s : mms)
+    s.batch = s.m = s.n = s.k = 3;
+  mms[0].m = 0;
+  mms[1].n = 0;
+  mms[2].k = 0; // out = 0
+  mms[3].k = 0;
+  mms[3].transB = true;
+  std::vector<uint32_t> mmIndex;
+  for (const MatMulSpec &s : mms)
+    mmIndex.push_back(cg.getOrCreate(s));
+  JitModule jit(cg.finish());
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const VertexTypeInfo &vt = cg.vertexTypes()[convIndex[i]];
+    INFO(vt.name);
+    std::vector<Bytes> fields;
+    for (const FieldInfo &f : vt.fields)
+      fields.push_back(Bytes(f.bytes, 0));
+    std::vector<float> bias = {0.5f, -1.0f, 2.0f, -3.0f};
+    if (vt.fields[2].bytes == bias.size() * 4)
+      fields[2] = toBytes(bias);
+    auto out = fromBytes<float>(jit.run(vt, fields).back());
+    if (i == 3)
+      for (size_t j = 0; j < out.size(); ++j)
+        CHECK(out[j] == std::max(bias[j / (size_t(base.outRows) * base.outWidth)], 0.0f));
+  }
+  for (size_t i = 0; i < mms.size(); ++i) {
+    const VertexTypeInfo &vt = cg.vertexTypes()[mmIndex[i]];
+    INFO(vt.name);
+    std::vector<Bytes> fields;
+    for (const FieldInfo &f : vt.fields)
+      fields.push_back(Bytes(f.bytes, 0xFF));
+    for (float v : fromBytes<float>(jit.run(vt, fields).back()))
+      CHECK(v == 0.0f);
+  }
+}
