@@ -60,7 +60,8 @@ namespace {
 // loop, kernel taps unrolled), so each input vector loaded feeds `ob` FMAs and
 // each weight `nr*nv`. Zero padding costs nothing in the loop: columns outside
 // the image are masked lanes of constant-position edge chunks (interior chunks
-// run unmasked in a loop), and kernel rows outside the image read a zero row.
+// run unmasked in a loop), and kernel rows outside the image are loads with a
+// run-time mask (all lanes off) in the tiles whose rows may need them.
 // A 1x1 stride-1 conv whose rows are contiguous runs as one long row (a small
 // matmul out[oc][p] = sum_ic w[oc][ic] * in[ic][p]).
 struct Tiling {
@@ -106,7 +107,6 @@ private:
   std::vector<Window::ConstRows> rows_;       // per kernel row
   std::vector<Window::ConstColumns> cols_;    // per kernel column
   Value *in_ = nullptr, *weights_ = nullptr, *bias_ = nullptr, *out_ = nullptr;
-  Value *zeroRow_ = nullptr; // inWidth zeros, read by kernel rows in the padding
 };
 
 Tiling ConvEmitter::plan() const {
@@ -248,16 +248,16 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
           const size_t ri = size_t(kh * NR + r);
           if (rowKind[ri] == Rows::None)
             continue;
-          Value *row = em_.gep(dt, in_, b_.CreateAdd(chan, rowOffset[ri]));
-          if (rowKind[ri] == Rows::Some)
-            row = b_.CreateSelect(rowValid[ri], row, zeroRow_);
+          // Not inbounds: a kernel row in the padding (all lanes off) may lie outside the field.
+          Value *row = b_.CreateGEP(em_.type(dt), in_, b_.CreateAdd(chan, rowOffset[ri]));
+          Value *enable = rowKind[ri] == Rows::Some ? rowValid[ri] : nullptr;
           for (int64_t v = 0; v < NV; ++v) {
             std::vector<bool> on = lanes(kw, v);
             if (!any(on))
               continue;
             Value *col = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(colStart, em_.i64(v * V)), em_.i64(SW)),
                                       em_.i64(colOff));
-            Value *x = em_.loadLanes(dt, row, col, on, t_.flat ? 1 : SW);
+            Value *x = em_.loadLanes(dt, row, col, on, t_.flat ? 1 : SW, enable);
             for (int64_t j = 0; j < ob; ++j) {
               const size_t k = slot(tapSet, j, r, v);
               next[k] = em_.fmulAdd(weight(j), x, next[k]);
@@ -316,17 +316,6 @@ void ConvEmitter::run() {
     cols_.push_back(w_.columns(kw));
   t_ = plan();
   const int64_t groups = t_.rows / t_.nr;
-
-  // Kernel rows outside the image read a row of zeros (only when some row of
-  // the band needs it: tiles decide per row at run time).
-  bool needZeroRow = false;
-  for (const Window::ConstRows &r : rows_)
-    needZeroRow |= r.lo > 0 || r.hi < t_.rows;
-  if (needZeroRow) {
-    const int64_t W = s_.inWidth;
-    zeroRow_ = b_.CreateAlloca(em_.type(s_.dtype), em_.i64(W), "zero_row");
-    b_.CreateMemSet(zeroRow_, b_.getInt8(0), uint64_t(W) * dtypeSize(s_.dtype), Align(dtypeSize(s_.dtype)));
-  }
 
   const std::vector<Chunks> runs = chunks();
   const int64_t L = t_.nv * t_.v;

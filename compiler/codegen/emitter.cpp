@@ -99,30 +99,40 @@ Constant *maskConstant(LLVMContext &c, const std::vector<bool> &lanes) {
 
 } // namespace
 
-Value *Emitter::loadLanes(DType t, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride) {
+Value *Emitter::loadLanes(DType t, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride,
+                          Value *enable) {
   const auto n = static_cast<unsigned>(lanes.size());
   const Align align(dtypeSize(t));
-  // Not inbounds: off lanes may lie outside the field.
-  Value *ptr = b_.CreateGEP(type(t), base, index);
-  bool all = std::all_of(lanes.begin(), lanes.end(), [](bool on) { return on; });
-  if (stride == 1) {
-    if (all)
-      return b_.CreateAlignedLoad(vecType(t, n), ptr, align);
-    return b_.CreateMaskedLoad(vecType(t, n), ptr, align, maskConstant(ctx(), lanes),
-                               Constant::getNullValue(vecType(t, n)));
+  // Span of memory lanes: element i of the span is base[index + i]; result
+  // lane l is span lane l*stride.
+  const auto width = static_cast<unsigned>(n * stride);
+  std::vector<bool> on(width, false);
+  for (unsigned l = 0; l < n; ++l)
+    on[l * stride] = lanes[l];
+  auto first = static_cast<unsigned>(std::find(on.begin(), on.end(), true) - on.begin());
+  if (first == width)
+    return Constant::getNullValue(vecType(t, n));
+  // Start the access at the first accessed element; shift back below.
+  std::vector<bool> shifted(width, false);
+  for (unsigned i = first; i < width; ++i)
+    shifted[i - first] = on[i];
+  Value *ptr = b_.CreateGEP(type(t), base, first ? b_.CreateAdd(index, i64(first)) : index); // not inbounds
+  Value *span;
+  if (stride == 1 && first == 0 && !enable && std::all_of(on.begin(), on.end(), [](bool x) { return x; })) {
+    span = b_.CreateAlignedLoad(vecType(t, width), ptr, align);
+  } else {
+    Value *mask = maskConstant(ctx(), shifted);
+    if (enable)
+      mask = b_.CreateAnd(mask, b_.CreateVectorSplat(width, enable));
+    span = b_.CreateMaskedLoad(vecType(t, width), ptr, align, mask, Constant::getNullValue(vecType(t, width)));
   }
-  // Strided: a masked load of the span that touches only the wanted
-  // elements, then a shuffle that picks them.
-  const auto wide = static_cast<unsigned>(n * stride);
-  std::vector<bool> wideLanes(wide, false);
+  if (stride == 1 && first == 0)
+    return span;
+  // Result lane l = span lane l*stride - first, or 0 (lane `width` of the zero operand).
   std::vector<int> pick;
-  for (unsigned l = 0; l < n; ++l) {
-    wideLanes[l * stride] = lanes[l];
-    pick.push_back(static_cast<int>(l * stride));
-  }
-  Value *span = b_.CreateMaskedLoad(vecType(t, wide), ptr, align, maskConstant(ctx(), wideLanes),
-                                    Constant::getNullValue(vecType(t, wide)));
-  return b_.CreateShuffleVector(span, pick);
+  for (unsigned l = 0; l < n; ++l)
+    pick.push_back(lanes[l] ? static_cast<int>(l * stride - first) : static_cast<int>(width));
+  return b_.CreateShuffleVector(span, Constant::getNullValue(vecType(t, width)), pick);
 }
 
 void Emitter::storeLanes(DType t, Value *value, Value *base, Value *index, const std::vector<bool> &lanes) {

@@ -49,11 +49,17 @@ public:
   // Vectors. lanes[l] says whether lane l is accessed; the element of lane l
   // is base[index + l*stride] (stride 1 for stores). Lanes that are off are
   // never touched and load as 0, so `index` may point outside the field for
-  // them (e.g. into the left padding). All-on stride-1 accesses are plain
-  // vector loads/stores, the rest masked ones (constant masks).
+  // them (e.g. into the left padding). The address given to a masked access
+  // is always that of its first accessed element (leading off lanes are
+  // skipped and shuffled back), so it lies inside the field: address
+  // confinement (the runtime's memory sandbox) never moves accessed lanes.
+  // `enable` (i1, optional) switches all lanes off at run time. All-on
+  // stride-1 accesses are plain vector loads/stores, the rest masked ones.
   llvm::FixedVectorType *vecType(DType t, unsigned lanes);
   Value *splat(unsigned lanes, Value *scalar) { return b_.CreateVectorSplat(lanes, scalar); }
-  Value *loadLanes(DType t, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride = 1);
+  Value *loadLanes(DType t, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride = 1,
+                   Value *enable = nullptr);
+  // Stores lanes [0, n) with lane 0 on (a tail mask).
   void storeLanes(DType t, Value *value, Value *base, Value *index, const std::vector<bool> &lanes);
   // a*b + c, fused by the host where it has FMA (llvm.fmuladd); scalars or vectors.
   Value *fmulAdd(Value *a, Value *b, Value *c);
