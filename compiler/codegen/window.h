@@ -33,6 +33,7 @@ struct Window {
   };
   ConstRows rows(int64_t kh) const;
 
+  // (Pool only; conv has its own register-tiled loops.)
   // Visits every (output, input) element pair of the window: for each kernel
   // tap (kh, kw), unrolled at compile time, setup(kh, kw) runs once and then
   // update(outIndex, inIndex) for every output position of the band whose
