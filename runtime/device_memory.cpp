@@ -2,19 +2,25 @@
 
 #include "support/error.h"
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
 
 namespace popc::runtime {
 
+uint64_t DeviceMemory::strideFor(uint32_t bytesPerTile) {
+  return std::bit_ceil(2 * (uint64_t(bytesPerTile) + 2 * kGuardBytes));
+}
+
 DeviceMemory::DeviceMemory(uint32_t numTiles, uint32_t bytesPerTile)
-    : size_(size_t(numTiles) * bytesPerTile), numTiles_(numTiles), bytesPerTile_(bytesPerTile) {
+    : size_(kGuardBytes + size_t(numTiles) * strideFor(bytesPerTile)), stride_(strideFor(bytesPerTile)),
+      numTiles_(numTiles), bytesPerTile_(bytesPerTile) {
   void *p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    fail("cannot reserve {} bytes of simulated tile memory ({} tiles x {} bytes): {}", size_,
-         numTiles, bytesPerTile, std::strerror(errno));
+    fail("cannot reserve {} bytes of simulated tile memory ({} tiles x {} bytes, {} bytes apart): {}", size_,
+         numTiles, bytesPerTile, stride_, std::strerror(errno));
   base_ = static_cast<uint8_t *>(p);
 }
 

@@ -1,5 +1,10 @@
 // Simulated tile memory: one arena for all tiles, reserved with mmap and
-// touched lazily, so tiles a program never uses cost nothing.
+// touched lazily, so tiles a program never uses cost nothing. Tile t lives at
+// base + kGuardBytes + t * stride, the stride a power of two at least
+// 2 * (bytes_per_tile + 2 * kGuardBytes): the memory sandbox (memory_sandbox.h)
+// confines a vertex's accesses to its window [tile - kGuardBytes, tile -
+// kGuardBytes + stride), the tile's memory plus private slack; windows are
+// disjoint and tile 0's starts at the arena's first byte.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -13,13 +18,22 @@ public:
   DeviceMemory(const DeviceMemory &) = delete;
   DeviceMemory &operator=(const DeviceMemory &) = delete;
 
-  uint8_t *tile(uint32_t t) const { return base_ + size_t(t) * bytesPerTile_; }
+  // The one place a tile's address is computed.
+  uint8_t *tile(uint32_t t) const { return base_ + kGuardBytes + size_t(t) * stride_; }
   uint32_t numTiles() const { return numTiles_; }
   uint32_t bytesPerTile() const { return bytesPerTile_; }
+  uint64_t tileStride() const { return stride_; }
+
+  // How far below its base a tile's window reaches.
+  static constexpr uint64_t kGuardBytes = 4096;
+  // The power of two >= 2 * (bytesPerTile + 2 * kGuardBytes): offsets from
+  // -kGuardBytes to bytesPerTile + kGuardBytes stay unchanged by the sandbox.
+  static uint64_t strideFor(uint32_t bytesPerTile);
 
 private:
   uint8_t *base_ = nullptr;
   size_t size_ = 0;
+  uint64_t stride_ = 0;
   uint32_t numTiles_ = 0;
   uint32_t bytesPerTile_ = 0;
 };

@@ -4,6 +4,7 @@
 #include "runtime/cycle_model.h"
 #include "runtime/device_memory.h"
 #include "runtime/jit.h"
+#include "runtime/memory_sandbox.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -143,14 +144,25 @@ struct Engine::Impl {
     uint32_t nTypes = len(root.vertex_types());
     for (uint32_t m = 0; m < len(root.code()); ++m) {
       std::vector<std::string> entries;
-      for (uint32_t t = 0; t < nTypes; ++t)
-        if (root.vertex_types()->Get(t)->module_() == m)
-          entries.push_back(root.vertex_types()->Get(t)->symbol()->str());
+      // Types sharing a symbol get the smallest field table (the strictest).
+      MemorySandbox sandbox;
+      sandbox.halfStride = DeviceMemory::strideFor(target.bytes_per_tile()) / 2;
+      sandbox.guard = DeviceMemory::kGuardBytes;
+      for (uint32_t t = 0; t < nTypes; ++t) {
+        const fb::VertexType *vt = root.vertex_types()->Get(t);
+        if (vt->module_() != m)
+          continue;
+        entries.push_back(vt->symbol()->str());
+        unsigned fields = len(vt->fields());
+        auto [it, added] = sandbox.entryFieldCounts.emplace(vt->symbol()->str(), fields);
+        if (!added)
+          it->second = std::min(it->second, fields);
+      }
       std::string where = fmt::format("{}: code module {}", label, m);
       auto context = std::make_unique<llvm::LLVMContext>();
       const auto *bitcode = root.code()->Get(m)->bitcode();
       auto module = loadCodeModule(*context, {bitcode->data(), bitcode->size()}, where, entries);
-      jit->addModule(std::move(module), std::move(context), where);
+      jit->addModule(std::move(module), std::move(context), where, &sandbox);
     }
     typeFns.resize(nTypes);
     for (uint32_t t = 0; t < nTypes; ++t) {

@@ -1,6 +1,7 @@
 #include "runtime/jit.h"
 
 #include "runtime/bitcode_gate.h"
+#include "runtime/memory_sandbox.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -338,7 +339,8 @@ void optimise(llvm::Module &m, llvm::TargetMachine &tm, const HostTarget &host) 
 
 // Runs on a pool thread: everything LLVM here lives in this call's own context.
 std::unique_ptr<llvm::MemoryBuffer> compilePartition(llvm::StringRef bitcode, const Partition &part,
-                                                     const HostTarget &host, const std::string &where) {
+                                                     const HostTarget &host, const std::string &where,
+                                                     const MemorySandbox *sandbox) {
   llvm::LLVMContext context;
   auto lazy = llvm::getLazyBitcodeModule(llvm::MemoryBufferRef(bitcode, "vertex-code"), context);
   if (!lazy)
@@ -351,6 +353,10 @@ std::unique_ptr<llvm::MemoryBuffer> compilePartition(llvm::StringRef bitcode, co
   if (!optimiseTm)
     failLlvm("JIT", "cannot create a target machine for the host", optimiseTm.takeError());
   optimise(m, **optimiseTm, host);
+  // After O3 so vectorisation sees the original accesses; nothing but the
+  // code generator runs after it.
+  if (sandbox)
+    confineMemoryAccesses(m, sandbox->entryFieldCounts, sandbox->halfStride, sandbox->guard, where);
 
   auto codegenTm = llvm::orc::JITTargetMachineBuilder(host.codegenTmb).createTargetMachine();
   if (!codegenTm)
@@ -426,7 +432,7 @@ const std::string &Jit::hostCpu() const { return impl_->host.cpu; }
 size_t Jit::lastPartitions() const { return impl_->lastPartitions; }
 
 void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                    const std::string &where) {
+                    const std::string &where, const MemorySandbox *sandbox) {
   unsigned threads = impl_->pool ? impl_->pool->size() : 1;
   nameUnnamedGlobals(*module);
   std::vector<Partition> parts =
@@ -449,7 +455,7 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
   auto run = [&](size_t i) {
     double cpuStart = threadCpuSeconds();
     try {
-      objects[i] = compilePartition(bytes, parts[i], impl_->host, where);
+      objects[i] = compilePartition(bytes, parts[i], impl_->host, where, sandbox);
     } catch (...) {
       errors[i] = std::current_exception();
     }

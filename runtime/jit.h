@@ -15,6 +15,7 @@ class Module;
 namespace popc::runtime {
 
 class ThreadPool;
+struct MemorySandbox;
 
 using VertexFn = void (*)(uint8_t *tileBase, const uint32_t *fieldOffsets);
 
@@ -33,9 +34,11 @@ public:
   // is re-read into its own LLVMContext and optimised and compiled on a pool
   // thread. Every function gets the same O3 pipeline and code generator as
   // in one whole-module compile, so the machine code does not depend on the
-  // number of threads. Throws popc::Error.
+  // number of threads. With `sandbox` (the engine always passes one), each
+  // partition's memory accesses are confined after O3 and before codegen
+  // (memory_sandbox.h). Throws popc::Error.
   void addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                 const std::string &where);
+                 const std::string &where, const MemorySandbox *sandbox = nullptr);
   // Links (on first lookup) and returns the entry point. Throws popc::Error.
   VertexFn lookup(const std::string &symbol, const std::string &where);
 

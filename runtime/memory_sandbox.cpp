@@ -1,0 +1,321 @@
+#include "runtime/memory_sandbox.h"
+
+#include "support/error.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InstIterator.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+namespace popc::runtime {
+
+namespace {
+
+// Vertices run on pool threads with ordinary stacks; a frame larger than a
+// guard page could step over it, so frames stay small.
+constexpr uint64_t kMaxStackBytes = 64 << 10;
+
+bool containsPointer(llvm::Type *t) {
+  if (t->isPtrOrPtrVectorTy())
+    return true;
+  for (llvm::Type *sub : t->subtypes())
+    if (containsPointer(sub))
+      return true;
+  return false;
+}
+
+// Intrinsics that may appear after O3 and touch no memory through their
+// pointer operands (hints and markers).
+bool isMarker(llvm::Intrinsic::ID id) {
+  namespace I = llvm::Intrinsic;
+  switch (id) {
+  case I::lifetime_start:
+  case I::lifetime_end:
+  case I::invariant_start:
+  case I::invariant_end:
+  case I::prefetch:
+  case I::assume:
+  case I::experimental_noalias_scope_decl:
+  case I::dbg_declare:
+  case I::dbg_value:
+  case I::dbg_label:
+  case I::donothing:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// Where a confined access may land: inside `object` (a stack object or a
+// module global of `objectSize` bytes), or (object null) within the tile.
+struct Region {
+  llvm::Value *object = nullptr;
+  uint64_t objectSize = 0;
+};
+
+class Confiner {
+public:
+  Confiner(llvm::Function &f, bool entry, unsigned tableBytes, uint64_t halfStride, uint64_t guard,
+           const std::string &where)
+      : f_(f), dl_(f.getParent()->getDataLayout()), entry_(entry), tableBytes_(tableBytes),
+        half_(halfStride), guard_(guard), where_(where), b_(f.getContext()) {
+    i64_ = b_.getInt64Ty();
+  }
+
+  void run() {
+    std::vector<llvm::Instruction *> work;
+    for (llvm::Instruction &inst : llvm::instructions(f_))
+      work.push_back(&inst);
+    uint64_t stackBytes = 0;
+    for (llvm::Instruction *inst : work) {
+      if (auto *a = llvm::dyn_cast<llvm::AllocaInst>(inst)) {
+        std::optional<llvm::TypeSize> size = a->getAllocationSize(dl_);
+        if (!a->isStaticAlloca() || !size || size->isScalable())
+          refuse("allocates stack memory of dynamic size");
+        stackBytes += size->getFixedValue();
+        if (stackBytes > kMaxStackBytes)
+          refuse(fmt::format("uses more than {} bytes of stack", kMaxStackBytes));
+      } else if (auto *load = llvm::dyn_cast<llvm::LoadInst>(inst)) {
+        confineOperand(*load, 0, sizeOf(load->getType()), false, true);
+      } else if (auto *store = llvm::dyn_cast<llvm::StoreInst>(inst)) {
+        confineOperand(*store, 1, sizeOf(store->getValueOperand()->getType()), true, false);
+      } else if (llvm::isa<llvm::AtomicRMWInst, llvm::AtomicCmpXchgInst>(inst)) {
+        refuse("uses atomic memory operations, which vertex code may not");
+      } else if (auto *call = llvm::dyn_cast<llvm::CallBase>(inst)) {
+        confineCall(*call);
+      } else if (inst->mayReadOrWriteMemory() && !llvm::isa<llvm::FenceInst>(inst)) {
+        refuse(fmt::format("uses the '{}' instruction, which the memory sandbox does not support",
+                           inst->getOpcodeName()));
+      }
+    }
+  }
+
+private:
+  [[noreturn]] void refuse(const std::string &what) const {
+    fail("{}: function '{}' {} (after optimisation)", where_, f_.getName().str(), what);
+  }
+
+  uint64_t sizeOf(llvm::Type *t) const {
+    llvm::TypeSize size = dl_.getTypeStoreSize(t);
+    if (size.isScalable())
+      refuse("accesses memory with a scalable vector type");
+    return size.getFixedValue();
+  }
+
+  void needEntry() const {
+    if (!entry_)
+      refuse("is not a vertex entry but accesses memory; helpers must be inlined into entries");
+  }
+
+  llvm::Argument *base() const { return f_.getArg(0); }
+
+  // Accesses whose address provably stays in bounds keep it as is.
+  bool provablySafe(llvm::Value *p, uint64_t size, bool isLoad) const {
+    if (p->getType()->isVectorTy())
+      return false;
+    llvm::APInt offset(dl_.getIndexTypeSizeInBits(p->getType()), 0);
+    const llvm::Value *stripped = p->stripAndAccumulateConstantOffsets(dl_, offset, true);
+    if (offset.isNegative())
+      return false;
+    uint64_t o = offset.getZExtValue();
+    if (isLoad && stripped == f_.getArg(1) && o + size <= tableBytes_ && o <= tableBytes_)
+      return true; // the field-offset table
+    return stripped == base() && o < half_ && o + size <= half_ - guard_;
+  }
+
+  Region regionOf(llvm::Value *p, bool isStore) const {
+    if (p->getType()->getScalarType()->getPointerAddressSpace() != 0)
+      refuse("accesses memory in a non-default address space");
+    llvm::SmallVector<const llvm::Value *, 4> objects;
+    llvm::getUnderlyingObjects(p, objects, nullptr, 0);
+    if (objects.size() != 1)
+      return {};
+    const llvm::Value *object = objects.front();
+    if (auto *a = llvm::dyn_cast<llvm::AllocaInst>(object)) {
+      std::optional<llvm::TypeSize> size = a->getAllocationSize(dl_);
+      if (size && !size->isScalable())
+        return {const_cast<llvm::AllocaInst *>(a), size->getFixedValue()};
+    } else if (auto *g = llvm::dyn_cast<llvm::GlobalVariable>(object)) {
+      if (g->getValueType()->isSized() && g->getAddressSpace() == 0) {
+        if (isStore && g->isConstant())
+          refuse(fmt::format("stores to the constant global '{}'", g->getName().str()));
+        return {const_cast<llvm::GlobalVariable *>(g), dl_.getTypeAllocSize(g->getValueType()).getFixedValue()};
+      }
+    }
+    return {};
+  }
+
+  uint64_t limitOf(const Region &r) const { return r.object ? r.objectSize : half_; }
+
+  // Rewrites pointer (or vector of pointers) `p` into `region`, for accesses
+  // of `size` bytes (`dynamicSize` when not constant; it is <= limitOf).
+  llvm::Value *confine(llvm::Instruction &at, llvm::Value *p, const Region &region, uint64_t size,
+                       llvm::Value *dynamicSize) {
+    b_.SetInsertPoint(&at);
+    llvm::Type *intTy = i64_;
+    auto *vecTy = llvm::dyn_cast<llvm::VectorType>(p->getType());
+    if (vecTy)
+      intTy = llvm::VectorType::get(i64_, vecTy->getElementCount());
+    auto splat = [&](llvm::Value *v) { return vecTy ? b_.CreateVectorSplat(vecTy->getElementCount(), v) : v; };
+    llvm::Value *origin = region.object ? region.object : base();
+    llvm::Value *offset = b_.CreateSub(b_.CreatePtrToInt(p, intTy), splat(b_.CreatePtrToInt(origin, i64_)));
+    // Poison or undef offsets become some fixed value, which is then confined.
+    offset = b_.CreateFreeze(offset);
+    if (region.object) {
+      llvm::Value *room = dynamicSize ? b_.CreateSub(b_.getInt64(region.objectSize), dynamicSize)
+                                      : b_.getInt64(region.objectSize - size);
+      offset = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, offset, splat(room));
+    } else {
+      offset = b_.CreateAdd(offset, splat(b_.getInt64(guard_)));
+      offset = b_.CreateAnd(offset, splat(b_.getInt64(half_ - 1)));
+      offset = b_.CreateSub(offset, splat(b_.getInt64(guard_)));
+    }
+    return b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
+  }
+
+  void confineOperand(llvm::Instruction &inst, unsigned op, uint64_t size, bool isStore, bool isLoad) {
+    needEntry();
+    llvm::Value *p = inst.getOperand(op);
+    Region region = regionOf(p, isStore);
+    if (size > limitOf(region))
+      refuse(fmt::format("accesses {} bytes at once, more than its memory region allows", size));
+    if (provablySafe(p, size, isLoad))
+      return;
+    inst.setOperand(op, confine(inst, p, region, size, nullptr));
+  }
+
+  // Vectors of pointers: each lane is confined (gather/scatter of `eltSize` bytes).
+  void confineLanes(llvm::Instruction &inst, unsigned op, uint64_t eltSize, bool isStore) {
+    needEntry();
+    llvm::Value *p = inst.getOperand(op);
+    Region region = regionOf(p, isStore);
+    if (eltSize > limitOf(region))
+      refuse("gathers or scatters elements larger than their memory region");
+    inst.setOperand(op, confine(inst, p, region, eltSize, nullptr));
+  }
+
+  // memcpy/memmove/memset: pointers confined, length clamped so the whole
+  // range stays inside every region it touches.
+  void confineMemIntrinsic(llvm::MemIntrinsic &mi) {
+    needEntry();
+    auto *transfer = llvm::dyn_cast<llvm::MemTransferInst>(&mi);
+    Region dst = regionOf(mi.getRawDest(), true);
+    std::optional<Region> src;
+    if (transfer)
+      src = regionOf(transfer->getRawSource(), false);
+    uint64_t limit = limitOf(dst);
+    if (src)
+      limit = std::min(limit, limitOf(*src));
+    llvm::Value *length = mi.getLength();
+    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(length)) {
+      bool inlined = llvm::isa<llvm::MemCpyInlineInst, llvm::MemSetInlineInst>(mi);
+      if (c->getValue().ugt(limit) && inlined)
+        refuse(fmt::format("copies or sets {} bytes inline, more than its memory region allows",
+                           c->getValue().getZExtValue()));
+      if (c->getValue().ugt(limit)) // no valid access is this long; clamp like dynamic lengths
+        mi.setLength(llvm::ConstantInt::get(c->getType(), limit));
+      uint64_t size = std::min<uint64_t>(c->getValue().getLimitedValue(), limit);
+      mi.setDest(confine(mi, mi.getRawDest(), dst, size, nullptr));
+      if (transfer)
+        transfer->setSource(confine(mi, transfer->getRawSource(), *src, size, nullptr));
+      return;
+    }
+    if (llvm::isa<llvm::MemCpyInlineInst, llvm::MemSetInlineInst>(mi))
+      refuse("uses an inline memory intrinsic with a dynamic length"); // the verifier forbids this
+    b_.SetInsertPoint(&mi);
+    llvm::Value *length64 = b_.CreateZExtOrTrunc(length, i64_);
+    llvm::Value *clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, length64, b_.getInt64(limit));
+    mi.setDest(confine(mi, mi.getRawDest(), dst, 0, clamped));
+    if (transfer)
+      transfer->setSource(confine(mi, transfer->getRawSource(), *src, 0, clamped));
+    b_.SetInsertPoint(&mi);
+    mi.setLength(b_.CreateZExtOrTrunc(clamped, length->getType()));
+  }
+
+  void confineCall(llvm::CallBase &call) {
+    namespace I = llvm::Intrinsic;
+    llvm::Function *callee = call.getCalledFunction();
+    if (!callee)
+      refuse("makes an indirect call");
+    if (!callee->isDeclaration())
+      refuse(fmt::format("calls '{}', which was not inlined; vertex code may only call intrinsics and libm",
+                         callee->getName().str()));
+    if (!callee->isIntrinsic()) {
+      for (llvm::Value *arg : call.args())
+        if (containsPointer(arg->getType()))
+          refuse(fmt::format("passes a pointer to '{}'", callee->getName().str()));
+      if (containsPointer(call.getType()))
+        refuse(fmt::format("receives a pointer from '{}'", callee->getName().str()));
+      return;
+    }
+    llvm::Intrinsic::ID id = callee->getIntrinsicID();
+    if (auto *mi = llvm::dyn_cast<llvm::MemIntrinsic>(&call)) {
+      confineMemIntrinsic(*mi);
+      return;
+    }
+    switch (id) {
+    case I::masked_load:
+    case I::masked_expandload:
+      confineOperand(call, 0, sizeOf(call.getType()), false, false);
+      return;
+    case I::masked_store:
+    case I::masked_compressstore:
+      confineOperand(call, 1, sizeOf(call.getArgOperand(0)->getType()), true, false);
+      return;
+    case I::masked_gather:
+      confineLanes(call, 0, sizeOf(call.getType()->getScalarType()), false);
+      return;
+    case I::masked_scatter:
+      confineLanes(call, 1, sizeOf(call.getArgOperand(0)->getType()->getScalarType()), true);
+      return;
+    default:
+      break;
+    }
+    if (isMarker(id))
+      return;
+    bool pointers = containsPointer(call.getType());
+    for (llvm::Value *arg : call.args())
+      pointers |= containsPointer(arg->getType());
+    if (pointers || !call.doesNotAccessMemory())
+      refuse(fmt::format("calls the intrinsic '{}', which the memory sandbox does not support",
+                         callee->getName().str()));
+  }
+
+  llvm::Function &f_;
+  const llvm::DataLayout &dl_;
+  bool entry_;
+  unsigned tableBytes_;
+  uint64_t half_;
+  uint64_t guard_;
+  const std::string &where_;
+  llvm::IRBuilder<> b_;
+  llvm::Type *i64_ = nullptr;
+};
+
+} // namespace
+
+void confineMemoryAccesses(llvm::Module &module, const std::map<std::string, unsigned> &entryFieldCounts,
+                           uint64_t halfStride, uint64_t guard, const std::string &where) {
+  POPC_ASSERT(halfStride >= 2 && (halfStride & (halfStride - 1)) == 0 && guard < halfStride);
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    auto entry = entryFieldCounts.find(f.getName().str());
+    bool isEntry = entry != entryFieldCounts.end();
+    if (isEntry && (f.arg_size() != 2 || !f.getArg(0)->getType()->isPointerTy() ||
+                    !f.getArg(1)->getType()->isPointerTy()))
+      fail("{}: entry function '{}' must have type void(ptr, ptr)", where, f.getName().str());
+    Confiner(f, isEntry, isEntry ? 4 * entry->second : 0, halfStride, guard, where).run();
+  }
+}
+
+} // namespace popc::runtime

@@ -1,0 +1,49 @@
+// Software fault isolation for vertex code: after the host O3 pipeline and
+// before machine code generation, every memory access of a vertex entry is
+// rewritten so that it cannot leave the tile's own slot of the arena, however
+// the code computed its address. Calls are already restricted by the bitcode
+// gate; this confines memory.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace llvm {
+class Module;
+} // namespace llvm
+
+namespace popc::runtime {
+
+// What the JIT needs to confine a module: each entry symbol's number of
+// fields (its field-offset table holds that many uint32), half the tile
+// stride of the arena (a power of two) and the guard: how far below
+// tile_base an access may still go unchanged (vectorised code reads a few
+// lanes before a field under a mask). halfStride >= bytes per tile + guard.
+struct MemorySandbox {
+  std::map<std::string, unsigned> entryFieldCounts;
+  uint64_t halfStride = 0;
+  uint64_t guard = 0;
+};
+
+// Rewrites `module` (already optimised) in place. In each entry function
+// f(tile_base, field_offsets), an access of `size` <= halfStride bytes at p
+// goes to
+//   tile_base + (((p - tile_base + guard) & (halfStride - 1)) - guard)
+// so it stays within [tile_base - guard, tile_base - guard + 2 * halfStride),
+// the tile's window; windows of tiles a stride apart are disjoint and hold
+// no other tile's memory. Addresses in [tile_base - guard, tile_base +
+// halfStride - guard) are unchanged. Left alone: loads of the field-offset
+// table (field_offsets + constant, within 4 * fields bytes) and constant
+// offsets from tile_base in [0, halfStride - guard). Accesses to a stack object or a module
+// global are clamped into that object instead, so valid code is unchanged.
+// memcpy/memset lengths are clamped to halfStride; gathers/scatters are
+// masked lane by lane.
+// Refuses (popc::Error "<where>: ..."): calls to functions defined in the
+// module (not inlined), calls that pass pointers to anything but the memory
+// intrinsics it rewrites, atomics, va_arg, non-zero address spaces, dynamic
+// or large stack objects, stores to constant globals, and memory accesses in
+// functions that are not entries.
+void confineMemoryAccesses(llvm::Module &module, const std::map<std::string, unsigned> &entryFieldCounts,
+                           uint64_t halfStride, uint64_t guard, const std::string &where);
+
+} // namespace popc::runtime

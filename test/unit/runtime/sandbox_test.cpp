@@ -1,0 +1,231 @@
+// The memory sandbox: vertex code that computes addresses outside its tile
+// (far above, below, the next tile, past its field-offset table) must end up
+// in its own tile's slot, never in another tile or host memory.
+#include "runtime/device_memory.h"
+#include "runtime/engine.h"
+#include "runtime/jit.h"
+#include "runtime/memory_sandbox.h"
+#include "support/error.h"
+#include "test/unit/popef/sample_executable.h"
+
+#include <catch2/catch.hpp>
+
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+using popc::runtime::Jit;
+namespace fb = ::popef::fb;
+
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+using Body = std::function<void(llvm::IRBuilder<> &, llvm::Module &, llvm::Value *base, llvm::Value *offsets)>;
+
+// void symbol(ptr base, ptr offsets) { add_f32_2 on fields 0..2; body }
+std::unique_ptr<llvm::Module> makeModule(llvm::LLVMContext &ctx, const Body &body,
+                                         const std::string &symbol = "add_f32_2") {
+  auto m = std::make_unique<llvm::Module>("vertices", ctx);
+  llvm::IRBuilder<> b(ctx);
+  auto *ptr = b.getPtrTy();
+  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false),
+                                   llvm::Function::ExternalLinkage, symbol, *m);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Value *base = f->getArg(0), *offsets = f->getArg(1);
+  auto field = [&](unsigned i) {
+    llvm::Value *off = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, i));
+    return b.CreateGEP(b.getInt8Ty(), base, b.CreateZExt(off, b.getInt64Ty()));
+  };
+  llvm::Value *in0 = field(0), *in1 = field(1), *out = field(2);
+  for (unsigned i = 0; i < 2; ++i) {
+    llvm::Value *x = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in0, i));
+    llvm::Value *y = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in1, i));
+    b.CreateStore(b.CreateFAdd(x, y), b.CreateConstGEP1_32(b.getFloatTy(), out, i));
+  }
+  body(b, *m, base, offsets);
+  b.CreateRetVoid();
+  return m;
+}
+
+llvm::Value *at(llvm::IRBuilder<> &b, llvm::Value *p, int64_t offset) {
+  return b.CreateGEP(b.getInt8Ty(), p, b.getInt64(offset));
+}
+
+// An address the optimiser cannot see: base + offset computed through
+// integers (as a crafted file would).
+llvm::Value *forged(llvm::IRBuilder<> &b, llvm::Value *base, int64_t offset) {
+  return b.CreateIntToPtr(b.CreateAdd(b.CreatePtrToInt(base, b.getInt64Ty()), b.getInt64(offset)), b.getPtrTy());
+}
+
+// Stores 999.0f far above, below and into the next tiles, and memsets the
+// next tile, all from tile_base.
+void rogueWrites(llvm::IRBuilder<> &b, llvm::Module &, llvm::Value *base, llvm::Value *, uint64_t stride) {
+  llvm::Value *v = llvm::ConstantFP::get(b.getFloatTy(), 999.0);
+  for (int64_t off : {100 * kMiB + 512, int64_t(-4096 + 600), int64_t(stride) + 16, int64_t(stride) + 4,
+                      3 * int64_t(stride) + 8, -int64_t(stride) + 20})
+    b.CreateStore(v, at(b, base, off));
+  b.CreateStore(v, forged(b, base, int64_t(stride) + 20));
+  b.CreateMemSet(at(b, base, int64_t(stride) + 256), b.getInt8(0x7f), b.getInt64(64), llvm::MaybeAlign(4));
+  b.CreateMemSet(forged(b, base, 64 * kMiB + 512), b.getInt8(0x7f), b.getInt64(1 << 30), llvm::MaybeAlign(4));
+}
+
+std::vector<uint8_t> bitcodeOf(const llvm::Module &m) {
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  llvm::WriteBitcodeToFile(m, os);
+  os.flush();
+  return {bytes.begin(), bytes.end()};
+}
+
+std::vector<float> floats(const popc::runtime::HostTensor &t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("tile stride is a power of two with private slack", "[runtime][sandbox]") {
+  using popc::runtime::DeviceMemory;
+  CHECK(DeviceMemory::strideFor(624 * 1024) == 2 * kMiB);
+  CHECK(DeviceMemory::strideFor(1024) == 32 * 1024);
+  CHECK(DeviceMemory::strideFor(1 << 20) == 4 * kMiB);
+  DeviceMemory memory(3, 1000);
+  CHECK(memory.tile(1) - memory.tile(0) == int64_t(memory.tileStride()));
+  CHECK(memory.tileStride() >= 2 * (1000 + 2 * DeviceMemory::kGuardBytes));
+}
+
+TEST_CASE("a vertex writing outside its tile does not touch other tiles", "[runtime][sandbox]") {
+  uint64_t stride = popc::runtime::DeviceMemory::strideFor(1024);
+  llvm::LLVMContext ctx;
+  // Tile 0 runs the rogue vertex type; tile 1 the plain one.
+  auto rogue = makeModule(ctx, [&](auto &b, auto &m, auto *base, auto *offsets) {
+    rogueWrites(b, m, base, offsets, stride);
+  }, "rogue");
+  auto plain = makeModule(ctx, [](auto &, auto &, auto *, auto *) {});
+  auto exe = popc::test::makeSampleExecutable(bitcodeOf(*plain));
+  auto code = std::make_unique<fb::CodeModuleT>();
+  code->bitcode = bitcodeOf(*rogue);
+  exe.code.push_back(std::move(code));
+  auto vt = std::make_unique<fb::VertexTypeT>(*exe.vertex_types[0]);
+  vt->symbol = "rogue";
+  vt->module_ = 1;
+  exe.vertex_types.push_back(std::move(vt));
+  exe.compute_sets[0]->vertices[0] = {1, 0, 0};
+  auto bytes = popc::popef::serialize(exe);
+  for (unsigned threads : {1u, 2u}) {
+    CAPTURE(threads);
+    popc::runtime::Engine engine(popc::popef::Executable::fromBytes(bytes, "rogue.popef"), {threads, nullptr});
+    popc::runtime::HostTensor a{popc::DType::F32, {4}, std::vector<uint8_t>(16)};
+    float v[4] = {1, 2, 3, 4};
+    std::memcpy(a.data.data(), v, 16);
+    for (int run = 0; run < 3; ++run) {
+      CAPTURE(run);
+      std::vector<float> out = floats(engine.run({{"a", a}})["out"]);
+      // Tile 1's half (a + constant b) is intact on every run: its b was never overwritten.
+      CHECK(out[2] == 33);
+      CHECK(out[3] == 44);
+      if (run == 0) { // tile 0's own result was computed before it scribbled on itself
+        CHECK(out[0] == 11);
+        CHECK(out[1] == 22);
+      }
+    }
+  }
+}
+
+TEST_CASE("the sandbox keeps accesses inside the tile's window", "[runtime][sandbox]") {
+  constexpr uint64_t kHalf = 1024, kStride = 2 * kHalf, kGuard = 256;
+  auto context = std::make_unique<llvm::LLVMContext>();
+  // Entry: the add, the rogue writes, and a load past the 3-entry field table
+  // (offsets[3]) stored to tile_base + 40.
+  auto module = makeModule(*context, [&](auto &b, auto &m, auto *base, auto *offsets) {
+    rogueWrites(b, m, base, offsets, kStride);
+    llvm::Value *beyond = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, 3));
+    b.CreateStore(beyond, at(b, base, 40));
+  });
+  Jit jit;
+  popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, kHalf, kGuard};
+  jit.addModule(std::move(module), std::move(context), "test", &sandbox);
+  auto fn = jit.lookup("add_f32_2", "test");
+
+  // Memory: [stride][window: guard | tile ...][4 strides]; window words hold their index.
+  std::vector<uint32_t> memory(6 * kStride / 4, 0xabababab);
+  uint8_t *window = reinterpret_cast<uint8_t *>(memory.data()) + kStride;
+  uint8_t *tile = window + kGuard;
+  for (uint32_t w = 0; w < kStride / 4; ++w)
+    std::memcpy(window + 4 * w, &w, 4);
+  float in0[2] = {1.5f, -2}, in1[2] = {0.25f, 8};
+  std::memcpy(tile, in0, 8);
+  std::memcpy(tile + 16, in1, 8);
+  alignas(16) uint32_t offsets[4] = {0, 16, 32, 0xdeadbeef};
+  fn(tile, offsets);
+
+  float out[2];
+  std::memcpy(out, tile + 32, 8);
+  CHECK(out[0] == 1.75f);
+  CHECK(out[1] == 6.0f);
+  for (size_t i = 0; i < memory.size(); ++i) {
+    if (i >= kStride / 4 && i < 2 * kStride / 4)
+      continue; // the window
+
+    CAPTURE(i);
+    REQUIRE(memory[i] == 0xabababab);
+  }
+  // The load past the table came from the tile, not from offsets[3].
+  uint32_t beyond;
+  std::memcpy(&beyond, tile + 40, 4);
+  CHECK(beyond != 0xdeadbeef);
+  int64_t redirected =
+      int64_t(((reinterpret_cast<uintptr_t>(offsets + 3) - reinterpret_cast<uintptr_t>(tile) + kGuard) & (kHalf - 1))) -
+      int64_t(kGuard);
+  CHECK(redirected % 4 == 0);
+  if (redirected != 40) { // nothing but the store to +40 writes after the load
+    uint32_t word;
+    std::memcpy(&word, tile + redirected, 4);
+    CHECK(beyond == word);
+  }
+}
+
+TEST_CASE("the sandbox refuses what it cannot confine", "[runtime][sandbox]") {
+  auto error = [](const Body &body) -> std::string {
+    auto context = std::make_unique<llvm::LLVMContext>();
+    auto module = makeModule(*context, body);
+    Jit jit;
+    popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, 1024, 256};
+    try {
+      jit.addModule(std::move(module), std::move(context), "m.popef: code module 0", &sandbox);
+    } catch (const popc::Error &e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  CHECK_THAT(error([](auto &b, auto &, auto *base, auto *) {
+               b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, base, b.getInt32(1), llvm::MaybeAlign(4),
+                                 llvm::AtomicOrdering::SequentiallyConsistent);
+             }),
+             Catch::StartsWith("m.popef: code module 0: function 'add_f32_2' uses atomic memory operations"));
+  CHECK_THAT(error([](auto &b, auto &m, auto *base, auto *) {
+               // A helper that is not inlined and writes memory.
+               auto *h = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, false),
+                                                llvm::Function::InternalLinkage, "helper", m);
+               h->addFnAttr(llvm::Attribute::NoInline);
+               llvm::IRBuilder<> hb(llvm::BasicBlock::Create(m.getContext(), "entry", h));
+               hb.CreateStore(hb.getInt32(7), hb.CreateGEP(hb.getInt8Ty(), h->getArg(0), hb.getInt64(1 << 30)));
+               hb.CreateRetVoid();
+               b.CreateCall(h, {base});
+             }),
+             Catch::Contains("m.popef: code module 0: function '"));
+  CHECK_THAT(error([](auto &b, auto &, auto *base, auto *) {
+               b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), base, b.getInt64(4)), false);
+               b.CreateStore(b.getInt32(1),
+                             b.CreateAddrSpaceCast(at(b, base, 8), llvm::PointerType::get(b.getContext(), 256)));
+             }),
+             Catch::Contains("non-default address space"));
+}
