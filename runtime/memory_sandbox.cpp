@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/DataLayout.h>
@@ -167,6 +168,16 @@ private:
       intTy = llvm::VectorType::get(i64_, vecTy->getElementCount());
     auto splat = [&](llvm::Value *v) { return vecTy ? b_.CreateVectorSplat(vecTy->getElementCount(), v) : v; };
     llvm::Value *origin = region.object ? region.object : base();
+    if (!vecTy && !region.object) {
+      // p = q + c: one frozen (q - tile_base) per q serves every access
+      // around it, and the constant folds into the mask's addend.
+      llvm::APInt c(64, 0);
+      llvm::Value *q = p->stripAndAccumulateConstantOffsets(dl_, c, true);
+      llvm::Value *offset = b_.CreateAdd(offsetFromBase(q), b_.getInt64((c + guard_).getZExtValue()));
+      offset = b_.CreateAnd(offset, b_.getInt64(half_ - 1));
+      offset = b_.CreateSub(offset, b_.getInt64(guard_));
+      return b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
+    }
     llvm::Value *offset = b_.CreateSub(b_.CreatePtrToInt(p, intTy), splat(b_.CreatePtrToInt(origin, i64_)));
     // Poison or undef offsets become some fixed value, which is then confined.
     offset = b_.CreateFreeze(offset);
@@ -180,6 +191,27 @@ private:
       offset = b_.CreateSub(offset, splat(b_.getInt64(guard_)));
     }
     return b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
+  }
+
+  // freeze(q - tile_base) as i64, computed once right after q is defined.
+  llvm::Value *offsetFromBase(llvm::Value *q) {
+    if (q == base())
+      return b_.getInt64(0);
+    auto it = offsets_.find(q);
+    if (it != offsets_.end())
+      return it->second;
+    llvm::IRBuilder<> ib(f_.getContext());
+    if (auto *def = llvm::dyn_cast<llvm::Instruction>(q)) {
+      std::optional<llvm::BasicBlock::iterator> after = def->getInsertionPointAfterDef();
+      if (!after)
+        refuse("computes an address with an instruction that has no insertion point after it");
+      ib.SetInsertPoint(def->getParent(), *after);
+    } else {
+      ib.SetInsertPoint(f_.getEntryBlock().getFirstInsertionPt());
+    }
+    llvm::Value *x = ib.CreateFreeze(ib.CreateSub(ib.CreatePtrToInt(q, i64_), ib.CreatePtrToInt(base(), i64_)));
+    offsets_[q] = x;
+    return x;
   }
 
   void confineOperand(llvm::Instruction &inst, unsigned op, uint64_t size, bool isStore, bool isLoad) {
@@ -299,6 +331,7 @@ private:
   const std::string &where_;
   llvm::IRBuilder<> b_;
   llvm::Type *i64_ = nullptr;
+  llvm::DenseMap<llvm::Value *, llvm::Value *> offsets_;
 };
 
 } // namespace
@@ -314,6 +347,9 @@ void confineMemoryAccesses(llvm::Module &module, const std::map<std::string, uns
     if (isEntry && (f.arg_size() != 2 || !f.getArg(0)->getType()->isPointerTy() ||
                     !f.getArg(1)->getType()->isPointerTy()))
       fail("{}: entry function '{}' must have type void(ptr, ptr)", where, f.getName().str());
+    // Large frames (spills included) touch each page in turn, so they
+    // fault on the thread's guard page instead of stepping over it.
+    f.addFnAttr("probe-stack", "inline-asm");
     Confiner(f, isEntry, isEntry ? 4 * entry->second : 0, halfStride, guard, where).run();
   }
 }
