@@ -2,6 +2,7 @@
 // shapes and values equal within tolerance (|a-b| <= atol + rtol*|b|).
 // Used by the end-to-end tests and the quickstart; exits 1 on mismatch.
 #include "formats/npz/npz.h"
+#include "support/version.h"
 #include "support/error.h"
 
 #include "tools/cli_common.h"
@@ -44,8 +45,9 @@ int main(int argc, char **argv) {
   double rtol = 1e-5, atol = 1e-6;
   app.add_option("actual", actualPath, "Produced .npz")->required();
   app.add_option("expected", expectedPath, "Reference .npz")->required();
-  app.add_option("--rtol", rtol, "Relative tolerance")->capture_default_str();
-  app.add_option("--atol", atol, "Absolute tolerance")->capture_default_str();
+  app.add_option("--rtol", rtol, "Relative tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--atol", atol, "Absolute tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.set_version_flag("--version", popc::compilerVersion());
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
     return *exitCode;
   return popc::tools::runTool("npz-compare", [&]() -> int {

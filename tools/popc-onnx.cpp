@@ -30,9 +30,15 @@ int main(int argc, char **argv) {
   app.add_option("--arch", options.arch, "Target architecture: ipu1 (GC2) or ipu2 (GC200)")
       ->check(CLI::IsMember({"ipu1", "ipu2"}))
       ->capture_default_str();
-  app.add_option("--num-ipus", options.numIpus, "Number of IPUs in the target")->capture_default_str();
-  app.add_option("--tiles-per-ipu", tilesPerIpu, "Use only this many tiles per IPU (default: all)");
-  app.add_option("--bytes-per-tile", bytesPerTile, "Override the memory per tile in bytes (default: the arch's)");
+  app.add_option("--num-ipus", options.numIpus,
+                 "Number of IPUs in the target; ops go to the IPU named by their __ipu_number node "
+                 "attribute (default 0)")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  app.add_option("--tiles-per-ipu", tilesPerIpu, "Use only this many tiles per IPU (default: all)")
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--bytes-per-tile", bytesPerTile, "Override the memory per tile in bytes (default: the arch's)")
+      ->check(CLI::Range(64u, 16u * 1024 * 1024));
   app.add_option("--input-shape", inputShapes,
                  "Fix an input's shape, e.g. --input-shape input=1,3,224,224 (repeatable)");
   app.add_option("--dump-ir", options.dumpIrDir, "Write the IR as text at every pass checkpoint into DIR");

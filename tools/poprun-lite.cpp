@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
   app.add_option("--outputs", outputsPath, "Write the model outputs to this .npz (default: print a summary)");
   app.add_option("--iterations", iterations, "Run the program this many times (default 1)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
-  app.add_option("--threads", threads, "Host threads (default: all cores)");
+  app.add_option("--threads", threads, "Host threads (default: all cores)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.set_version_flag("--version", compilerVersion());

@@ -142,7 +142,8 @@ std::string outOfMemoryReport(const DeviceGraph &g, const std::vector<uint64_t> 
   std::stable_sort(over.begin(), over.end(), [&](uint32_t a, uint32_t b) { return used[a] > used[b]; });
   std::string report = fmt::format(
       "out of memory: {} of {} tiles exceed the {} bytes per tile of {} (worst tiles below). "
-      "Fix: use more IPUs (--num-ipus), a smaller batch (--input-shape), or a larger --bytes-per-tile",
+      "Fix: a smaller batch (--input-shape), more tiles (--tiles-per-ipu, if reduced), or more IPUs "
+      "(--num-ipus together with __ipu_number attributes on the model's nodes)",
       over.size(), used.size(), limit, g.target().arch);
   for (size_t i = 0; i < std::min<size_t>(over.size(), 5); ++i) {
     const uint32_t t = over[i];

@@ -71,7 +71,11 @@ void lowerIr(const ir::Ir &ir, graph::DeviceGraph &dg, codegen::VertexCodegen &c
     // Outputs already bound: the op was fused into its producer's lowering.
     if (std::all_of(op->outputs.begin(), op->outputs.end(), [&](const std::string &o) { return o.empty() || L.has(o); }))
       continue;
-    L.setCurrentIpu(op->ipu);
+    try {
+      L.setCurrentIpu(op->ipu);
+    } catch (const Error &e) {
+      fail("{} '{}': {}", op->type, op->name, e.what());
+    }
     for (const std::string &in : op->inputs)
       if (!in.empty() && !L.has(in)) {
         const ir::Tensor &t = g.tensor(in);

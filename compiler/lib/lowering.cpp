@@ -141,7 +141,12 @@ void Lowering::mapLinearly(const Value &v, uint64_t grainElems) {
 
 void Lowering::mapLike(const Value &v, const Value &like) {
   const auto &src = graph.tensor(like.tensor);
-  if (src.bytes == graph.tensor(v.tensor).bytes && !src.mapping.empty())
+  // Only a mapping on the current op's IPU: an op placed on another IPU must
+  // compute there, with its operands exchanged over the links once.
+  const bool onThisIpu = std::all_of(src.mapping.begin(), src.mapping.end(), [&](const graph::Interval &iv) {
+    return iv.tile >= firstTile_ && iv.tile < firstTile_ + numTiles_;
+  });
+  if (src.bytes == graph.tensor(v.tensor).bytes && !src.mapping.empty() && onThisIpu)
     graph.setMapping(v.tensor, src.mapping);
   else
     mapLinearly(v);

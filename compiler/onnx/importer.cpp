@@ -216,7 +216,16 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
   const auto checkerBefore = checkerError(model);
   std::optional<ir::Ir> ir;
   ir.emplace(buildIr(model, names, opset, path));
-  inferShapesAndCheck(model, path, checkerBefore);
+  try {
+    inferShapesAndCheck(model, path, checkerBefore);
+  } catch (const Error &e) {
+    if (options.inputShapes.empty())
+      throw;
+    // Usually an --input-shape that changes a dimension the model fixes elsewhere.
+    fail("{} (after --input-shape: the model fixes this dimension elsewhere, e.g. in an output "
+         "shape or a Reshape; re-export it with that axis dynamic, e.g. torch.onnx.export(..., dynamic_axes=...))",
+         e.what());
+  }
   crossCheckShapes(model.graph(), ir->main, path);
   logger->debug("{}: imported {} ops, {} tensors (opset {})", path, ir->main.ops().size(),
                 ir->main.tensors().size(), opset);
