@@ -97,9 +97,20 @@ TEST_CASE("tile stride is a power of two with private slack", "[runtime][sandbox
   CHECK(DeviceMemory::strideFor(624 * 1024) == 2 * kMiB);
   CHECK(DeviceMemory::strideFor(1024) == 32 * 1024);
   CHECK(DeviceMemory::strideFor(1 << 20) == 4 * kMiB);
-  DeviceMemory memory(3, 1000);
-  CHECK(memory.tile(1) - memory.tile(0) == int64_t(memory.tileStride()));
-  CHECK(memory.tileStride() >= 2 * (1000 + 2 * DeviceMemory::kGuardBytes));
+  DeviceMemory memory(40, 1000);
+  uint64_t stride = memory.tileStride(), guard = DeviceMemory::kGuardBytes;
+  CHECK(stride >= 2 * (1000 + 2 * guard));
+  // Each tile's window [tile - guard, tile - guard + stride) holds no other tile's memory.
+  for (uint32_t t = 0; t < 40; ++t) {
+    uintptr_t lo = reinterpret_cast<uintptr_t>(memory.tile(t)) - guard, hi = lo + stride;
+    CHECK(lo >= reinterpret_cast<uintptr_t>(memory.tile(0)) - guard); // inside the arena
+    CHECK(hi <= reinterpret_cast<uintptr_t>(memory.tile(0)) + 40 * stride); // arena: guard + 40 strides
+    for (uint32_t u = 0; u < 40; ++u) {
+      uintptr_t b = reinterpret_cast<uintptr_t>(memory.tile(u));
+      if (u != t)
+        CHECK((b + 1000 <= lo || b >= hi));
+    }
+  }
 }
 
 TEST_CASE("a vertex writing outside its tile does not touch other tiles", "[runtime][sandbox]") {
