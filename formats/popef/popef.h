@@ -33,6 +33,17 @@ Shape tensorShape(const ::popef::fb::Tensor &t);
 std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe);
 // The checksum stored beside constant data and bitcode (XXH64, seed 0).
 uint64_t checksum(std::span<const uint8_t> bytes);
+
+// A popef file is the flatbuffer followed by a 16-byte trailer: "POPFXXH1" and
+// the XXH64 of everything before it, so any corruption (a flipped copy offset
+// as much as a flipped weight) is refused before the file is used.
+constexpr size_t kTrailerBytes = 16;
+// Appends (or replaces) the trailer of `bytes` (the flatbuffer, possibly
+// already sealed). serialize() returns sealed bytes; fuzzers re-seal inputs.
+void seal(std::vector<uint8_t> &bytes);
+// True when the last kTrailerBytes of [data, data+size) are a trailer that
+// matches the rest.
+bool hasValidTrailer(const uint8_t *data, size_t size);
 // Writes bytes to `path` atomically (temporary file + rename).
 void writeFile(const std::string &path, std::span<const uint8_t> bytes);
 
@@ -56,6 +67,7 @@ private:
   std::string label_;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
+  size_t contentSize_ = 0;      // the flatbuffer: size_ less the trailer
   void *mapping_ = nullptr;     // munmap on destruction if set
   std::vector<uint8_t> owned_;  // when built from bytes
   const ::popef::fb::Executable *root_ = nullptr;

@@ -72,11 +72,14 @@ std::shared_ptr<const Executable> Executable::fromBytes(std::vector<uint8_t> byt
 }
 
 void Executable::verify() {
-  if (size_ < 8 || !::popef::fb::ExecutableBufferHasIdentifier(data_))
+  if (size_ < 8 + kTrailerBytes || !::popef::fb::ExecutableBufferHasIdentifier(data_))
     fail("{}: not a popef file", label_);
-  if (size_ >= FLATBUFFERS_MAX_BUFFER_SIZE)
+  if (!hasValidTrailer(data_, size_))
+    fail("{}: checksum mismatch: the file is truncated or corrupt; recompile the model", label_);
+  contentSize_ = size_ - kTrailerBytes;
+  if (contentSize_ >= FLATBUFFERS_MAX_BUFFER_SIZE)
     fail("{}: file is larger than the 2 GiB popef limit", label_);
-  flatbuffers::Verifier verifier(data_, size_, kVerifierMaxDepth, kVerifierMaxTables);
+  flatbuffers::Verifier verifier(data_, contentSize_, kVerifierMaxDepth, kVerifierMaxTables);
   if (!::popef::fb::VerifyExecutableBuffer(verifier))
     fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
   root_ = ::popef::fb::GetExecutable(data_);

@@ -16,6 +16,27 @@ namespace popc::popef {
 
 uint64_t checksum(std::span<const uint8_t> bytes) { return XXH64(bytes.data(), bytes.size(), 0); }
 
+namespace {
+constexpr char kTrailerMagic[8] = {'P', 'O', 'P', 'F', 'X', 'X', 'H', '1'};
+} // namespace
+
+void seal(std::vector<uint8_t> &bytes) {
+  if (bytes.size() >= kTrailerBytes && std::memcmp(bytes.data() + bytes.size() - kTrailerBytes, kTrailerMagic, 8) == 0)
+    bytes.resize(bytes.size() - kTrailerBytes);
+  const uint64_t sum = checksum(bytes);
+  bytes.insert(bytes.end(), kTrailerMagic, kTrailerMagic + 8);
+  const auto *p = reinterpret_cast<const uint8_t *>(&sum); // little-endian host (x86-64)
+  bytes.insert(bytes.end(), p, p + 8);
+}
+
+bool hasValidTrailer(const uint8_t *data, size_t size) {
+  if (size < kTrailerBytes || std::memcmp(data + size - kTrailerBytes, kTrailerMagic, 8) != 0)
+    return false;
+  uint64_t stored = 0;
+  std::memcpy(&stored, data + size - 8, 8);
+  return checksum({data, size - kTrailerBytes}) == stored;
+}
+
 std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe) {
   // The builder's output depends only on the object tree (no hashing of
   // pointers, no timestamps), so the same executable gives the same bytes.
@@ -35,6 +56,7 @@ std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe) {
       auto *m = code->GetMutableObject(i);
       m->mutate_xxh64(m->bitcode() ? checksum({m->bitcode()->data(), m->bitcode()->size()}) : checksum({}));
     }
+  seal(bytes);
   return bytes;
 }
 

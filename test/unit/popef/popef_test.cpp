@@ -104,6 +104,7 @@ TEST_CASE("popef bit flips never crash the reader", "[popef]") {
     for (uint8_t mask : {0x01, 0x10, 0x80, 0xff}) {
       auto b = bytes;
       b[i] ^= mask;
+      popc::popef::seal(b); // get past the file checksum to exercise the structural checks
       try {
         auto exe = Executable::fromBytes(std::move(b), "flip");
         // Whatever was accepted must be usable: touch everything the runtime touches.
@@ -267,6 +268,7 @@ TEST_CASE("popef rejects 8-byte vectors the flatbuffers Verifier lets through mi
     const void *data = field == "mapping" ? static_cast<const void *>(t->mapping()->Data())
                                           : static_cast<const void *>(t->shape()->Data());
     REQUIRE(reinterpret_cast<uintptr_t>(data) % 8 == 4);
+    popc::popef::seal(bytes);
     try {
       Executable::fromBytes(bytes, "x.popef");
       FAIL("accepted a misaligned " << field);
@@ -290,8 +292,22 @@ TEST_CASE("a changed byte of bitcode or constant data fails its checksum before 
 
   std::vector<uint8_t> bad = good;
   bad[codeAt] ^= 0x40;
+  CHECK_THROWS_WITH(Executable::fromBytes(bad, "x.popef"), Catch::Contains("checksum mismatch: the file is truncated"));
+  popc::popef::seal(bad); // a re-sealed file still fails the blob's own checksum
   CHECK_THROWS_WITH(Executable::fromBytes(bad, "x.popef"), Catch::Contains("code[0]: bitcode checksum mismatch"));
   bad = good;
   bad[constantAt] ^= 0x01;
+  popc::popef::seal(bad);
   CHECK_THROWS_WITH(Executable::fromBytes(bad, "x.popef"), Catch::Contains("constants[0]: data checksum mismatch"));
+}
+
+TEST_CASE("any changed byte or truncation fails the file checksum", "[popef]") {
+  const std::vector<uint8_t> good = sampleBytes();
+  for (size_t i = 0; i < good.size(); i += 7) {
+    std::vector<uint8_t> bad = good;
+    bad[i] ^= 0x10;
+    CHECK_THROWS_AS(Executable::fromBytes(bad, "x.popef"), Error);
+  }
+  std::vector<uint8_t> cut(good.begin(), good.end() - 1);
+  CHECK_THROWS_WITH(Executable::fromBytes(cut, "x.popef"), Catch::Contains("x.popef:"));
 }
