@@ -42,7 +42,8 @@ struct MemorySandbox {
 // module (not inlined), calls that pass pointers to anything but the memory
 // intrinsics it rewrites, atomics, va_arg, non-zero address spaces, dynamic
 // or large stack objects, stores to constant globals, and memory accesses in
-// functions that are not entries.
+// functions that are not entries. Every function gets stack probes
+// ("probe-stack"), so no frame steps over a thread's guard page.
 void confineMemoryAccesses(llvm::Module &module, const std::map<std::string, unsigned> &entryFieldCounts,
                            uint64_t halfStride, uint64_t guard, const std::string &where);
 
