@@ -2,6 +2,7 @@
 // entry must still compute the same, whatever the thread count, including
 // entries that share a helper function, a mutable global or a constant table.
 #include "runtime/bitcode_gate.h"
+#include "test/unit/runtime/vertex_ir.h"
 #include "runtime/engine.h"
 #include "runtime/jit.h"
 #include "runtime/thread_pool.h"
@@ -62,10 +63,7 @@ std::unique_ptr<llvm::Module> makeModule(llvm::LLVMContext &ctx) {
                                      llvm::Function::ExternalLinkage, entryName(k), *m);
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
     llvm::Value *base = f->getArg(0), *offsets = f->getArg(1);
-    auto field = [&](unsigned i) {
-      llvm::Value *off = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, i));
-      return b.CreateGEP(b.getInt8Ty(), base, b.CreateZExt(off, b.getInt64Ty()));
-    };
+    auto field = [&](unsigned i) { return popc::test::fieldPointer(b, base, offsets, i); };
     llvm::Value *in0 = field(0), *in1 = field(1), *out = field(2);
     llvm::Value *bias = llvm::ConstantFP::get(f32, float(k));
     if (k <= 1)

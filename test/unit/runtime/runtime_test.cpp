@@ -1,4 +1,5 @@
 #include "runtime/bitcode_gate.h"
+#include "test/unit/runtime/vertex_ir.h"
 #include "runtime/cycle_model.h"
 #include "runtime/engine.h"
 #include "support/error.h"
@@ -39,10 +40,7 @@ std::vector<uint8_t> makeBitcode(Variant variant, const std::string &symbol = "a
   auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, m);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
   llvm::Value *base = f->getArg(0), *offsets = f->getArg(1);
-  auto field = [&](unsigned i) {
-    llvm::Value *off = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, i));
-    return b.CreateGEP(b.getInt8Ty(), base, b.CreateZExt(off, b.getInt64Ty()));
-  };
+  auto field = [&](unsigned i) { return popc::test::fieldPointer(b, base, offsets, i); };
   llvm::Value *in0 = field(0), *in1 = field(1), *out = field(2);
   for (unsigned i = 0; i < 2; ++i) {
     llvm::Value *x = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in0, i));

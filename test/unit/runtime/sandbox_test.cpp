@@ -2,6 +2,7 @@
 // (far above, below, the next tile, past its field-offset table) must end up
 // in its own tile's slot, never in another tile or host memory.
 #include "runtime/device_memory.h"
+#include "test/unit/runtime/vertex_ir.h"
 #include "runtime/engine.h"
 #include "runtime/jit.h"
 #include "runtime/memory_sandbox.h"
@@ -39,10 +40,7 @@ std::unique_ptr<llvm::Module> makeModule(llvm::LLVMContext &ctx, const Body &bod
                                    llvm::Function::ExternalLinkage, symbol, *m);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
   llvm::Value *base = f->getArg(0), *offsets = f->getArg(1);
-  auto field = [&](unsigned i) {
-    llvm::Value *off = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, i));
-    return b.CreateGEP(b.getInt8Ty(), base, b.CreateZExt(off, b.getInt64Ty()));
-  };
+  auto field = [&](unsigned i) { return popc::test::fieldPointer(b, base, offsets, i); };
   llvm::Value *in0 = field(0), *in1 = field(1), *out = field(2);
   for (unsigned i = 0; i < 2; ++i) {
     llvm::Value *x = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in0, i));
