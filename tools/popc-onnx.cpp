@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputShapes;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
   bool stats = false;
-  app.add_option("model", model, "ONNX model to compile (.onnx)")->required()->check(CLI::ExistingFile);
+  app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
   app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
   app.add_option("--arch", options.arch, "Target architecture: ipu1 (GC2) or ipu2 (GC200)")
       ->check(CLI::IsMember({"ipu1", "ipu2"}))
