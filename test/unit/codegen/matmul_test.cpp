@@ -29,6 +29,26 @@ std::vector<double> reference(const MatMulSpec &s, const std::vector<float> &A, 
   return out;
 }
 
+// JIT-compiles every generated spec and compares each on random data with the
+// reference; the output field starts as garbage, which the kernel must overwrite.
+void checkAgainstReference(VertexCodegen &cg, const std::vector<std::pair<MatMulSpec, uint32_t>> &runs,
+                           uint32_t seed) {
+  JitModule jit(cg.finish());
+  std::mt19937 rng(seed);
+  for (const auto &[s, index] : runs) {
+    const VertexTypeInfo &vt = cg.vertexTypes()[index];
+    INFO(vt.name);
+    auto A = randomVector<float>(size_t(s.batch) * s.m * s.k, rng);
+    auto B = randomVector<float>(size_t(s.broadcastB ? 1 : s.batch) * s.k * s.n, rng);
+    auto C = randomVector<float>(size_t(s.batch) * s.m * s.n, rng);
+    std::vector<Bytes> fields = {toBytes(A), toBytes(B)};
+    if (s.hasC)
+      fields.push_back(toBytes(C));
+    fields.push_back(Bytes(C.size() * 4, 0xFF));
+    requireClose(fromBytes<float>(jit.run(vt, fields).back()), reference(s, A, B, C));
+  }
+}
+
 } // namespace
 
 TEST_CASE("matmul matches a reference for every trans/broadcast/C/alpha/beta combination", "[codegen][matmul]") {
@@ -49,21 +69,7 @@ TEST_CASE("matmul matches a reference for every trans/broadcast/C/alpha/beta com
       s.beta = beta;
       runs.emplace_back(s, cg.getOrCreate(s));
     }
-  JitModule jit(cg.finish());
-  std::mt19937 rng(1);
-  for (auto &[s, index] : runs) {
-    const VertexTypeInfo &vt = cg.vertexTypes()[index];
-    INFO(vt.name);
-    auto A = randomVector<float>(size_t(s.batch) * s.m * s.k, rng);
-    auto B = randomVector<float>(size_t(s.broadcastB ? 1 : s.batch) * s.k * s.n, rng);
-    auto C = randomVector<float>(size_t(s.batch) * s.m * s.n, rng);
-    std::vector<Bytes> fields = {toBytes(A), toBytes(B)};
-    if (s.hasC)
-      fields.push_back(toBytes(C));
-    fields.push_back(Bytes(C.size() * 4, 0xFF)); // garbage: the kernel must initialise out
-    auto out = fromBytes<float>(jit.run(vt, fields).back());
-    requireClose(out, reference(s, A, B, C));
-  }
+  checkAgainstReference(cg, runs, 1);
 }
 
 // Shapes that exercise the register tiling: row blocks with a remainder,
@@ -95,20 +101,7 @@ TEST_CASE("matmul tiling matches a reference on wide, narrow and many-row shapes
       }
       runs.emplace_back(s, cg.getOrCreate(s));
     }
-  JitModule jit(cg.finish());
-  std::mt19937 rng(3);
-  for (auto &[s, index] : runs) {
-    const VertexTypeInfo &vt = cg.vertexTypes()[index];
-    INFO(vt.name);
-    auto A = randomVector<float>(size_t(s.batch) * s.m * s.k, rng);
-    auto B = randomVector<float>(size_t(s.broadcastB ? 1 : s.batch) * s.k * s.n, rng);
-    auto C = randomVector<float>(size_t(s.batch) * s.m * s.n, rng);
-    std::vector<Bytes> fields = {toBytes(A), toBytes(B)};
-    if (s.hasC)
-      fields.push_back(toBytes(C));
-    fields.push_back(Bytes(C.size() * 4, 0xFF));
-    requireClose(fromBytes<float>(jit.run(vt, fields).back()), reference(s, A, B, C));
-  }
+  checkAgainstReference(cg, runs, 3);
 }
 
 TEST_CASE("matmul fields, cycles and names", "[codegen][matmul]") {
