@@ -78,6 +78,10 @@ public:
       work.push_back(&inst);
     uint64_t stackBytes = 0;
     for (llvm::Instruction *inst : work) {
+      if (auto *bo = llvm::dyn_cast<llvm::BinaryOperator>(inst)) {
+        guardDivision(*bo);
+        continue;
+      }
       if (auto *a = llvm::dyn_cast<llvm::AllocaInst>(inst)) {
         std::optional<llvm::TypeSize> size = a->getAllocationSize(dl_);
         if (!a->isStaticAlloca() || !size || size->isScalable())
@@ -101,6 +105,52 @@ public:
   }
 
 private:
+  // Integer division traps on x86 for a zero divisor and for INT_MIN / -1,
+  // which would kill the whole process. Divide by 1 instead of 0 (any result
+  // is acceptable there) and compute x / -1 as -x and x % -1 as 0 without
+  // dividing, so valid code keeps its results and no divisor can trap.
+  void guardDivision(llvm::BinaryOperator &op) {
+    const auto opcode = op.getOpcode();
+    const bool isSigned = opcode == llvm::Instruction::SDiv || opcode == llvm::Instruction::SRem;
+    if (!isSigned && opcode != llvm::Instruction::UDiv && opcode != llvm::Instruction::URem)
+      return;
+    llvm::Value *d = op.getOperand(1);
+    if (canNeverTrap(d, isSigned))
+      return;
+    b_.SetInsertPoint(&op);
+    llvm::Type *t = d->getType();
+    llvm::Value *frozen = b_.CreateFreeze(d);
+    llvm::Value *zero = llvm::Constant::getNullValue(t), *one = llvm::ConstantInt::get(t, 1);
+    llvm::Value *isZero = b_.CreateICmpEQ(frozen, zero);
+    if (!isSigned) {
+      op.setOperand(1, b_.CreateSelect(isZero, one, frozen));
+      return;
+    }
+    llvm::Value *isMinusOne = b_.CreateICmpEQ(frozen, llvm::Constant::getAllOnesValue(t));
+    op.setOperand(1, b_.CreateSelect(b_.CreateOr(isZero, isMinusOne), one, frozen));
+    b_.SetInsertPoint(op.getNextNode());
+    llvm::Value *byMinusOne = opcode == llvm::Instruction::SDiv ? b_.CreateSub(zero, op.getOperand(0)) : zero;
+    llvm::Value *result = b_.CreateSelect(isMinusOne, byMinusOne, &op);
+    op.replaceUsesWithIf(result, [&](llvm::Use &u) { return u.getUser() != result; });
+  }
+
+  // A constant divisor with no element that is 0 (or -1 when signed).
+  static bool canNeverTrap(llvm::Value *d, bool isSigned) {
+    auto safe = [&](const llvm::Constant *c) {
+      const auto *ci = llvm::dyn_cast_or_null<llvm::ConstantInt>(c);
+      return ci && !ci->isZero() && !(isSigned && ci->isMinusOne());
+    };
+    if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(d))
+      return safe(ci);
+    if (auto *cv = llvm::dyn_cast<llvm::ConstantDataVector>(d)) {
+      for (unsigned i = 0; i < cv->getNumElements(); ++i)
+        if (!safe(cv->getElementAsConstant(i)))
+          return false;
+      return true;
+    }
+    return false;
+  }
+
   [[noreturn]] void refuse(const std::string &what) const {
     fail("{}: function '{}' {} (after optimisation)", where_, f_.getName().str(), what);
   }

@@ -238,3 +238,31 @@ TEST_CASE("the sandbox refuses what it cannot confine", "[runtime][sandbox]") {
              }),
              Catch::Contains("non-default address space"));
 }
+
+TEST_CASE("integer division by zero or INT_MIN / -1 cannot trap", "[runtime][sandbox]") {
+  llvm::LLVMContext ctx;
+  // out[0] = in0[1] sdiv in0[0], out[1] = in0[1] srem in0[0] (as i32 bits).
+  auto divider = makeModule(ctx, [](auto &b, auto &, auto *base, auto *offsets) {
+    llvm::Value *in0 = popc::test::fieldPointer(b, base, offsets, 0);
+    llvm::Value *out = popc::test::fieldPointer(b, base, offsets, 2);
+    llvm::Value *d = b.CreateLoad(b.getInt32Ty(), in0);
+    llvm::Value *x = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), in0, 1));
+    b.CreateStore(b.CreateSDiv(x, d), out);
+    b.CreateStore(b.CreateSRem(x, d), b.CreateConstGEP1_32(b.getInt32Ty(), out, 1));
+  });
+  auto bytes = popc::popef::serialize(popc::test::makeSampleExecutable(bitcodeOf(*divider)));
+  popc::runtime::Engine engine(popc::popef::Executable::fromBytes(bytes, "div.popef"), {1, nullptr});
+  auto run = [&](int32_t d, int32_t x) {
+    popc::runtime::HostTensor a{popc::DType::F32, {4}, std::vector<uint8_t>(16)};
+    const int32_t v[4] = {d, x, 0, 0};
+    std::memcpy(a.data.data(), v, 16);
+    popc::runtime::HostTensor out = engine.run({{"a", a}})["out"];
+    int32_t r[2];
+    std::memcpy(r, out.data.data(), 8);
+    return std::make_pair(r[0], r[1]);
+  };
+  CHECK(run(3, 7) == std::make_pair(2, 1));   // ordinary division is unchanged
+  CHECK(run(-1, 7) == std::make_pair(-7, 0)); // x / -1 keeps its meaning
+  CHECK(run(-1, INT32_MIN) == std::make_pair(INT32_MIN, 0)); // would trap on x86
+  CHECK_NOTHROW(run(0, 7));                   // would trap on x86; any result is acceptable
+}
