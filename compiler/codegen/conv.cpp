@@ -12,15 +12,6 @@ namespace popc::codegen::detail {
 
 using namespace llvm;
 
-namespace {
-
-Window windowOf(const ConvSpec &s) {
-  return {s.inHeight, s.inWidth,   s.inRowBegin, s.inRows,    s.outRowBegin, s.outRows, s.outWidth, s.kernelH,
-          s.kernelW,  s.strideH,   s.strideW,    s.dilationH, s.dilationW,   s.padTop,  s.padLeft};
-}
-
-} // namespace
-
 KernelDesc describe(const ConvSpec &s) {
   if (s.dtype != DType::F32 && s.dtype != DType::F64)
     unsupported("Conv", s.dtype);
@@ -266,19 +257,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
         }
       }
   };
-  Emitter::Carried sum = em_.forLoop(IC / icStep, init, [&](Value *g, const Emitter::Carried &cur) {
-    Emitter::Carried next = cur;
-    Value *ic0 = b_.CreateMul(g, em_.i64(icStep));
-    for (int64_t u = 0; u < icStep; ++u)
-      channel(b_.CreateAdd(ic0, em_.i64(u)), next, u);
-    return next;
-  });
-  if (IC % icStep)
-    sum = em_.forLoop(em_.i64(IC / icStep * icStep), em_.i64(IC), sum, [&](Value *ic, const Emitter::Carried &cur) {
-      Emitter::Carried next = cur;
-      channel(ic, next, 0);
-      return next;
-    });
+  Emitter::Carried sum = em_.unrolledLoop(IC, icStep, init, channel);
   for (int64_t set = 1; set < nSets; ++set)
     for (size_t k = 0; k < size_t(chains); ++k)
       sum[k] = b_.CreateFAdd(sum[k], sum[size_t(set) * size_t(chains) + k]);

@@ -295,4 +295,22 @@ void unsupported(const std::string &op, DType t) {
   fail("codegen: {} not supported for {}", op, dtypeName(t));
 }
 
+Emitter::Carried Emitter::unrolledLoop(int64_t count, int64_t unroll, Carried init,
+                                        const std::function<void(Value *i, Carried &acc, int64_t u)> &body) {
+  Carried sum = forLoop(count / unroll, std::move(init), [&](Value *g, const Carried &cur) {
+    Carried next = cur;
+    Value *first = b_.CreateMul(g, i64(unroll));
+    for (int64_t u = 0; u < unroll; ++u)
+      body(b_.CreateAdd(first, i64(u)), next, u);
+    return next;
+  });
+  if (count % unroll)
+    sum = forLoop(i64(count / unroll * unroll), i64(count), sum, [&](Value *i, const Carried &cur) {
+      Carried next = cur;
+      body(i, next, 0);
+      return next;
+    });
+  return sum;
+}
+
 } // namespace popc::codegen::detail

@@ -80,6 +80,12 @@ public:
                   const std::function<Carried(Value *iv, const Carried &)> &body) {
     return forLoop(i64(0), i64(tripCount), std::move(init), body);
   }
+  // A reduction over i in [0, count) unrolled `unroll` times: the body gets the
+  // index, the accumulators to update and the copy u in [0, unroll) (so copies
+  // can use separate accumulator sets); a remainder loop runs the last
+  // count % unroll indices as copy 0.
+  Carried unrolledLoop(int64_t count, int64_t unroll, Carried init,
+                       const std::function<void(Value *i, Carried &acc, int64_t u)> &body);
   // if (cond) { then() }
   void ifThen(Value *cond, const std::function<void()> &then);
 

@@ -122,18 +122,7 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
             acc[slot(set, j, v)] = em.fmulAdd(as, x[size_t(v)], acc[slot(set, j, v)]);
       }
     };
-    Emitter::Carried sum = em.forLoop(K / kStep, init, [&](Value *g, const Emitter::Carried &cur) {
-      Emitter::Carried next = cur;
-      for (int64_t u = 0; u < kStep; ++u)
-        step(b.CreateAdd(b.CreateMul(g, em.i64(kStep)), em.i64(u)), next, u);
-      return next;
-    });
-    if (K % kStep)
-      sum = em.forLoop(em.i64(K / kStep * kStep), em.i64(K), sum, [&](Value *ki, const Emitter::Carried &cur) {
-        Emitter::Carried next = cur;
-        step(ki, next, 0);
-        return next;
-      });
+    Emitter::Carried sum = em.unrolledLoop(K, kStep, init, step);
     for (int64_t j = 0; j < mb; ++j)
       for (int64_t v = 0; v < NV; ++v) {
         if (!any(lanes[size_t(v)]))

@@ -11,15 +11,6 @@ namespace popc::codegen::detail {
 
 using namespace llvm;
 
-namespace {
-
-Window windowOf(const PoolSpec &s) {
-  return {s.inHeight, s.inWidth,   s.inRowBegin, s.inRows,    s.outRowBegin, s.outRows, s.outWidth, s.kernelH,
-          s.kernelW,  s.strideH,   s.strideW,    s.dilationH, s.dilationW,   s.padTop,  s.padLeft};
-}
-
-} // namespace
-
 KernelDesc describe(const PoolSpec &s) {
   const char *op = s.max ? "MaxPool" : "AveragePool";
   if (s.dtype != DType::F32 && s.dtype != DType::F64)

@@ -48,4 +48,10 @@ struct Window {
                   const std::function<void(Value *outIndex, Value *inIndex)> &update) const;
 };
 
+// The window of a ConvSpec or PoolSpec (they share these geometry fields).
+template <typename Spec> Window windowOf(const Spec &s) {
+  return {s.inHeight, s.inWidth,   s.inRowBegin, s.inRows,    s.outRowBegin, s.outRows, s.outWidth, s.kernelH,
+          s.kernelW,  s.strideH,   s.strideW,    s.dilationH, s.dilationW,   s.padTop,  s.padLeft};
+}
+
 } // namespace popc::codegen::detail
