@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   # LLVM 19: codegen (IRBuilder) and runtime JIT (ORC); clang-19 for fuzzers
   llvm-19-dev libzstd-dev clang-19 libclang-rt-19-dev
   # ONNX import
@@ -16,8 +16,10 @@ PACKAGES=(
   libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libcurl4-openssl-dev
   # tests
   catch2 libonnx-testdata
+  # remote-cache tests: a local WebDAV server
+  nginx-core
   # model generation and reference outputs (used by /usr/bin/python3 only)
-  python3 python3-onnx python3-numpy python3-torch
+  python3 python3-onnx python3-numpy python3-torch python3-torchvision
 )
 
 missing=()

@@ -31,5 +31,9 @@ void registerElementwiseOps(OpRegistry &reg);
 void registerMatMulOps(OpRegistry &reg);
 void registerNnOps(OpRegistry &reg);
 void registerShapeOps(OpRegistry &reg);
+void registerMovementOps(OpRegistry &reg);
+void registerReduceOps(OpRegistry &reg);
+void registerIndexOps(OpRegistry &reg);
+void registerRecurrentOps(OpRegistry &reg);
 
 } // namespace popc::ir::detail

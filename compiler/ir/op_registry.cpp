@@ -15,6 +15,10 @@ const OpRegistry &OpRegistry::instance() {
     detail::registerMatMulOps(r);
     detail::registerNnOps(r);
     detail::registerShapeOps(r);
+    detail::registerMovementOps(r);
+    detail::registerReduceOps(r);
+    detail::registerIndexOps(r);
+    detail::registerRecurrentOps(r);
     return r;
   }();
   return registry;

@@ -195,6 +195,9 @@ const LoweringTable &table() {
     registerSoftmaxLowerings(t);
     registerRearrangeLowerings(t);
     registerNormLowerings(t);
+    registerMovementLowerings(t);
+    registerIndexLowerings(t);
+    registerRecurrentLowerings(t);
     return t;
   }();
   return t;

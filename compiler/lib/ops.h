@@ -17,6 +17,9 @@ void registerReduceLowerings(LoweringTable &table);
 void registerSoftmaxLowerings(LoweringTable &table);
 void registerRearrangeLowerings(LoweringTable &table);
 void registerNormLowerings(LoweringTable &table);
+void registerMovementLowerings(LoweringTable &table);
+void registerIndexLowerings(LoweringTable &table);
+void registerRecurrentLowerings(LoweringTable &table);
 
 // Elementwise building block used by composite lowerings (e.g. BatchNormalization
 // with run-time statistics): out = op(inputs...) with numpy broadcasting.

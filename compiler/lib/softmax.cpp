@@ -88,6 +88,5 @@ void registerSoftmaxLowerings(LoweringTable &t) {
   t["LogSoftmax"] = [](const ir::Op &op, const ir::Graph &g, Lowering &L) { lowerSoftmax(op, g, L, true); };
 }
 
-void registerReduceLowerings(LoweringTable &) {}
 
 } // namespace popc::lib
