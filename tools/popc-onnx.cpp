@@ -1,4 +1,7 @@
 // popc-onnx: compile an ONNX model into a popef executable for the simulated IPU.
+#include "cache/size.h"
+#include "cache/tiered_store.h"
+#include "compiler/driver/cache_key.h"
 #include "compiler/driver/compile.h"
 #include "compiler/onnx/importer.h"
 #include "formats/popef/popef.h"
@@ -11,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
@@ -18,13 +22,15 @@ int main(int argc, char **argv) {
   using namespace popc;
   CLI::App app{"popc-onnx: compile an ONNX model into a popef executable for the simulated IPU.\n\n"
                "Example:\n  popc-onnx model.onnx -o model.popef\n"
-               "  poprun-lite model.popef --inputs inputs.npz --outputs outputs.npz",
+               "  poprun-lite model.popef --inputs inputs.npz --outputs outputs.npz\n"
+               "  popc-onnx model.onnx -o model.popef --cache-dir ~/.cache/popc   # recompiles only on change",
                "popc-onnx"};
   std::string model, output, logLevel;
   driver::CompileOptions options;
   std::vector<std::string> inputShapes;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
-  bool stats = false;
+  bool stats = false, noCache = false;
+  std::string cacheDir, cacheMaxSize = "5G", remoteCache;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
   app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
   app.add_option("--arch", options.arch, "Target architecture: ipu1 (GC2) or ipu2 (GC200)")
@@ -45,6 +51,18 @@ int main(int argc, char **argv) {
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.add_flag("--stats", stats, "Print compile-time statistics");
+  app.add_option("--cache-dir", cacheDir,
+                 "Content-addressed cache directory: a compile of the same model bytes, external data, "
+                 "options and compiler is copied from it instead of recompiled (see docs/cache.md)")
+      ->envname("POPC_CACHE_DIR");
+  app.add_option("--cache-max-size", cacheMaxSize,
+                 "Evict least recently used cache entries above this size: bytes or K/M/G/T (default 5G)")
+      ->envname("POPC_CACHE_MAX_SIZE");
+  app.add_option("--remote-cache", remoteCache,
+                 "Shared HTTP cache (WebDAV/nginx or bazel-remote style) consulted after --cache-dir; "
+                 "failures only warn")
+      ->envname("POPC_REMOTE_CACHE");
+  app.add_flag("--no-cache", noCache, "Compile without reading or writing any cache");
   app.set_version_flag("--version", compilerVersion());
 
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
@@ -60,9 +78,35 @@ int main(int argc, char **argv) {
     if (output.empty())
       output = std::filesystem::path(model).replace_extension(".popef").string();
 
+    // The cache lookup comes first: a hit costs a hash of the input files and
+    // one copy, with no ONNX parse and no LLVM.
+    std::shared_ptr<cache::Store> store;
+    std::optional<driver::ExecutableKey> key;
+    if (!noCache && (!cacheDir.empty() || !remoteCache.empty())) {
+      store = cache::openStore(cacheDir, cache::parseSize(cacheMaxSize, "--cache-max-size"), remoteCache);
+      key = driver::executableCacheKey(model, options);
+    }
+    auto log = log::get("popc-onnx");
+    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty();
+    if (store && key && !wantsDumps) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (auto blob = store->get("exe", key->key)) {
+        popc::popef::writeFile(output, blob->bytes());
+        log->info("cache hit {} ({}): wrote {} bytes to {} in {:.3f} s without compiling", key->key,
+                  store->describe(), blob->size(), output,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (stats)
+          fmt::print("cache hit {}: {} bytes -> {}\n", key->key, blob->size(), output);
+        return 0;
+      }
+      log->info("cache miss {} ({})", key->key, store->describe());
+    }
+
     driver::CompileStats st;
     const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st);
     popc::popef::writeFile(output, bytes);
+    if (store && key)
+      store->put("exe", key->key, bytes);
     if (stats)
       fmt::print("import {:.3f}s  passes {:.3f}s  lower+plan {:.3f}s  codegen {:.3f}s  write {:.3f}s\n"
                  "{} IR ops, {} vertex types, {} vertices; exchange per run: {} copies, {} bytes\n"

@@ -59,6 +59,12 @@ void checkLowerable(const ir::Graph &g, const std::string &modelPath) {
 } // namespace
 
 std::map<std::string, std::string> CompileOptions::describe() const {
+  // Every field, by name: adding a member to CompileOptions breaks this line
+  // until the new option is either described below or listed as not
+  // changing the executable — so the cache key cannot silently miss it.
+  const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, dumpIrDir_, dumpDotDir_] = *this;
+  (void)dumpIrDir_, (void)dumpDotDir_; // debug output only; the executable is the same
+  (void)arch_, (void)numIpus_, (void)tilesPerIpu_, (void)bytesPerTile_, (void)inputShapes_;
   const graph::Target t = makeTarget(*this);
   std::map<std::string, std::string> d{
       {"arch", arch},
@@ -101,7 +107,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     lib::lowerIr(ir, dg, codegen);
     plan = graph::planMemory(dg);
   } catch (const Error &e) {
-    fail("{}: {}", modelPath, e.what()); // name the model in lowering errors
+    e.rethrowWithPrefix(modelPath + ": "); // name the model in lowering errors
   }
   st.lowerSeconds = secondsSince(t0);
   for (const auto &cs : dg.computeSets())

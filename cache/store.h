@@ -1,0 +1,51 @@
+// The abstract content-addressed store: bytes by (kind, key). Kinds are
+// namespaces ("exe" for executables, "obj" for JIT objects); keys are
+// 32-hex-digit XXH3-128 digests computed by the caller from everything that
+// decides the bytes. A store returns only payloads whose header and hash
+// checked out (entry.h); anything else is a miss.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace popc::cache {
+
+// Payload bytes owned by a vector or by a read-only mapping of the entry file.
+class Blob {
+public:
+  Blob() = default;
+  explicit Blob(std::vector<uint8_t> bytes);
+  Blob(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes)
+      : owner_(std::move(owner)), bytes_(bytes) {}
+  std::span<const uint8_t> bytes() const { return bytes_; }
+  size_t size() const { return bytes_.size(); }
+
+private:
+  std::shared_ptr<const void> owner_;
+  std::span<const uint8_t> bytes_;
+};
+
+// kind: [a-z0-9]+ (a directory / URL segment). Throws popc::Error otherwise.
+void checkKind(std::string_view kind);
+
+class Store {
+public:
+  virtual ~Store() = default;
+  // The verified payload, or nullopt (absent, unreadable, corrupt: never an error).
+  virtual std::optional<Blob> get(std::string_view kind, std::string_view key) = 0;
+  // Stores `payload`; failures are logged warnings, never errors.
+  virtual void put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) = 0;
+  // "local /path" or "remote http://..." for logs.
+  virtual std::string describe() const = 0;
+
+  // get(), else compute() and put() its result.
+  std::vector<uint8_t> getOrCompute(std::string_view kind, std::string_view key,
+                                    const std::function<std::vector<uint8_t>()> &compute);
+};
+
+} // namespace popc::cache

@@ -1,0 +1,79 @@
+#include "cache/tiered_store.h"
+
+#include "cache/remote_store.h"
+#include "support/error.h"
+#include "support/log.h"
+
+namespace popc::cache {
+
+Blob::Blob(std::vector<uint8_t> bytes) {
+  auto owned = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  bytes_ = std::span<const uint8_t>(owned->data(), owned->size());
+  owner_ = std::move(owned);
+}
+
+void checkKind(std::string_view kind) {
+  bool ok = !kind.empty() && kind.size() <= 16;
+  for (char c : kind)
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
+  if (!ok)
+    fail("cache kind '{}': must be 1-16 lowercase letters or digits", kind);
+}
+
+std::vector<uint8_t> Store::getOrCompute(std::string_view kind, std::string_view key,
+                                         const std::function<std::vector<uint8_t>()> &compute) {
+  if (auto blob = get(kind, key))
+    return {blob->bytes().begin(), blob->bytes().end()};
+  std::vector<uint8_t> bytes = compute();
+  put(kind, key, bytes);
+  return bytes;
+}
+
+TieredStore::TieredStore(std::shared_ptr<LocalStore> local, std::shared_ptr<Store> remote)
+    : local_(std::move(local)), remote_(std::move(remote)) {}
+
+std::optional<Blob> TieredStore::get(std::string_view kind, std::string_view key) {
+  if (local_)
+    if (auto blob = local_->get(kind, key))
+      return blob;
+  if (!remote_)
+    return std::nullopt;
+  auto blob = remote_->get(kind, key);
+  if (local_)
+    local_->count(kind, blob ? "remote_hits" : "remote_misses");
+  if (blob && local_)
+    local_->put(kind, key, blob->bytes()); // next time it is local
+  return blob;
+}
+
+void TieredStore::put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) {
+  if (local_)
+    local_->put(kind, key, payload);
+  if (remote_)
+    remote_->put(kind, key, payload);
+}
+
+std::string TieredStore::describe() const {
+  std::string s;
+  if (local_)
+    s = local_->describe();
+  if (remote_)
+    s += (s.empty() ? "" : " + ") + remote_->describe();
+  return s;
+}
+
+std::shared_ptr<Store> openStore(const std::string &dir, uint64_t maxSize, const std::string &remoteUrl) {
+  std::shared_ptr<LocalStore> local;
+  std::shared_ptr<Store> remote;
+  if (!dir.empty())
+    local = std::make_shared<LocalStore>(dir, maxSize);
+  if (!remoteUrl.empty())
+    remote = std::make_shared<RemoteStore>(remoteUrl);
+  if (!local && !remote)
+    return nullptr;
+  if (local && !remote)
+    return local;
+  return std::make_shared<TieredStore>(std::move(local), std::move(remote));
+}
+
+} // namespace popc::cache
