@@ -2,14 +2,19 @@
 
 #include "runtime/bitcode_gate.h"
 #include "runtime/memory_sandbox.h"
+#include "runtime/object_cache.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/log.h"
+#include "support/version.h"
+
+#include <xxhash.h>
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -26,6 +31,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <dlfcn.h>
@@ -368,13 +374,53 @@ std::unique_ptr<llvm::MemoryBuffer> compilePartition(llvm::StringRef bitcode, co
   return std::move(*object);
 }
 
+// The object cache key of one partition: everything that decides its
+// machine code (see object_cache.h).
+std::string objectKey(llvm::StringRef bitcode, const Partition &part, const HostTarget &host,
+                      const MemorySandbox *sandbox) {
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  auto field = [&](std::string_view name, const void *data, size_t size) {
+    uint64_t sizes[2] = {name.size(), size};
+    XXH3_128bits_update(state, sizes, sizeof sizes);
+    XXH3_128bits_update(state, name.data(), name.size());
+    XXH3_128bits_update(state, data, size);
+  };
+  auto text = [&](std::string_view name, const std::string &value) { field(name, value.data(), value.size()); };
+  text("key-format", "popc-obj-1");
+  text("llvm", LLVM_VERSION_STRING);
+  text("build-id", buildId()); // the O3 pipeline and the sandbox pass are ours
+  text("triple", llvm::sys::getProcessTriple());
+  text("cpu", host.cpu);
+  text("features", host.features);
+  field("bitcode", bitcode.data(), bitcode.size());
+  std::string keep;
+  for (bool k : part.keep)
+    keep += k ? '1' : '0';
+  text("partition", keep);
+  if (sandbox) {
+    std::string s = fmt::format("{} {}", sandbox->halfStride, sandbox->guard);
+    for (const auto &[entry, fields] : sandbox->entryFieldCounts)
+      s += fmt::format(" {}={}", entry, fields);
+    text("sandbox", s);
+  }
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
+  XXH3_freeState(state);
+  std::string hex;
+  for (unsigned char b : c.digest)
+    hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
 } // namespace
 
 struct Jit::Impl {
   ThreadPool *pool = nullptr;
   HostTarget host;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  size_t lastPartitions = 0;
+  size_t lastPartitions = 0, lastCacheHits = 0;
+  std::shared_ptr<ObjectCache> cache = objectCache();
 };
 
 Jit::Jit(ThreadPool *pool) : impl_(std::make_unique<Impl>()) {
@@ -431,6 +477,8 @@ const std::string &Jit::hostCpu() const { return impl_->host.cpu; }
 
 size_t Jit::lastPartitions() const { return impl_->lastPartitions; }
 
+size_t Jit::lastCacheHits() const { return impl_->lastCacheHits; }
+
 void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                     const std::string &where, const MemorySandbox *sandbox) {
   unsigned threads = impl_->pool ? impl_->pool->size() : 1;
@@ -452,10 +500,26 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
   llvm::StringRef bytes(bitcode.data(), bitcode.size());
   std::vector<double> cpuSeconds(parts.size());
   auto wallStart = std::chrono::steady_clock::now();
+  ObjectCache *cache = impl_->cache.get();
+  std::vector<std::string> keys(parts.size());
+  std::atomic<size_t> hits{0};
   auto run = [&](size_t i) {
     double cpuStart = threadCpuSeconds();
     try {
-      objects[i] = compilePartition(bytes, parts[i], impl_->host, where, sandbox);
+      if (cache) {
+        keys[i] = objectKey(bytes, parts[i], impl_->host, sandbox);
+        if (auto object = cache->load(keys[i])) {
+          objects[i] = llvm::MemoryBuffer::getMemBufferCopy(
+              llvm::StringRef(reinterpret_cast<const char *>(object->data()), object->size()), "cached-object");
+          ++hits;
+        }
+      }
+      if (!objects[i]) {
+        objects[i] = compilePartition(bytes, parts[i], impl_->host, where, sandbox);
+        if (cache)
+          cache->store(keys[i], {reinterpret_cast<const uint8_t *>(objects[i]->getBufferStart()),
+                                 objects[i]->getBufferSize()});
+      }
     } catch (...) {
       errors[i] = std::current_exception();
     }
@@ -474,7 +538,11 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
     if (auto err = impl_->jit->addObjectFile(std::move(object)))
       failLlvm(where, "cannot add code module to the JIT", std::move(err));
   impl_->lastPartitions = parts.size();
+  impl_->lastCacheHits = hits;
   std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wallStart;
+  if (cache)
+    log::get("runtime")->info("{}: JIT object cache: {} of {} partitions from the cache, {} compiled by LLVM",
+                              where, hits.load(), parts.size(), parts.size() - hits.load());
   log::get("runtime")->debug("{}: JIT compiled {} partitions on {} threads in {:.3f} s ({:.3f} s CPU, "
                              "largest partition {:.3f} s)",
                              where, parts.size(), threads, wall.count(),

@@ -36,7 +36,9 @@ public:
   // in one whole-module compile, so the machine code does not depend on the
   // number of threads. With `sandbox` (the engine always passes one), each
   // partition's memory accesses are confined after O3 and before codegen
-  // (memory_sandbox.h). Throws popc::Error.
+  // (memory_sandbox.h). With an object cache set (object_cache.h), each
+  // partition's machine code is looked up first and stored after a compile.
+  // Throws popc::Error.
   void addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                  const std::string &where, const MemorySandbox *sandbox = nullptr);
   // Links (on first lookup) and returns the entry point. Throws popc::Error.
@@ -45,6 +47,9 @@ public:
   const std::string &hostCpu() const;
   // Partitions the last addModule compiled (for tests and logs).
   size_t lastPartitions() const;
+  // Of those, how many came from the object cache (object_cache.h) instead
+  // of the LLVM optimiser and code generator.
+  size_t lastCacheHits() const;
 
 private:
   struct Impl;

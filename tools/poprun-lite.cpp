@@ -1,8 +1,11 @@
 // poprun-lite: load a popef executable, JIT its vertex code and run it on the
 // simulated IPU with inputs from an .npz file.
+#include "cache/size.h"
+#include "cache/tiered_store.h"
 #include "formats/npz/npz.h"
 #include "formats/popef/popef.h"
 #include "runtime/engine.h"
+#include "runtime/object_cache.h"
 #include "support/error.h"
 #include "support/log.h"
 #include "support/version.h"
@@ -74,6 +77,22 @@ void printSummary(const std::string &name, const runtime::HostTensor &t) {
              n > 8 ? ", ..." : "");
 }
 
+// The runtime's object-cache hook on the content-addressed cache (kind "obj").
+class StoreObjectCache : public runtime::ObjectCache {
+public:
+  explicit StoreObjectCache(std::shared_ptr<cache::Store> store) : store_(std::move(store)) {}
+  std::optional<std::vector<uint8_t>> load(const std::string &key) override {
+    auto blob = store_->get("obj", key);
+    if (!blob)
+      return std::nullopt;
+    return std::vector<uint8_t>(blob->bytes().begin(), blob->bytes().end());
+  }
+  void store(const std::string &key, std::span<const uint8_t> object) override { store_->put("obj", key, object); }
+
+private:
+  std::shared_ptr<cache::Store> store_;
+};
+
 std::string percent(uint64_t part, uint64_t total) {
   return total ? fmt::format("{:5.1f}%", 100.0 * part / total) : "    -";
 }
@@ -125,12 +144,14 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
 
 int main(int argc, char **argv) {
   CLI::App app{"poprun-lite: run a popef executable on the simulated IPU.\n\n"
-               "Example:\n  poprun-lite model.popef --inputs inputs.npz --outputs outputs.npz --report",
+               "Example:\n  poprun-lite model.popef --inputs inputs.npz --outputs outputs.npz --report\n"
+               "  poprun-lite model.popef --preload --cache-dir ~/.cache/popc   # warm the JIT cache",
                "poprun-lite"};
   std::string model, inputsPath, outputsPath, logLevel;
   uint64_t iterations = 1;
   unsigned threads = 0;
-  bool report = false;
+  bool report = false, preload = false, noCache = false;
+  std::string cacheDir, cacheMaxSize = "5G", remoteCache;
   app.add_option("model", model, "Executable to run (.popef)")->required();
   app.add_option("--inputs", inputsPath, "Model inputs (.npz, one array per input name)");
   app.add_option("--outputs", outputsPath, "Write the model outputs to this .npz (default: print a summary)");
@@ -138,6 +159,19 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   app.add_option("--threads", threads, "Host threads (default: all cores)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
+  app.add_flag("--preload", preload,
+               "Load and JIT the executable before reading inputs (like POPART_PRELOAD_POPEF). Without "
+               "--inputs it only warms the JIT object cache (--cache-dir) and exits 0")
+      ->envname("POPC_PRELOAD_POPEF");
+  app.add_option("--cache-dir", cacheDir,
+                 "Cache JIT-compiled machine code here (shared with popc-onnx --cache-dir; see docs/cache.md)")
+      ->envname("POPC_CACHE_DIR");
+  app.add_option("--cache-max-size", cacheMaxSize,
+                 "Evict least recently used cache entries above this size: bytes or K/M/G/T (default 5G)")
+      ->envname("POPC_CACHE_MAX_SIZE");
+  app.add_option("--remote-cache", remoteCache, "Shared HTTP cache consulted after --cache-dir; failures only warn")
+      ->envname("POPC_REMOTE_CACHE");
+  app.add_flag("--no-cache", noCache, "JIT without reading or writing any cache");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.set_version_flag("--version", compilerVersion());
 
@@ -151,18 +185,36 @@ int main(int argc, char **argv) {
     auto executable = popc::popef::Executable::open(model);
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+    if (!noCache && (!cacheDir.empty() || !remoteCache.empty()))
+      runtime::setObjectCache(std::make_shared<StoreObjectCache>(
+          cache::openStore(cacheDir, cache::parseSize(cacheMaxSize, "--cache-max-size"), remoteCache)));
+
+    // --preload: load and JIT before the inputs are read, so a later run (or
+    // this one's inputs) finds the machine code ready.
+    std::unique_ptr<runtime::Engine> engine;
+    if (preload) {
+      engine = std::make_unique<runtime::Engine>(executable, runtime::EngineOptions{threads, nullptr});
+      log::get("poprun-lite")->info("preloaded {}: JIT {:.3f} s", model, engine->report().jitSeconds);
+      if (inputsPath.empty()) {
+        fmt::print("preloaded {} (JIT {:.3f} s); no --inputs, nothing to run\n", model,
+                   engine->report().jitSeconds);
+        return 0;
+      }
+    }
+
     runtime::HostTensorMap inputs;
     if (!inputsPath.empty())
       for (auto &[name, array] : npz::readNpz(inputsPath))
         inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
 
-    runtime::Engine engine(executable, {threads, nullptr});
-    if (inputsPath.empty() && !engine.inputs().empty())
-      fail("{}: the model needs inputs: pass --inputs FILE.npz with {}", model, engine.describeInputs());
+    if (!engine)
+      engine = std::make_unique<runtime::Engine>(executable, runtime::EngineOptions{threads, nullptr});
+    if (inputsPath.empty() && !engine->inputs().empty())
+      fail("{}: the model needs inputs: pass --inputs FILE.npz with {}", model, engine->describeInputs());
 
     runtime::HostTensorMap outputs;
     for (uint64_t i = 0; i < iterations; ++i)
-      outputs = engine.run(inputs);
+      outputs = engine->run(inputs);
 
     if (!outputsPath.empty()) {
       npz::ArrayMap arrays;
@@ -170,11 +222,11 @@ int main(int argc, char **argv) {
         arrays[name] = {t.dtype, std::move(t.shape), std::move(t.data)};
       npz::writeNpz(outputsPath, arrays);
     } else {
-      for (const auto &io : engine.outputs()) // in model order
+      for (const auto &io : engine->outputs()) // in model order
         printSummary(io.name, outputs.at(io.name));
     }
     if (report)
-      printReport(engine.report(), openSeconds, iterations);
+      printReport(engine->report(), openSeconds, iterations);
     return 0;
   });
 }
