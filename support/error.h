@@ -9,7 +9,21 @@ namespace popc {
 
 class Error : public std::runtime_error {
 public:
-  explicit Error(const std::string &message) : std::runtime_error(message) {}
+  explicit Error(const std::string &message, std::string inputNeedingValue = {})
+      : std::runtime_error(message), inputNeedingValue_(std::move(inputNeedingValue)) {}
+
+  // Set when compilation stopped because an op needs the compile-time value
+  // of this graph input (e.g. a Reshape's shape fed by the user): freezing
+  // the input (--freeze-input) lets the model compile.
+  const std::string &inputNeedingValue() const { return inputNeedingValue_; }
+
+  // The same error with `prefix` (e.g. the file or op) in front of the message.
+  [[noreturn]] void rethrowWithPrefix(const std::string &prefix) const {
+    throw Error(prefix + what(), inputNeedingValue_);
+  }
+
+private:
+  std::string inputNeedingValue_;
 };
 
 template <typename... Args>

@@ -14,7 +14,7 @@ using namespace llvm;
 namespace {
 
 const std::set<std::string> &reduceOps() {
-  static const std::set<std::string> ops = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1", "L2", "LogSumExp"};
+  static const std::set<std::string> ops = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1", "L2", "LogSum", "LogSumExp"};
   return ops;
 }
 
@@ -24,7 +24,7 @@ bool intOk(const std::string &op) { return op == "Sum" || op == "Max" || op == "
 
 KernelDesc describe(const ReduceSpec &s) {
   if (!reduceOps().count(s.op))
-    fail("codegen: unknown reduce op '{}': use one of Sum Mean Max Min Prod SumSquare L1 L2 LogSumExp", s.op);
+    fail("codegen: unknown reduce op '{}': use one of Sum Mean Max Min Prod SumSquare L1 L2 LogSum LogSumExp", s.op);
   bool fp = s.dtype == DType::F32 || s.dtype == DType::F64;
   bool integer = s.dtype == DType::I32 || s.dtype == DType::I64;
   if (!fp && !(integer && intOk(s.op)))
@@ -78,10 +78,12 @@ void emit(Emitter &em, const ReduceSpec &s) {
   em.forLoop(s.rows, [&](Value *r) {
     Value *rowBase = b.CreateMul(r, em.i64(cols));
     Value *result = nullptr;
-    if (op == "Sum" || op == "Mean") {
+    if (op == "Sum" || op == "Mean" || op == "LogSum") {
       result = fold(rowBase, em.constant(t, 0), [&](Value *a, Value *x) { return em.accAdd(a, x); });
       if (op == "Mean")
         result = b.CreateFDiv(result, em.fconst(t, double(cols)));
+      if (op == "LogSum")
+        result = em.log(result);
     } else if (op == "SumSquare" || op == "L2") {
       result = fold(rowBase, em.fconst(t, 0), [&](Value *a, Value *x) { return em.accAdd(a, b.CreateFMul(x, x)); });
       if (op == "L2")

@@ -48,5 +48,15 @@ struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
 };
 GemmParams gemmParams(const Op &op, const Graph &graph);
+// Reduce* (axes from the attribute or, from ReduceSum-13, the constant input 1;
+// no axes = all unless noop_with_empty_axes) and ArgMax/ArgMin (one axis).
+struct ReduceParams {
+  std::vector<int64_t> axes; // normalised, sorted
+  bool keepDims = true;
+  bool selectLast = false;   // ArgMax/ArgMin select_last_index
+  Shape outShape;
+};
+ReduceParams reduceParams(const Op &op, const Graph &graph);
+ReduceParams argReduceParams(const Op &op, const Graph &graph);
 
 } // namespace popc::ir

@@ -86,12 +86,22 @@ const TensorInfo &inputInfo(const Op &op, const Graph &graph, size_t i) {
   return graph.tensor(op.inputs[i]).info;
 }
 
+void failNotConstant(const Op &op, const Graph &graph, size_t i, const char *what) {
+  const std::string &name = op.inputs[i];
+  const std::string message = fmt::format("{}: {} (input {} '{}') must be a compile-time constant (static shapes only)",
+                                          describeOp(op), what, i, name);
+  if (graph.hasTensor(name) && graph.tensor(name).kind == TensorKind::Input)
+    throw Error(fmt::format("{}; it is a graph input: give its value at compile time with --freeze-input {}=FILE.npy",
+                            message, name),
+                name);
+  throw Error(message);
+}
+
 std::vector<int64_t> constantInputInts(const Op &op, const Graph &graph, size_t i, const char *what) {
   inputInfo(op, graph, i);
   auto value = constantValue(graph, op.inputs[i]);
   if (!value)
-    failOp(op, "{} (input {} '{}') must be a compile-time constant (static shapes only)", what, i,
-           op.inputs[i]);
+    failNotConstant(op, graph, i, what);
   if (!isInteger(value->info.dtype))
     failOp(op, "{} (input {} '{}') must be an integer tensor, got {}", what, i, op.inputs[i],
            dtypeName(value->info.dtype));

@@ -15,6 +15,9 @@ template <typename... Args>
 
 // Info of input i (must be present).
 const TensorInfo &inputInfo(const Op &op, const Graph &graph, size_t i);
+// Throws: input i of `op` must be known at compile time. When it is a graph
+// input the error says how to freeze it and carries its name (Error::inputNeedingValue).
+[[noreturn]] void failNotConstant(const Op &op, const Graph &graph, size_t i, const char *what);
 // Integer values of constant input i; error when it is not known at compile time.
 std::vector<int64_t> constantInputInts(const Op &op, const Graph &graph, size_t i, const char *what);
 

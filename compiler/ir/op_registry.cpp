@@ -75,7 +75,7 @@ std::vector<TensorInfo> runInfer(const Op &op, const Graph &graph) {
     std::string prefix = describeOp(op) + ":";
     if (std::string_view(e.what()).substr(0, prefix.size()) == prefix)
       throw;
-    throw Error(prefix + " " + e.what());
+    e.rethrowWithPrefix(prefix + " ");
   }
   POPC_ASSERT(infos.size() == op.outputs.size());
   for (const auto &info : infos)

@@ -1,9 +1,101 @@
-// Reductions over axes: Reduce*, ArgMax/ArgMin, normalisations built on them.
+// Reductions over axes: Reduce*, ArgMax/ArgMin.
+#include "compiler/ir/op_attrs.h"
 #include "compiler/ir/op_helpers.h"
 #include "compiler/ir/op_registry.h"
 
-namespace popc::ir::detail {
+#include <algorithm>
 
-void registerReduceOps(OpRegistry &reg) {}
+namespace popc::ir {
 
-} // namespace popc::ir::detail
+ReduceParams reduceParams(const Op &op, const Graph &graph) {
+  const TensorInfo &x = detail::inputInfo(op, graph, 0);
+  const int64_t rank = int64_t(x.shape.size());
+  ReduceParams p;
+  p.keepDims = op.attrs.getInt("keepdims", 1) != 0;
+  // ReduceSum takes axes as input 1 from opset 13 (the others from opset 18).
+  const bool axesInput = op.type == "ReduceSum" ? graph.opset >= 13 : graph.opset >= 18;
+  std::vector<int64_t> axes;
+  if (axesInput) {
+    if (op.attrs.has("axes"))
+      detail::failOp(op, "'axes' is an input in opset {}, not an attribute", graph.opset);
+    if (op.hasInput(1)) {
+      axes = detail::constantInputInts(op, graph, 1, "axes");
+    }
+  } else {
+    if (op.inputs.size() > 1)
+      detail::failOp(op, "takes 1 input in opset {} (axes is an attribute), got {}", graph.opset,
+                     op.inputs.size());
+    axes = op.attrs.getInts("axes");
+  }
+  const bool noop = op.attrs.getInt("noop_with_empty_axes", 0) != 0;
+  if (axes.empty() && !noop)
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  for (int64_t a : axes)
+    p.axes.push_back(normalizeAxis(op, a, rank));
+  std::sort(p.axes.begin(), p.axes.end());
+  if (std::adjacent_find(p.axes.begin(), p.axes.end()) != p.axes.end())
+    detail::failOp(op, "axes list a dimension twice");
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool reduced = std::binary_search(p.axes.begin(), p.axes.end(), d);
+    if (!reduced)
+      p.outShape.push_back(x.shape[size_t(d)]);
+    else if (p.keepDims)
+      p.outShape.push_back(1);
+  }
+  return p;
+}
+
+ReduceParams argReduceParams(const Op &op, const Graph &graph) {
+  const TensorInfo &x = detail::inputInfo(op, graph, 0);
+  const int64_t rank = int64_t(x.shape.size());
+  if (rank == 0)
+    detail::failOp(op, "input must have rank >= 1");
+  ReduceParams p;
+  p.keepDims = op.attrs.getInt("keepdims", 1) != 0;
+  p.selectLast = op.attrs.getInt("select_last_index", 0) != 0;
+  p.axes = {normalizeAxis(op, op.attrs.getInt("axis", 0), rank)};
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != p.axes[0])
+      p.outShape.push_back(x.shape[size_t(d)]);
+    else if (p.keepDims)
+      p.outShape.push_back(1);
+  }
+  if (x.shape[size_t(p.axes[0])] == 0)
+    detail::failOp(op, "cannot take {} over an empty axis {}", op.type, p.axes[0]);
+  return p;
+}
+
+namespace detail {
+
+namespace {
+
+std::vector<TensorInfo> inferReduce(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  const bool intOk = op.type == "ReduceSum" || op.type == "ReduceMax" || op.type == "ReduceMin" ||
+                     op.type == "ReduceProd";
+  if (!isFloat(x.dtype) && !(intOk && (x.dtype == DType::I32 || x.dtype == DType::I64)))
+    failOp(op, "input dtype {} is not supported (float types{})", dtypeName(x.dtype),
+           intOk ? ", int32 or int64" : "");
+  return {TensorInfo{x.dtype, reduceParams(op, graph).outShape}};
+}
+
+std::vector<TensorInfo> inferArgReduce(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  if (!isFloat(x.dtype) && !isInteger(x.dtype))
+    failOp(op, "input dtype {} is not supported", dtypeName(x.dtype));
+  return {TensorInfo{DType::I64, argReduceParams(op, graph).outShape}};
+}
+
+} // namespace
+
+void registerReduceOps(OpRegistry &reg) {
+  for (const char *t : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
+                        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
+    reg.add({t, 1, 2, inferReduce});
+  reg.add({"ArgMax", 1, 1, inferArgReduce});
+  reg.add({"ArgMin", 1, 1, inferArgReduce});
+}
+
+} // namespace detail
+} // namespace popc::ir

@@ -1,8 +1,38 @@
-// Lowerings of reductions (Reduce*, ArgMax/ArgMin).
+// Lowerings of reductions (Reduce*, ArgMax/ArgMin): the reduced axes become
+// the innermost dims of rows; one vertex reduces a block of rows.
 #include "compiler/lib/ops.h"
+#include "compiler/lib/rows.h"
+
+#include "compiler/ir/op_attrs.h"
 
 namespace popc::lib {
 
-void registerReduceLowerings(LoweringTable &t) {}
+namespace {
+
+void lowerReduce(const ir::Op &op, const ir::Graph &g, Lowering &L, const std::string &kernelOp) {
+  const Value x = L.value(op.inputs[0]);
+  const ir::ReduceParams p = ir::reduceParams(op, g);
+  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
+  Value out = L.newValue(op.outputs[0], outInfo);
+  L.bind(op.outputs[0], out);
+  const uint64_t rows = uint64_t(outInfo.elements());
+  const uint64_t cols = rows ? uint64_t(x.info.elements()) / rows : 0;
+  const RowOperand in{x, axesLastPerm(x.info.shape.size(), p.axes), cols};
+  lowerRowWise(L, op.name, {in}, {RowOperand{out, {}, 1}}, rows, [&](uint32_t n) {
+    return codegen::KernelSpec{codegen::ReduceSpec{kernelOp, x.info.dtype, n, uint32_t(cols)}};
+  });
+}
+
+} // namespace
+
+void registerReduceLowerings(LoweringTable &t) {
+  const std::pair<const char *, const char *> ops[] = {
+      {"ReduceSum", "Sum"},   {"ReduceMean", "Mean"},           {"ReduceMax", "Max"},
+      {"ReduceMin", "Min"},   {"ReduceProd", "Prod"},           {"ReduceSumSquare", "SumSquare"},
+      {"ReduceL1", "L1"},     {"ReduceL2", "L2"},               {"ReduceLogSum", "LogSum"},
+      {"ReduceLogSumExp", "LogSumExp"}};
+  for (auto [type, kernel] : ops)
+    t[type] = [k = std::string(kernel)](const ir::Op &op, const ir::Graph &g, Lowering &L) { lowerReduce(op, g, L, k); };
+}
 
 } // namespace popc::lib

@@ -131,7 +131,7 @@ void checkStaticInputs(const ::onnx::GraphProto &graph, const std::string &path)
 }
 
 ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &names,
-               int64_t opset, const std::string &path) {
+               int64_t opset, const std::map<std::string, ir::Tensor> &frozen, const std::string &path) {
   const auto &graph = model.graph();
   ir::Ir ir;
   ir.modelName = !graph.name().empty() ? graph.name() : std::filesystem::path(path).stem().string();
@@ -160,6 +160,17 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
                                  fmt::format("{}: input '{}'", path, name));
     if (g.hasTensor(name))
       fail("{}: input '{}' is listed twice", path, name);
+    if (auto it = frozen.find(name); it != frozen.end()) {
+      const ir::Tensor &value = it->second;
+      if (value.info.dtype != t.info.dtype || value.info.shape != t.info.shape)
+        fail("{}: --freeze-input {}: value is {} {} but the input is {} {}", path, name,
+             dtypeName(value.info.dtype), shapeToString(value.info.shape), dtypeName(t.info.dtype),
+             shapeToString(t.info.shape));
+      t.kind = ir::TensorKind::Constant;
+      t.data = value.data;
+      g.addTensor(std::move(t));
+      continue;
+    }
     g.addTensor(std::move(t));
     g.inputs.push_back(name);
   }
@@ -191,7 +202,7 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
   try {
     ir::inferGraph(g);
   } catch (const Error &e) {
-    fail("{}: {}", path, e.what());
+    e.rethrowWithPrefix(path + ": ");
   }
   for (const auto &name : g.outputs)
     if (g.tensor(name).kind == ir::TensorKind::Input)
@@ -208,18 +219,27 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
   checkSupportedOps(model, names, opset, path);
   requireAiOnnxOpset(opset, path);
   loadExternalData(model, path);
-  applyInputShapes(*model.mutable_graph(), options.inputShapes, path);
+  // A frozen input's shape is its value's shape (it may be dynamic in the model).
+  std::map<std::string, Shape> inputShapes = options.inputShapes;
+  const auto &frozen = options.frozenInputs;
+  const auto realInputs = realInputNames(model.graph());
+  for (const auto &[name, value] : frozen) {
+    if (std::find(realInputs.begin(), realInputs.end(), name) == realInputs.end())
+      fail("{}: --freeze-input {}: the model has no graph input of that name", path, name);
+    inputShapes.emplace(name, value.info.shape);
+  }
+  applyInputShapes(*model.mutable_graph(), inputShapes, path);
   checkStaticInputs(model.graph(), path);
   // Our own inference runs before ONNX's: it validates every op (ranks,
   // attributes) with clear errors, and onnx 1.12's shape inference crashes on
   // some invalid models (e.g. a Conv whose input has rank 2).
   const auto checkerBefore = checkerError(model);
   std::optional<ir::Ir> ir;
-  ir.emplace(buildIr(model, names, opset, path));
+  ir.emplace(buildIr(model, names, opset, frozen, path));
   try {
     inferShapesAndCheck(model, path, checkerBefore);
   } catch (const Error &e) {
-    if (options.inputShapes.empty())
+    if (inputShapes.empty())
       throw;
     // Usually an --input-shape that changes a dimension the model fixes elsewhere.
     fail("{} (after --input-shape: the model fixes this dimension elsewhere, e.g. in an output "

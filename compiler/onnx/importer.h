@@ -15,6 +15,11 @@ struct ImportOptions {
   // Fixed shapes for graph inputs (from --input-shape name=1,3,224,224);
   // they replace the model's (possibly dynamic) input shapes before inference.
   std::map<std::string, Shape> inputShapes;
+  // Graph inputs whose values are fixed at compile time (from --freeze-input
+  // name=file.npy): they become constants, so ops that need a compile-time
+  // value there (Reshape's shape, ReduceSum's axes, TopK's k, ...) can compile.
+  // The executable then no longer takes them as inputs.
+  std::map<std::string, ir::Tensor> frozenInputs;
 };
 
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options = {});

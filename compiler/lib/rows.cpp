@@ -1,0 +1,86 @@
+#include "compiler/lib/rows.h"
+
+#include "compiler/lib/planner.h"
+
+#include <algorithm>
+
+namespace popc::lib {
+
+std::vector<int64_t> axesLastPerm(size_t rank, const std::vector<int64_t> &axes) {
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < int64_t(rank); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), d))
+      perm.push_back(d);
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  return perm;
+}
+
+namespace {
+
+bool isIdentity(const std::vector<int64_t> &perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != int64_t(i))
+      return false;
+  return true;
+}
+
+// Byte runs of rows [r0, r1) of `op` in its tensor.
+RunList rowRuns(const RowOperand &op, uint64_t r0, uint64_t r1) {
+  RunList runs;
+  const uint64_t es = op.value.elemSize();
+  if (isIdentity(op.perm))
+    runs.add(r0 * op.perRow * es, (r1 - r0) * op.perRow * es);
+  else
+    addTransposeRuns(runs, op.value.info.shape, op.perm, r0 * op.perRow, r1 * op.perRow, es);
+  return runs;
+}
+
+} // namespace
+
+void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOperand> &inputs,
+                  const std::vector<RowOperand> &outputs, uint64_t rows,
+                  const std::function<codegen::KernelSpec(uint32_t rowCount)> &spec) {
+  auto &dg = L.graph;
+  if (rows == 0)
+    return;
+  // Enough rows per tile that each tile reads at least ~1 KiB of input.
+  uint64_t inBytesPerRow = 1;
+  for (const RowOperand &in : inputs)
+    inBytesPerRow += in.perRow * in.value.elemSize();
+  const uint64_t rowsPerTile = std::max<uint64_t>(ceilDiv(rows, L.numTiles()), ceilDiv(1024, inBytesPerRow));
+  const uint64_t tiles = ceilDiv(rows, rowsPerTile);
+  const uint32_t firstTile = L.allocTiles(tiles);
+
+  for (const RowOperand &out : outputs) {
+    if (!isIdentity(out.perm)) {
+      L.mapLinearly(out.value);
+      continue;
+    }
+    const uint64_t rowBytes = out.perRow * out.value.elemSize();
+    std::vector<graph::Interval> mapping;
+    for (uint64_t t = 0; t < tiles; ++t) {
+      const uint64_t r0 = t * rowsPerTile, r1 = std::min(rows, r0 + rowsPerTile);
+      if (rowBytes)
+        mapping.push_back({r0 * rowBytes, r1 * rowBytes, uint32_t(firstTile + t)});
+    }
+    dg.setMapping(out.value.tensor, mapping);
+  }
+
+  OpBuilder builder(L, name);
+  for (uint64_t t = 0; t < tiles; ++t) {
+    const uint32_t tile = uint32_t(firstTile + t);
+    const uint64_t r0 = t * rowsPerTile, r1 = std::min(rows, r0 + rowsPerTile);
+    const auto bounds = splitEvenly(r1 - r0, L.workers());
+    for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+      const uint64_t a = r0 + bounds[v], z = r0 + bounds[v + 1];
+      std::vector<graph::FieldRef> fields;
+      for (const RowOperand &in : inputs)
+        fields.push_back(builder.gather(in.value.tensor, rowRuns(in, a, z), tile, "in"));
+      for (const RowOperand &out : outputs)
+        fields.push_back(builder.scatter(out.value.tensor, rowRuns(out, a, z), tile, "out"));
+      builder.addVertex(spec(uint32_t(z - a)), tile, std::move(fields));
+    }
+  }
+}
+
+} // namespace popc::lib

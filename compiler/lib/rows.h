@@ -1,0 +1,31 @@
+// Row-wise lowering shared by ops that work along axes (reductions, arg-max,
+// top-k, normalisations): each operand is seen as `rows` rows after a
+// permutation that makes the op's axes innermost. Rows are spread over tiles
+// whole and split over each tile's worker contexts; one vertex per worker
+// reads its rows (gathered by the exchange) and writes its rows of every output.
+#pragma once
+#include "compiler/lib/lowering.h"
+
+#include <functional>
+
+namespace popc::lib {
+
+// One operand: a value, the permutation giving its row-major row layout
+// (empty = identity) and its elements per row.
+struct RowOperand {
+  Value value;
+  std::vector<int64_t> perm;
+  uint64_t perRow = 1;
+};
+
+// Permutation moving `axes` (sorted) to the end, other dims keeping their order.
+std::vector<int64_t> axesLastPerm(size_t rank, const std::vector<int64_t> &axes);
+
+// Builds the op: outputs are mapped row-block by row-block to the tiles that
+// compute them (identity perm) or linearly. `spec(rowCount)` gives the vertex
+// for `rowCount` rows; its fields are the inputs then the outputs.
+void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOperand> &inputs,
+                  const std::vector<RowOperand> &outputs, uint64_t rows,
+                  const std::function<codegen::KernelSpec(uint32_t rowCount)> &spec);
+
+} // namespace popc::lib
