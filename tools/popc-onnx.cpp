@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
                "popc-onnx"};
   std::string model, output, logLevel;
   driver::CompileOptions options;
-  std::vector<std::string> inputShapes;
+  std::vector<std::string> inputShapes, frozenInputs;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
   bool stats = false, noCache = false;
   std::string cacheDir, cacheMaxSize = "5G", remoteCache;
@@ -47,6 +47,10 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(64u, 16u * 1024 * 1024));
   app.add_option("--input-shape", inputShapes,
                  "Fix an input's shape, e.g. --input-shape input=1,3,224,224 (repeatable)");
+  app.add_option("--freeze-input", frozenInputs,
+                 "Fix a graph input's value at compile time from a .npy (or the .npz member of that name), "
+                 "e.g. --freeze-input shape=shape.npy: needed when an op uses the input as a shape, axes or "
+                 "count; the executable no longer takes it (repeatable)");
   app.add_option("--dump-ir", options.dumpIrDir, "Write the IR as text at every pass checkpoint into DIR");
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
@@ -75,6 +79,7 @@ int main(int argc, char **argv) {
     if (bytesPerTile)
       options.bytesPerTile = bytesPerTile;
     options.inputShapes = onnx::parseInputShapes(inputShapes);
+    options.frozenInputs = driver::loadFrozenInputs(frozenInputs);
     if (output.empty())
       output = std::filesystem::path(model).replace_extension(".popef").string();
 

@@ -10,7 +10,13 @@
 #include "support/error.h"
 #include "support/log.h"
 
+#include "formats/npz/npz.h"
+
+#include <xxhash.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 
@@ -58,13 +64,43 @@ void checkLowerable(const ir::Graph &g, const std::string &modelPath) {
 
 } // namespace
 
+std::map<std::string, FrozenInput> loadFrozenInputs(const std::vector<std::string> &specs) {
+  std::map<std::string, FrozenInput> result;
+  for (const std::string &spec : specs) {
+    const size_t eq = spec.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      fail("--freeze-input '{}': expected NAME=FILE.npy or NAME=FILE.npz", spec);
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    npz::Array array;
+    if (std::filesystem::path(path).extension() == ".npz") {
+      const npz::ArrayMap arrays = npz::readNpz(path);
+      if (auto it = arrays.find(name); it != arrays.end())
+        array = it->second;
+      else if (arrays.size() == 1)
+        array = arrays.begin()->second;
+      else
+        fail("--freeze-input {}: {} has no member '{}' (and more than one member)", name, path, name);
+    } else {
+      std::ifstream in(path, std::ios::binary);
+      if (!in)
+        fail("--freeze-input {}: cannot open {}", name, path);
+      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      array = npz::readNpy(bytes, path);
+    }
+    if (!result.emplace(name, FrozenInput{array.dtype, array.shape, std::move(array.data)}).second)
+      fail("--freeze-input {}: given twice", name);
+  }
+  return result;
+}
+
 std::map<std::string, std::string> CompileOptions::describe() const {
   // Every field, by name: adding a member to CompileOptions breaks this line
   // until the new option is either described below or listed as not
   // changing the executable — so the cache key cannot silently miss it.
-  const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, dumpIrDir_, dumpDotDir_] = *this;
+  const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_] =
+      *this;
   (void)dumpIrDir_, (void)dumpDotDir_; // debug output only; the executable is the same
-  (void)arch_, (void)numIpus_, (void)tilesPerIpu_, (void)bytesPerTile_, (void)inputShapes_;
+  (void)arch_, (void)numIpus_, (void)tilesPerIpu_, (void)bytesPerTile_, (void)inputShapes_, (void)frozenInputs_;
   const graph::Target t = makeTarget(*this);
   std::map<std::string, std::string> d{
       {"arch", arch},
@@ -74,6 +110,9 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   };
   for (const auto &[name, shape] : inputShapes)
     d["input-shape:" + name] = shapeToString(shape);
+  for (const auto &[name, value] : frozenInputs)
+    d["freeze-input:" + name] = fmt::format("{}{}:{:016x}", dtypeName(value.dtype), shapeToString(value.shape),
+                                            XXH3_64bits(value.data.data(), value.data.size()));
   return d;
 }
 
@@ -87,6 +126,13 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   auto t0 = Clock::now();
   onnx::ImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
+  for (const auto &[name, value] : options.frozenInputs) {
+    ir::Tensor t;
+    t.name = name;
+    t.info = {value.dtype, value.shape};
+    t.data = value.data;
+    importOptions.frozenInputs.emplace(name, std::move(t));
+  }
   ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
   st.importSeconds = secondsSince(t0);
 

@@ -11,12 +11,24 @@
 
 namespace popc::driver {
 
+// A graph input whose value is fixed at compile time (--freeze-input).
+struct FrozenInput {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<uint8_t> data;
+};
+
+// Parses "name=file.npy" or "name=file.npz" (the member called `name`, or the
+// only member) specs. Throws popc::Error naming the spec and file.
+std::map<std::string, FrozenInput> loadFrozenInputs(const std::vector<std::string> &specs);
+
 struct CompileOptions {
   std::string arch = "ipu2";
   uint32_t numIpus = 1;
   std::optional<uint32_t> tilesPerIpu;  // shrink the target (tests)
   std::optional<uint32_t> bytesPerTile; // override the memory budget (tests)
   std::map<std::string, Shape> inputShapes;
+  std::map<std::string, FrozenInput> frozenInputs; // become constants; no longer inputs
   std::string dumpIrDir, dumpDotDir;
 
   // Every option that changes the executable, as stable key/value text. Stored
