@@ -1,0 +1,321 @@
+#include "cache/entry.h"
+#include "cache/hash.h"
+#include "cache/local_store.h"
+#include "cache/remote_store.h"
+#include "cache/size.h"
+#include "cache/tiered_store.h"
+#include "support/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+using namespace popc;
+using namespace popc::cache;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "popc-cache-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(t.data()));
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::vector<uint8_t> bytesOf(const std::string &s) { return {s.begin(), s.end()}; }
+std::string keyOf(const std::string &s) { return hashBytes(bytesOf(s)).hex(); }
+std::string str(const Blob &b) { return {b.bytes().begin(), b.bytes().end()}; }
+
+fs::path entryFile(const fs::path &dir, const std::string &kind, const std::string &key) {
+  return dir / kind / key.substr(0, 2) / key;
+}
+
+std::vector<uint8_t> readAll(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void writeAll(const fs::path &p, const std::vector<uint8_t> &b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char *>(b.data()), std::streamsize(b.size()));
+}
+
+// An in-memory "remote" that can be switched to fail or to corrupt.
+struct FakeRemote : Store {
+  std::map<std::string, std::vector<uint8_t>> objects;
+  int gets = 0, puts = 0;
+  std::optional<Blob> get(std::string_view kind, std::string_view key) override {
+    ++gets;
+    auto it = objects.find(std::string(kind) + "/" + std::string(key));
+    if (it == objects.end())
+      return std::nullopt;
+    return Blob(it->second);
+  }
+  void put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) override {
+    ++puts;
+    objects[std::string(kind) + "/" + std::string(key)] = {payload.begin(), payload.end()};
+  }
+  std::string describe() const override { return "fake"; }
+};
+
+} // namespace
+
+TEST_CASE("keys are XXH3-128 as 32 hex digits; fields are framed", "[cache]") {
+  std::string k = keyOf("hello");
+  CHECK(k.size() == 32);
+  CHECK(isKey(k));
+  CHECK_FALSE(isKey("ABCDEF0123456789abcdef0123456789")); // uppercase
+  CHECK_FALSE(isKey("../etc/passwd"));
+  CHECK_FALSE(isKey(k.substr(1)));
+  Digest d;
+  REQUIRE(parseKey(k, d));
+  CHECK(d.hex() == k);
+  Hasher a, b;
+  a.field("x", "ab");
+  a.field("y", "c");
+  b.field("x", "a");
+  b.field("y", "bc");
+  CHECK_FALSE(a.digest() == b.digest());
+}
+
+TEST_CASE("entry header checks magic, version, size, key and payload hash", "[cache]") {
+  auto payload = bytesOf("payload bytes");
+  Digest key;
+  parseKey(keyOf("k"), key);
+  auto header = encodeHeader(key, payload);
+  std::vector<uint8_t> entry(header.begin(), header.end());
+  entry.insert(entry.end(), payload.begin(), payload.end());
+  CHECK(checkEntry(entry, key).empty());
+
+  auto flipped = entry;
+  flipped.back() ^= 1;
+  CHECK_THAT(checkEntry(flipped, key), Catch::Contains("hash mismatch"));
+  auto truncated = entry;
+  truncated.pop_back();
+  CHECK_THAT(checkEntry(truncated, key), Catch::Contains("truncated"));
+  CHECK_THAT(checkEntry(std::span(entry).first(10), key), Catch::Contains("truncated"));
+  Digest other;
+  parseKey(keyOf("other"), other);
+  CHECK_THAT(checkEntry(entry, other), Catch::Contains("foreign"));
+  auto badMagic = entry;
+  badMagic[0] = 'X';
+  CHECK_THAT(checkEntry(badMagic, key), Catch::Contains("magic"));
+  auto badVersion = entry;
+  badVersion[8] = 99;
+  CHECK_THAT(checkEntry(badVersion, key), Catch::Contains("version"));
+}
+
+TEST_CASE("sizes parse with binary suffixes", "[cache]") {
+  CHECK(parseSize("5G", "x") == 5ull << 30);
+  CHECK(parseSize("500M", "x") == 500ull << 20);
+  CHECK(parseSize("64k", "x") == 64ull << 10);
+  CHECK(parseSize("1.5GiB", "x") == 3ull << 29);
+  CHECK(parseSize("123", "x") == 123);
+  CHECK_THROWS_WITH(parseSize("5X", "--cache-max-size"), Catch::Contains("--cache-max-size '5X'"));
+  CHECK_THROWS_AS(parseSize("", "x"), Error);
+  CHECK_THROWS_AS(parseSize("-1G", "x"), Error);
+  CHECK(formatSize(1536) == "1.5 KiB");
+}
+
+TEST_CASE("local store: miss, put, hit; counters", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path / "c");
+  std::string k = keyOf("a");
+  CHECK_FALSE(s.get("exe", k));
+  s.put("exe", k, bytesOf("executable"));
+  auto hit = s.get("exe", k);
+  REQUIRE(hit);
+  CHECK(str(*hit) == "executable");
+  CHECK(fs::exists(entryFile(t.path / "c", "exe", k)));
+  CHECK_FALSE(s.get("obj", k)); // kinds are separate namespaces
+  auto c = s.counters();
+  CHECK(c["exe.hits"] == 1);
+  CHECK(c["exe.misses"] == 1);
+  CHECK(c["exe.writes"] == 1);
+  CHECK(c["obj.misses"] == 1);
+  CHECK(c["exe.entries"] == 1);
+  CHECK(c["exe.bytes"] == int64_t(kHeaderSize + 10));
+  REQUIRE(s.entries().size() == 1);
+  CHECK(s.entries()[0].key == k);
+  CHECK_THROWS_AS(s.get("../x", k), Error);
+  CHECK_THROWS_AS(s.get("exe", "../../etc/passwd"), Error);
+}
+
+TEST_CASE("large entries are mmapped and verified", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path);
+  std::vector<uint8_t> big(3 << 20);
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = uint8_t(i * 7);
+  std::string k = keyOf("big");
+  s.put("exe", k, big);
+  auto hit = s.get("exe", k);
+  REQUIRE(hit);
+  CHECK(std::equal(big.begin(), big.end(), hit->bytes().begin(), hit->bytes().end()));
+  auto entry = readAll(entryFile(t.path, "exe", k));
+  entry[entry.size() / 2] ^= 0x40;
+  writeAll(entryFile(t.path, "exe", k), entry);
+  CHECK_FALSE(s.get("exe", k));
+}
+
+TEST_CASE("corrupt, truncated and foreign entries are deleted and never served", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path);
+  std::string a = keyOf("a"), b = keyOf("b");
+  s.put("exe", a, bytesOf("AAAA"));
+  s.put("exe", b, bytesOf("BBBB"));
+  const fs::path pa = entryFile(t.path, "exe", a), pb = entryFile(t.path, "exe", b);
+
+  SECTION("bit flip") {
+    auto e = readAll(pa);
+    e.back() ^= 1;
+    writeAll(pa, e);
+  }
+  SECTION("truncated") {
+    auto e = readAll(pa);
+    e.resize(e.size() - 1);
+    writeAll(pa, e);
+  }
+  SECTION("header only cut") { writeAll(pa, {1, 2, 3}); }
+  SECTION("empty") { writeAll(pa, {}); }
+  SECTION("foreign: another key's entry under this name") { fs::copy_file(pb, pa, fs::copy_options::overwrite_existing); }
+  SECTION("not an entry at all") { writeAll(pa, bytesOf("#!/bin/sh\necho hi\n and more bytes to pass 64 of header ... .......")); }
+
+  CHECK_FALSE(s.get("exe", a));
+  CHECK_FALSE(fs::exists(pa));
+  CHECK(s.counters()["exe.corrupt"] == 1);
+  CHECK(str(*s.get("exe", b)) == "BBBB"); // others unharmed
+  s.put("exe", a, bytesOf("AAAA"));        // rebuilt
+  CHECK(str(*s.get("exe", a)) == "AAAA");
+}
+
+TEST_CASE("verify reports and deletes bad entries; leaves good ones", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path);
+  for (int i = 0; i < 5; ++i)
+    s.put("obj", keyOf(std::to_string(i)), bytesOf("object " + std::to_string(i)));
+  CHECK(s.verify().bad.empty());
+  auto p = entryFile(t.path, "obj", keyOf("3"));
+  auto e = readAll(p);
+  e[kHeaderSize] ^= 0xff;
+  writeAll(p, e);
+  auto r = s.verify();
+  CHECK(r.checked == 5);
+  REQUIRE(r.bad.size() == 1);
+  CHECK_THAT(r.bad[0], Catch::Contains(keyOf("3")));
+  CHECK(s.entries().size() == 4);
+  CHECK(s.counters()["obj.entries"] == 4);
+  CHECK(s.verify().bad.empty());
+}
+
+TEST_CASE("temporary files of an unfinished write are never read", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path);
+  std::string k = keyOf("x");
+  fs::create_directories(entryFile(t.path, "exe", k).parent_path());
+  writeAll(entryFile(t.path, "exe", k).parent_path() / (".tmp-" + k + "-1-1"), bytesOf("half"));
+  CHECK_FALSE(s.get("exe", k));
+  CHECK(s.entries().empty());
+}
+
+TEST_CASE("LRU eviction keeps recently used entries under the limit", "[cache]") {
+  TempDir t;
+  const size_t payload = 1000, entry = payload + kHeaderSize;
+  LocalStore s(t.path, 3 * entry); // room for three
+  auto put = [&](const std::string &name) { s.put("exe", keyOf(name), std::vector<uint8_t>(payload, uint8_t(name[0]))); };
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+  put("a");
+  pause();
+  put("b");
+  pause();
+  put("c");
+  pause();
+  REQUIRE(s.get("exe", keyOf("a"))); // a is now the most recently used
+  pause();
+  put("d"); // over the limit: b (least recently used) goes
+  CHECK(s.entries().size() == 3);
+  CHECK(s.get("exe", keyOf("a")));
+  CHECK_FALSE(fs::exists(entryFile(t.path, "exe", keyOf("b"))));
+  CHECK(fs::exists(entryFile(t.path, "exe", keyOf("c"))));
+  CHECK(fs::exists(entryFile(t.path, "exe", keyOf("d"))));
+  CHECK(s.counters()["exe.evictions"] == 1);
+
+  auto r = s.evict(entry); // explicit: keep one, the most recent
+  CHECK(r.removed == 2);
+  CHECK(r.remaining == entry);
+  REQUIRE(s.entries().size() == 1);
+  CHECK(s.entries()[0].key == keyOf("a")); // used last by the get above
+  CHECK(s.counters()["exe.bytes"] == int64_t(entry));
+}
+
+TEST_CASE("clean removes entries and counters", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path);
+  s.put("exe", keyOf("a"), bytesOf("1"));
+  s.put("obj", keyOf("b"), bytesOf("2"));
+  CHECK(s.clean() == 2);
+  CHECK(s.entries().empty());
+  CHECK(s.counters().empty());
+  CHECK_FALSE(s.get("exe", keyOf("a")));
+}
+
+TEST_CASE("counters are exact with many threads and stores on one directory", "[cache]") {
+  TempDir t;
+  LocalStore seed(t.path);
+  seed.put("exe", keyOf("k"), bytesOf("v"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      LocalStore s(t.path); // like a separate process: its own store object
+      for (int j = 0; j < 25; ++j)
+        REQUIRE(s.get("exe", keyOf("k")));
+    });
+  for (auto &th : threads)
+    th.join();
+  CHECK(seed.counters()["exe.hits"] == 200);
+}
+
+TEST_CASE("tiered store: local, then remote (copied to local), then compute and upload", "[cache]") {
+  TempDir t;
+  auto local = std::make_shared<LocalStore>(t.path);
+  auto remote = std::make_shared<FakeRemote>();
+  TieredStore tiered(local, remote);
+  std::string k = keyOf("model");
+  int computed = 0;
+  auto compute = [&] {
+    ++computed;
+    return bytesOf("compiled");
+  };
+  CHECK(tiered.getOrCompute("exe", k, compute) == bytesOf("compiled"));
+  CHECK(computed == 1);
+  CHECK(remote->puts == 1); // uploaded
+  CHECK(local->get("exe", k)); // and stored locally
+
+  local->clean(); // another machine: empty local, shared remote
+  CHECK(tiered.getOrCompute("exe", k, compute) == bytesOf("compiled"));
+  CHECK(computed == 1); // from the remote
+  CHECK(local->counters()["exe.remote_hits"] == 1);
+  int remoteGets = remote->gets;
+  CHECK(tiered.getOrCompute("exe", k, compute) == bytesOf("compiled"));
+  CHECK(remote->gets == remoteGets); // now local
+}
+
+TEST_CASE("remote store: unreachable server is a miss with a warning, never an error", "[cache]") {
+  RemoteStore r("http://127.0.0.1:9/", {200, 1000}); // discard port: nothing listens
+  CHECK_FALSE(r.get("exe", keyOf("x")));
+  CHECK_NOTHROW(r.put("exe", keyOf("x"), bytesOf("y")));
+  CHECK_THROWS_WITH(RemoteStore("ftp://host/x"), Catch::Contains("http://"));
+}
