@@ -1,0 +1,44 @@
+// Element-wise comparison of two arrays, as numpy.testing.assert_allclose
+// (equal_nan=True) does for floats and exact equality for integers and bool.
+// One implementation for npz-compare and the ONNX conformance runner.
+#pragma once
+#include "formats/npz/npz.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace popc::npz {
+
+struct Tolerance {
+  double rtol = 1e-3;
+  double atol = 1e-5;
+  bool nanEqual = true; // NaN == NaN (numpy's equal_nan=True)
+};
+
+// A view of one array: what both npz::Array and the runtime's HostTensor hold.
+struct ArrayView {
+  DType dtype = DType::F32;
+  const Shape *shape = nullptr;
+  std::span<const uint8_t> data;
+};
+ArrayView view(const Array &array);
+
+struct CompareResult {
+  bool ok = true;
+  uint64_t elements = 0, mismatches = 0;
+  // Empty when ok. Otherwise one line: a dtype/shape difference, or
+  // "3 of 100 elements differ (rtol 0.001, atol 1e-05); worst at [0,2]: 1.5 vs 1.25
+  //  (abs err 0.25, rel err 0.2)".
+  std::string message;
+};
+
+// Floats (float16/32/64): |a - e| <= atol + rtol * |e|, infinities must match
+// exactly, NaN matches NaN when tol.nanEqual. Integers and bool: exact.
+// dtype and shape must be identical.
+CompareResult compareArrays(const ArrayView &actual, const ArrayView &expected, const Tolerance &tol);
+
+// Element i as a double (float16 decoded); for reports.
+double elementAsDouble(DType dtype, std::span<const uint8_t> data, uint64_t i);
+
+} // namespace popc::npz

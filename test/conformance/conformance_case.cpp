@@ -1,0 +1,309 @@
+#include "test/conformance/conformance_case.h"
+
+#include "compiler/driver/compile.h"
+#include "formats/popef/popef.h"
+#include "runtime/engine.h"
+#include "support/error.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+namespace popc::conformance {
+
+namespace fs = std::filesystem;
+using ::onnx::TensorProto;
+
+const char *statusName(Status s) {
+  switch (s) {
+  case Status::Pass: return "pass";
+  case Status::Mismatch: return "mismatch";
+  case Status::Unsupported: return "unsupported";
+  case Status::Error: return "error";
+  case Status::DataUnsupported: return "data-unsupported";
+  }
+  return "?";
+}
+
+namespace {
+
+bool parseFile(const std::string &path, google::protobuf::MessageLite &message) {
+  std::ifstream in(path, std::ios::binary);
+  return in && message.ParseFromIstream(&in);
+}
+
+void collectOps(const ::onnx::GraphProto &graph, std::set<std::string> &ops) {
+  for (const auto &node : graph.node()) {
+    const bool aiOnnx = node.domain().empty() || node.domain() == "ai.onnx";
+    ops.insert(aiOnnx ? node.op_type() : node.domain() + "::" + node.op_type());
+    for (const auto &attr : node.attribute()) {
+      if (attr.has_g())
+        collectOps(attr.g(), ops);
+      for (const auto &g : attr.graphs())
+        collectOps(g, ops);
+    }
+  }
+}
+
+// Why a graph input/output cannot be fed or checked through host tensors ("" if it can).
+std::string valueIssue(const ::onnx::ValueInfoProto &v) {
+  const auto &type = v.type();
+  if (type.has_sequence_type())
+    return fmt::format("'{}' is a sequence", v.name());
+  if (type.has_optional_type())
+    return fmt::format("'{}' is an optional", v.name());
+  if (type.has_map_type())
+    return fmt::format("'{}' is a map", v.name());
+  if (type.has_sparse_tensor_type())
+    return fmt::format("'{}' is a sparse tensor", v.name());
+  if (type.has_tensor_type()) {
+    const auto elem = type.tensor_type().elem_type();
+    if (elem == TensorProto::STRING)
+      return fmt::format("'{}' holds strings", v.name());
+    if (elem == TensorProto::BFLOAT16)
+      return fmt::format("'{}' is bfloat16", v.name());
+  }
+  return "";
+}
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void send(int fd, const std::string &line) {
+  std::string text = line + "\n";
+  const char *p = text.data();
+  size_t left = text.size();
+  while (left) {
+    ssize_t n = ::write(fd, p, left);
+    if (n <= 0)
+      return;
+    p += n;
+    left -= size_t(n);
+  }
+}
+
+// A reason on one line, bounded (the markdown table and the log are one line per test).
+std::string oneLine(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\t', ' ');
+  if (text.size() > 400)
+    text = text.substr(0, 400) + "...";
+  return text;
+}
+
+// Thrown for test data the host tensors cannot represent (data-unsupported).
+struct DataUnsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T, typename Field>
+void copyField(const Field &values, size_t n, std::vector<uint8_t> &out, const std::string &label) {
+  if (size_t(values.size()) != n)
+    fail("{}: {} values for {} elements", label, values.size(), n);
+  out.resize(n * sizeof(T));
+  for (size_t i = 0; i < n; ++i) {
+    T v = static_cast<T>(values[int(i)]);
+    std::memcpy(out.data() + i * sizeof(T), &v, sizeof(T));
+  }
+}
+
+runtime::HostTensor readTensor(const std::string &path) {
+  TensorProto proto;
+  if (!parseFile(path, proto))
+    fail("{}: not a TensorProto", path);
+  runtime::HostTensor t;
+  switch (proto.data_type()) {
+  case TensorProto::FLOAT: t.dtype = DType::F32; break;
+  case TensorProto::FLOAT16: t.dtype = DType::F16; break;
+  case TensorProto::DOUBLE: t.dtype = DType::F64; break;
+  case TensorProto::INT8: t.dtype = DType::I8; break;
+  case TensorProto::INT16: t.dtype = DType::I16; break;
+  case TensorProto::INT32: t.dtype = DType::I32; break;
+  case TensorProto::INT64: t.dtype = DType::I64; break;
+  case TensorProto::UINT8: t.dtype = DType::U8; break;
+  case TensorProto::BOOL: t.dtype = DType::Bool; break;
+  default:
+    throw DataUnsupported(fmt::format(
+        "{} holds {} tensors", fs::path(path).filename().string(),
+        TensorProto::DataType_IsValid(proto.data_type())
+            ? TensorProto::DataType_Name(TensorProto::DataType(proto.data_type()))
+            : std::to_string(proto.data_type())));
+  }
+  for (auto d : proto.dims())
+    t.shape.push_back(d);
+  const size_t n = size_t(numElements(t.shape)), size = dtypeSize(t.dtype);
+  if (proto.data_location() == TensorProto::EXTERNAL)
+    throw DataUnsupported(fmt::format("{} uses external data", path));
+  if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != n * size)
+      fail("{}: raw_data holds {} bytes, expected {}", path, proto.raw_data().size(), n * size);
+    t.data.assign(proto.raw_data().begin(), proto.raw_data().end());
+    return t;
+  }
+  switch (t.dtype) {
+  case DType::F32: copyField<float>(proto.float_data(), n, t.data, path); break;
+  case DType::F64: copyField<double>(proto.double_data(), n, t.data, path); break;
+  case DType::I64: copyField<int64_t>(proto.int64_data(), n, t.data, path); break;
+  case DType::F16: copyField<uint16_t>(proto.int32_data(), n, t.data, path); break;
+  case DType::I8: copyField<int8_t>(proto.int32_data(), n, t.data, path); break;
+  case DType::I16: copyField<int16_t>(proto.int32_data(), n, t.data, path); break;
+  case DType::I32: copyField<int32_t>(proto.int32_data(), n, t.data, path); break;
+  case DType::U8: copyField<uint8_t>(proto.int32_data(), n, t.data, path); break;
+  case DType::Bool: copyField<uint8_t>(proto.int32_data(), n, t.data, path); break;
+  }
+  return t;
+}
+
+// input_0.pb, input_1.pb, ... in numeric order.
+std::vector<std::string> numbered(const std::string &dir, const std::string &prefix) {
+  std::vector<std::pair<int, std::string>> files;
+  for (const auto &entry : fs::directory_iterator(dir)) {
+    const std::string f = entry.path().filename().string();
+    if (f.rfind(prefix, 0) == 0 && f.size() > prefix.size() + 3 && f.ends_with(".pb"))
+      files.push_back({std::atoi(f.c_str() + prefix.size()), entry.path().string()});
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> out;
+  for (auto &f : files)
+    out.push_back(f.second);
+  return out;
+}
+
+struct DataSet {
+  std::string name;
+  runtime::HostTensorMap inputs;
+  std::vector<std::pair<std::string, runtime::HostTensor>> expected; // graph output order
+};
+
+DataSet loadDataSet(const TestCase &test, const std::string &dir) {
+  DataSet ds;
+  ds.name = fs::path(dir).filename().string();
+  const auto inputs = numbered(dir, "input_"), outputs = numbered(dir, "output_");
+  if (inputs.size() > test.inputs.size() || outputs.size() > test.outputs.size())
+    fail("{}: {} inputs / {} outputs, but the graph has {} / {}", dir, inputs.size(), outputs.size(),
+         test.inputs.size(), test.outputs.size());
+  // As the ONNX backend runner does: input_K feeds the K-th non-initializer input.
+  for (size_t k = 0; k < inputs.size(); ++k)
+    ds.inputs[test.inputs[k]] = readTensor(inputs[k]);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    ds.expected.push_back({test.outputs[k], readTensor(outputs[k])});
+  return ds;
+}
+
+std::string compareOutputs(const DataSet &ds, const runtime::HostTensorMap &actual, const npz::Tolerance &tol) {
+  for (const auto &[name, exp] : ds.expected) {
+    auto it = actual.find(name);
+    if (it == actual.end())
+      return fmt::format("{}: output '{}' missing", ds.name, name);
+    const auto &act = it->second;
+    auto r = npz::compareArrays({act.dtype, &act.shape, act.data}, {exp.dtype, &exp.shape, exp.data}, tol);
+    if (!r.ok)
+      return fmt::format("{}: output '{}': {}", ds.name, name, r.message);
+  }
+  return "";
+}
+
+} // namespace
+
+void readModelInfo(TestCase &test) {
+  ::onnx::ModelProto model;
+  const std::string path = test.dir + "/model.onnx";
+  if (!parseFile(path, model)) {
+    test.modelError = path + ": cannot be read as an ONNX ModelProto";
+    return;
+  }
+  const auto &graph = model.graph();
+  std::set<std::string> initializers;
+  for (const auto &t : graph.initializer())
+    initializers.insert(t.name());
+  for (const auto &v : graph.input())
+    if (!initializers.count(v.name())) {
+      test.inputs.push_back(v.name());
+      if (test.dataIssue.empty())
+        test.dataIssue = valueIssue(v);
+    }
+  for (const auto &v : graph.output()) {
+    test.outputs.push_back(v.name());
+    if (test.dataIssue.empty())
+      test.dataIssue = valueIssue(v);
+  }
+  std::set<std::string> ops;
+  collectOps(graph, ops);
+  test.opTypes.assign(ops.begin(), ops.end());
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator(test.dir, ec))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      test.dataSets.push_back(entry.path().string());
+  std::sort(test.dataSets.begin(), test.dataSets.end());
+}
+
+int runTestInChild(const TestCase &test, int fd) {
+  auto result = [&](Status s, std::string reason) {
+    // Paths inside the test's folder read better relative ("model.onnx: ...").
+    for (size_t at; (at = reason.find(test.dir + "/")) != std::string::npos;)
+      reason.erase(at, test.dir.size() + 1);
+    send(fd, fmt::format("result {}\t{}", statusName(s), oneLine(reason)));
+    return 0;
+  };
+  std::string phase = "compile";
+  try {
+    send(fd, "phase compile");
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<uint8_t> bytes;
+    try {
+      bytes = driver::compileOnnx(test.dir + "/model.onnx", {});
+    } catch (const Error &e) {
+      return result(Status::Unsupported, e.what());
+    }
+    send(fd, fmt::format("time compile {:.4f}", since(t0)));
+
+    phase = "load-data";
+    send(fd, "phase load-data");
+    std::vector<DataSet> sets;
+    try {
+      for (const auto &dir : test.dataSets)
+        sets.push_back(loadDataSet(test, dir));
+    } catch (const DataUnsupported &e) {
+      return result(Status::DataUnsupported, e.what());
+    }
+    if (sets.empty())
+      return result(Status::Error, "no test_data_set_* folder");
+
+    phase = "jit";
+    send(fd, "phase jit");
+    t0 = std::chrono::steady_clock::now();
+    runtime::Engine engine(popef::Executable::fromBytes(std::move(bytes), test.id()), {1, nullptr});
+    send(fd, fmt::format("time jit {:.4f}", since(t0)));
+
+    for (const auto &ds : sets) {
+      phase = "run";
+      send(fd, "phase run");
+      t0 = std::chrono::steady_clock::now();
+      auto outputs = engine.run(ds.inputs);
+      send(fd, fmt::format("time run {:.4f}", since(t0)));
+      phase = "compare";
+      send(fd, "phase compare");
+      std::string why = compareOutputs(ds, outputs, test.tolerance);
+      if (!why.empty())
+        return result(Status::Mismatch, why);
+    }
+    return result(Status::Pass, "");
+  } catch (const Error &e) {
+    return result(Status::Error, fmt::format("{} error: {}", phase, e.what()));
+  } catch (const InternalError &e) {
+    return result(Status::Error, fmt::format("{}: {}", phase, e.what()));
+  } catch (const std::exception &e) {
+    return result(Status::Error, fmt::format("{}: internal error: {}", phase, e.what()));
+  }
+}
+
+} // namespace popc::conformance

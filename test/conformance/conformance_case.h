@@ -1,0 +1,39 @@
+// One ONNX backend test: what the model declares (read in the parent, before
+// any fork) and how the forked child runs it through the library.
+#pragma once
+#include "formats/npz/compare.h"
+
+#include <string>
+#include <vector>
+
+namespace popc::conformance {
+
+enum class Status { Pass, Mismatch, Unsupported, Error, DataUnsupported };
+const char *statusName(Status s); // "pass", "mismatch", ...
+
+struct TestCase {
+  std::string suite, name; // "node", "test_abs"
+  std::string dir;         // <data-root>/<suite>/<name>
+  std::string id() const { return suite + "/" + name; }
+
+  // From model.onnx (parsed by readModelInfo).
+  std::vector<std::string> inputs;  // graph inputs that are not initializers, in order
+  std::vector<std::string> outputs; // graph outputs, in order
+  std::vector<std::string> opTypes; // sorted, unique; includes If/Loop bodies; "domain::Op" outside ai.onnx
+  std::string dataIssue;            // non-empty: the test feeds data popc cannot carry
+  std::string modelError;           // non-empty: model.onnx could not be read
+  std::vector<std::string> dataSets; // test_data_set_* folders, sorted
+
+  npz::Tolerance tolerance;
+};
+
+// Fills the model-derived fields of `test`. Never throws (errors go to modelError).
+void readModelInfo(TestCase &test);
+
+// What the child reports back, one line per message on `fd`:
+//   "phase <compile|load-data|jit|run|compare>", "time <phase> <seconds>",
+//   "result <status>\t<reason>". The parent keeps the last phase for crashes.
+// Runs the whole test in this process; never throws. Returns the exit code.
+int runTestInChild(const TestCase &test, int fd);
+
+} // namespace popc::conformance
