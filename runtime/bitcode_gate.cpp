@@ -66,6 +66,15 @@ constexpr LibmFn kLibm[] = {
     {"exp", Fp::Double, 1},   {"log", Fp::Double, 1},  {"tanh", Fp::Double, 1},
     {"erf", Fp::Double, 1},   {"pow", Fp::Double, 2},  {"sin", Fp::Double, 1},
     {"cos", Fp::Double, 1},   {"expm1", Fp::Double, 1}, {"log1p", Fp::Double, 1},
+    // elementwise trigonometry/hyperbolics and Mod (pure, like the ones above)
+    {"tanf", Fp::Float, 1},   {"asinf", Fp::Float, 1}, {"acosf", Fp::Float, 1},
+    {"atanf", Fp::Float, 1},  {"sinhf", Fp::Float, 1}, {"coshf", Fp::Float, 1},
+    {"asinhf", Fp::Float, 1}, {"acoshf", Fp::Float, 1}, {"atanhf", Fp::Float, 1},
+    {"fmodf", Fp::Float, 2},
+    {"tan", Fp::Double, 1},   {"asin", Fp::Double, 1}, {"acos", Fp::Double, 1},
+    {"atan", Fp::Double, 1},  {"sinh", Fp::Double, 1}, {"cosh", Fp::Double, 1},
+    {"asinh", Fp::Double, 1}, {"acosh", Fp::Double, 1}, {"atanh", Fp::Double, 1},
+    {"fmod", Fp::Double, 2},
 };
 
 const LibmFn *findLibm(llvm::StringRef name) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -19,16 +20,39 @@ namespace popc::codegen {
 
 // out[i] = op(in0[i], in1[i], ...). An input marked scalar holds one element
 // that is broadcast to all `elements`. Fields: in0..inN-1, out.
-// Ops: unary  Relu Sigmoid Tanh Exp Log Neg Abs Sqrt Reciprocal Copy LeakyRelu(params[0]=alpha)
-//             Clip(params = {min,max}) Floor Ceil Erf Sin Cos
-//      binary Add Sub Mul Div Pow Max Min
-//      n-ary  Sum (out = in0 + in1 + ... ; any number of inputs)
+// Types: every input and the output are `dtype`, except where inputDTypes
+// (one per input) or outDType say otherwise, as the op allows (below).
+// float16 is computed in float32 and rounded once when stored; bool is one
+// byte 0/1 (any non-zero byte reads as true); uint8 is unsigned throughout.
+// Integer arithmetic wraps; integer division and Mod by 0 give 0, never trap.
+// Ops (dtype classes: F float, S signed int, U uint8, B bool):
+//   unary   Copy(any: bit copy) Relu Neg Abs Sign(F S U) Clip(F S U; params={min,max}, ±inf = none)
+//           Sigmoid Tanh Exp Log Sqrt Reciprocal Floor Ceil Round(half to even) Erf Sin Cos Tan
+//           Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Softplus Softsign HardSwish (F)
+//           LeakyRelu Elu Celu ThresholdedRelu (F; params={alpha}) Selu (F; {alpha,gamma})
+//           HardSigmoid (F; {alpha,beta}) Shrink (F; {bias,lambd}) Not (B; bitwise for S U)
+//   binary  Add Sub Mul Div (F S U) Mod (F S U; params={fmod}: 1 = sign of dividend,
+//           0 = sign of divisor as in Python) PRelu (F S: x<0 ? x*slope : x)
+//           ClipLow ClipHigh (F S U: x<lo ? lo : x, x>hi ? hi : x)
+//           And Or Xor (B; bitwise for S U) ShiftLeft ShiftRight (S U; shift >= bits gives 0,
+//           or the sign for signed right shifts)
+//           Pow (F S U base = dtype = output; exponent inputDTypes[1] any of F S U;
+//           integer base and exponent: exact wrapping integer power)
+//   n-ary   Sum Mean(F) Max Min (F S U; any number of inputs, at least one)
+//   to bool Equal (any) Less Greater LessOrEqual GreaterOrEqual (F S U) IsNaN (F)
+//           IsInf (F; params={detect_positive, detect_negative}); outDType is bool
+//   Where   in0 bool (inputDTypes[0]), in1 and in2 dtype (any): out = in0 ? in1 : in2
+//   Cast    in0 dtype → outDType (any to any): float→int truncates toward zero (NaN → 0,
+//           out-of-range saturates at the int32/int64 range, then wraps to 8/16 bits),
+//           to bool is != 0 (NaN → true), from bool is 0/1.
 struct ElementwiseSpec {
   std::string op;
   DType dtype = DType::F32;
   uint32_t elements = 0;
   std::vector<bool> scalarInput; // one per input
   std::vector<double> params;
+  std::vector<DType> inputDTypes = {}; // one per input, or empty: the op's defaults
+  std::optional<DType> outDType = std::nullopt; // nullopt: the op's default (dtype, or bool)
 };
 
 // out[b][m][n] = alpha * sum_k A[b][m][k] * B[b][k][n] + beta * C[b][m][n]

@@ -1,18 +1,159 @@
-// Elementwise ops: numpy-broadcasting binaries and unary activations.
+// Elementwise ops: numpy-broadcasting arithmetic, activations, comparisons,
+// logical ops, Where and Cast.
 #include "compiler/ir/op_helpers.h"
+
+#include <variant>
 
 namespace popc::ir::detail {
 
 namespace {
-std::vector<TensorInfo> inferBinary(const Op &op, const Graph &graph) {
+
+bool isNumeric(DType t) { return t != DType::Bool; }
+
+void requireNumeric(const Op &op, const TensorInfo &info, const char *what) {
+  if (!isNumeric(info.dtype))
+    failOp(op, "{} must be numeric, got {}", what, dtypeName(info.dtype));
+}
+
+void requireBool(const Op &op, const TensorInfo &info, const char *what) {
+  if (info.dtype != DType::Bool)
+    failOp(op, "{} must be bool, got {}", what, dtypeName(info.dtype));
+}
+
+void rejectLegacyBroadcast(const Op &op) {
+  if (op.attrs.has("broadcast") || op.attrs.has("axis"))
+    failOp(op, "legacy (opset < 7) 'broadcast'/'axis' attributes are not supported");
+}
+
+// Two inputs of one type, broadcast together; `numeric` refuses bool.
+TensorInfo broadcastPair(const Op &op, const Graph &graph, bool numeric) {
   const TensorInfo &a = inputInfo(op, graph, 0);
   const TensorInfo &b = inputInfo(op, graph, 1);
   requireSameDType(op, a, b, "input A", "input B");
-  if (a.dtype == DType::Bool)
+  if (numeric && !isNumeric(a.dtype))
     failOp(op, "bool inputs are not supported");
-  if (op.attrs.has("broadcast") || op.attrs.has("axis"))
-    failOp(op, "legacy (opset < 7) 'broadcast'/'axis' attributes are not supported");
-  return {TensorInfo{a.dtype, broadcastShapes(a.shape, b.shape)}};
+  rejectLegacyBroadcast(op);
+  return TensorInfo{a.dtype, broadcastShapes(a.shape, b.shape)};
+}
+
+std::vector<TensorInfo> inferBinary(const Op &op, const Graph &graph) { return {broadcastPair(op, graph, true)}; }
+
+std::vector<TensorInfo> inferMod(const Op &op, const Graph &graph) {
+  const int64_t fmod = op.attrs.getInt("fmod", 0);
+  if (fmod != 0 && fmod != 1)
+    failOp(op, "attribute 'fmod' must be 0 or 1, got {}", fmod);
+  return {broadcastPair(op, graph, true)};
+}
+
+std::vector<TensorInfo> inferBitShift(const Op &op, const Graph &graph) {
+  TensorInfo out = broadcastPair(op, graph, true);
+  if (!isInteger(out.dtype))
+    failOp(op, "inputs must be integers, got {}", dtypeName(out.dtype));
+  const std::string dir = op.attrs.getString("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT")
+    failOp(op, "attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"{}\"", dir);
+  return {out};
+}
+
+// Pow: the base type is the output type; the exponent may be any numeric type.
+std::vector<TensorInfo> inferPow(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  const TensorInfo &y = inputInfo(op, graph, 1);
+  requireNumeric(op, x, "base (input 0)");
+  requireNumeric(op, y, "exponent (input 1)");
+  rejectLegacyBroadcast(op);
+  return {TensorInfo{x.dtype, broadcastShapes(x.shape, y.shape)}};
+}
+
+// PRelu: slope broadcasts to X's shape (unidirectionally).
+std::vector<TensorInfo> inferPRelu(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  const TensorInfo &slope = inputInfo(op, graph, 1);
+  requireSameDType(op, x, slope, "X", "slope");
+  if (!isFloat(x.dtype) && !(isInteger(x.dtype) && x.dtype != DType::U8))
+    failOp(op, "input type {} is not supported (float or signed integer)", dtypeName(x.dtype));
+  if (broadcastShapes(x.shape, slope.shape) != x.shape)
+    failOp(op, "slope shape {} does not broadcast to X shape {}", shapeToString(slope.shape),
+           shapeToString(x.shape));
+  return {x};
+}
+
+std::vector<TensorInfo> inferLogical(const Op &op, const Graph &graph) {
+  TensorInfo out = broadcastPair(op, graph, false);
+  requireBool(op, out, "inputs");
+  return {out};
+}
+
+std::vector<TensorInfo> inferNot(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireBool(op, x, "input");
+  return {x};
+}
+
+// Equal (any type) and the ordered comparisons (numeric): bool output.
+std::vector<TensorInfo> inferCompare(const Op &op, const Graph &graph) {
+  TensorInfo out = broadcastPair(op, graph, op.type != "Equal");
+  out.dtype = DType::Bool;
+  return {out};
+}
+
+std::vector<TensorInfo> inferFloatPredicate(const Op &op, const Graph &graph) {
+  TensorInfo x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input");
+  x.dtype = DType::Bool;
+  return {x};
+}
+
+std::vector<TensorInfo> inferWhere(const Op &op, const Graph &graph) {
+  const TensorInfo &c = inputInfo(op, graph, 0);
+  const TensorInfo &x = inputInfo(op, graph, 1);
+  const TensorInfo &y = inputInfo(op, graph, 2);
+  requireBool(op, c, "condition (input 0)");
+  requireSameDType(op, x, y, "X", "Y");
+  return {TensorInfo{x.dtype, broadcastShapes(c.shape, broadcastShapes(x.shape, y.shape))}};
+}
+
+// ONNX TensorProto.DataType numbers and Cast-1's type names.
+DType castTarget(const Op &op) {
+  struct Entry {
+    int64_t number;
+    const char *name;
+    std::optional<DType> dtype;
+  };
+  static const Entry kTypes[] = {
+      {1, "FLOAT", DType::F32},     {2, "UINT8", DType::U8},          {3, "INT8", DType::I8},
+      {4, "UINT16", std::nullopt},  {5, "INT16", DType::I16},         {6, "INT32", DType::I32},
+      {7, "INT64", DType::I64},     {8, "STRING", std::nullopt},      {9, "BOOL", DType::Bool},
+      {10, "FLOAT16", DType::F16},  {11, "DOUBLE", DType::F64},       {12, "UINT32", std::nullopt},
+      {13, "UINT64", std::nullopt}, {14, "COMPLEX64", std::nullopt},  {15, "COMPLEX128", std::nullopt},
+      {16, "BFLOAT16", std::nullopt},
+  };
+  if (!op.attrs.has("to"))
+    failOp(op, "attribute 'to' is missing");
+  const AttrValue &v = op.attrs.all().at("to");
+  const auto *name = std::get_if<std::string>(&v);
+  const int64_t number = name ? 0 : op.attrs.getInt("to");
+  for (const Entry &e : kTypes)
+    if (name ? *name == e.name : number == e.number) {
+      if (!e.dtype)
+        failOp(op, "casting to {} is not supported (supported: float, float16, double, int8, int16, int32, "
+                   "int64, uint8, bool)",
+               e.name);
+      return *e.dtype;
+    }
+  failOp(op, "attribute 'to' = {} is not an ONNX element type", name ? *name : std::to_string(number));
+}
+
+std::vector<TensorInfo> inferCast(const Op &op, const Graph &graph) {
+  TensorInfo x = inputInfo(op, graph, 0);
+  x.dtype = castTarget(op);
+  return {x};
+}
+
+std::vector<TensorInfo> inferCastLike(const Op &op, const Graph &graph) {
+  TensorInfo x = inputInfo(op, graph, 0);
+  x.dtype = inputInfo(op, graph, 1).dtype;
+  return {x};
 }
 
 std::vector<TensorInfo> inferFloatUnary(const Op &op, const Graph &graph) {
@@ -24,18 +165,15 @@ std::vector<TensorInfo> inferFloatUnary(const Op &op, const Graph &graph) {
 std::vector<TensorInfo> inferRelu(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   // Relu-14 added signed integer types.
-  bool ok = isFloat(x.dtype) ||
-            (graph.opset >= 14 && x.dtype != DType::U8 && x.dtype != DType::Bool);
+  bool ok = isFloat(x.dtype) || (graph.opset >= 14 && x.dtype != DType::U8 && x.dtype != DType::Bool);
   if (!ok)
     failOp(op, "input type {} is not supported at opset {}", dtypeName(x.dtype), graph.opset);
   return {x};
 }
 
-std::vector<TensorInfo> inferIdentity(const Op &op, const Graph &graph) {
-  return {inputInfo(op, graph, 0)};
-}
+std::vector<TensorInfo> inferIdentity(const Op &op, const Graph &graph) { return {inputInfo(op, graph, 0)}; }
 
-// Abs, Neg: numeric types (signed integers included), not bool.
+// Abs, Neg, Sign: numeric types (integers included), not bool.
 std::vector<TensorInfo> inferNumericUnary(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   if (x.dtype == DType::Bool)
@@ -43,11 +181,13 @@ std::vector<TensorInfo> inferNumericUnary(const Op &op, const Graph &graph) {
   return {x};
 }
 
-// Sum, Max, Min: any number of inputs of one type, broadcast together.
+// Sum, Mean, Max, Min: any number of inputs of one type, broadcast together.
 std::vector<TensorInfo> inferVariadic(const Op &op, const Graph &graph) {
   TensorInfo out = inputInfo(op, graph, 0);
   if (out.dtype == DType::Bool)
     failOp(op, "bool inputs are not supported");
+  if (op.type == "Mean")
+    requireFloat(op, out, "input 0");
   for (size_t i = 1; i < op.inputs.size(); ++i) {
     const TensorInfo &in = inputInfo(op, graph, i);
     requireSameDType(op, out, in, "input 0", fmt::format("input {}", i).c_str());
@@ -59,25 +199,46 @@ std::vector<TensorInfo> inferVariadic(const Op &op, const Graph &graph) {
 // Clip: min/max are attributes before opset 11, optional scalar inputs after.
 std::vector<TensorInfo> inferClip(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
+  if (x.dtype == DType::Bool)
+    failOp(op, "bool input is not supported");
   for (size_t i = 1; i < op.inputs.size(); ++i)
-    if (op.hasInput(i) && inputInfo(op, graph, i).elements() != 1)
-      failOp(op, "input {} must be a scalar", i);
+    if (op.hasInput(i)) {
+      const TensorInfo &bound = inputInfo(op, graph, i);
+      if (bound.elements() != 1)
+        failOp(op, "input {} must be a scalar", i);
+      requireSameDType(op, x, bound, "input", i == 1 ? "min" : "max");
+    }
   return {x};
 }
+
 } // namespace
 
 void registerElementwiseOps(OpRegistry &reg) {
   for (const char *type : {"Add", "Sub", "Mul", "Div"})
     reg.add({type, 2, 2, inferBinary});
-  for (const char *type : {"Sigmoid", "Tanh"})
-    reg.add({type, 1, 1, inferFloatUnary});
+  reg.add({"Mod", 2, 2, inferMod});
+  reg.add({"Pow", 2, 2, inferPow});
+  reg.add({"PRelu", 2, 2, inferPRelu});
+  reg.add({"BitShift", 2, 2, inferBitShift});
+  for (const char *type : {"And", "Or", "Xor"})
+    reg.add({type, 2, 2, inferLogical});
+  reg.add({"Not", 1, 1, inferNot});
+  for (const char *type : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
+    reg.add({type, 2, 2, inferCompare});
+  for (const char *type : {"IsNaN", "IsInf"})
+    reg.add({type, 1, 1, inferFloatPredicate});
+  reg.add({"Where", 3, 3, inferWhere});
+  reg.add({"Cast", 1, 1, inferCast});
+  reg.add({"CastLike", 2, 2, inferCastLike});
   reg.add({"Relu", 1, 1, inferRelu});
-  reg.add({"Pow", 2, 2, inferBinary});
-  for (const char *type : {"Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Erf", "LeakyRelu"})
+  for (const char *type : {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sin",
+                           "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf",
+                           "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
+                           "Softplus", "Softsign", "Shrink"})
     reg.add({type, 1, 1, inferFloatUnary});
-  for (const char *type : {"Abs", "Neg"})
+  for (const char *type : {"Abs", "Neg", "Sign"})
     reg.add({type, 1, 1, inferNumericUnary});
-  for (const char *type : {"Sum", "Max", "Min"})
+  for (const char *type : {"Sum", "Mean", "Max", "Min"})
     reg.add({type, 1, kVariadic, inferVariadic});
   reg.add({"Clip", 1, 3, inferClip});
   reg.add({"Identity", 1, 1, inferIdentity});

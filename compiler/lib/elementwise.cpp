@@ -1,12 +1,15 @@
 // Elementwise ops (popops-like): the output takes the mapping of a same-shape
 // operand so most operands need no exchange; each tile's block is split into
 // one vertex per worker. Broadcast operands are gathered to the tile, a
-// single-element operand is passed as a scalar.
+// single-element operand is passed as a scalar. Operands may have different
+// dtypes (Cast, comparisons, Where, Pow); the vertex spec records them.
 #include "compiler/lib/ops.h"
 
 #include "compiler/ir/op_registry.h"
 
 #include "support/error.h"
+
+#include <limits>
 
 namespace popc::lib {
 
@@ -25,6 +28,17 @@ Value lowerElementwise(Lowering &L, const std::string &name, const std::string &
     L.mapLinearly(out);
   if (outInfo.elements() == 0)
     return out;
+
+  // The vertex's dtype: Where's is that of its values, every other op's that of input 0.
+  const DType dtype = op == "Where" ? inputs.at(1).info.dtype : inputs.at(0).info.dtype;
+  std::vector<DType> inputDTypes;
+  for (const Value &in : inputs)
+    inputDTypes.push_back(in.info.dtype);
+  if (std::all_of(inputDTypes.begin(), inputDTypes.end(), [&](DType t) { return t == dtype; }))
+    inputDTypes.clear();
+  std::optional<DType> outDType;
+  if (outInfo.dtype != dtype)
+    outDType = outInfo.dtype;
 
   OpBuilder b(L, name);
   const size_t es = out.elemSize();
@@ -60,7 +74,7 @@ Value lowerElementwise(Lowering &L, const std::string &name, const std::string &
         fields.push_back(f);
       }
       fields.push_back({out.tensor, tile, begin * es, n * es});
-      codegen::ElementwiseSpec spec{op, inputs[0].info.dtype, uint32_t(n), scalar, params};
+      codegen::ElementwiseSpec spec{op, dtype, uint32_t(n), scalar, params, inputDTypes, outDType};
       b.addVertex(spec, tile, std::move(fields));
     }
   }
@@ -77,67 +91,120 @@ std::vector<Value> operands(const ir::Op &op, Lowering &L) {
   return values;
 }
 
+const ir::TensorInfo &outputInfo(const ir::Op &op, const ir::Graph &g) { return g.tensor(op.outputs[0]).info; }
+
+// The output as a view of input 0 (same bytes, no vertex).
+void bindView(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  Value v = L.value(op.inputs[0]);
+  v.info = outputInfo(op, g);
+  L.bind(op.outputs[0], v);
+}
+
 LowerFn simple(std::string kernelOp) {
   return [kernelOp](const ir::Op &op, const ir::Graph &g, Lowering &L) {
-    const auto &outInfo = g.tensor(op.outputs[0]).info;
-    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, L), outInfo));
+    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, L), outputInfo(op, g)));
   };
 }
 
-// Variadic ops (Sum, Max, Min with N inputs) as a chain of binary vertices.
+// An op whose kernel params are attributes: {name, default} in kernel order.
+LowerFn withAttrs(std::string kernelOp, std::vector<std::pair<const char *, double>> attrs) {
+  return [kernelOp, attrs](const ir::Op &op, const ir::Graph &g, Lowering &L) {
+    std::vector<double> params;
+    for (const auto &[name, fallback] : attrs)
+      params.push_back(op.attrs.getFloat(name, fallback));
+    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, L), outputInfo(op, g), params));
+  };
+}
+
+// Sum, Mean, Max, Min: one vertex reads every input (each broadcast to the output).
 LowerFn variadic(std::string kernelOp) {
   return [kernelOp](const ir::Op &op, const ir::Graph &g, Lowering &L) {
-    const auto &outInfo = g.tensor(op.outputs[0]).info;
     std::vector<Value> ins = operands(op, L);
-    Value acc = ins[0];
-    if (ins.size() == 1) {
-      acc = lowerElementwise(L, op.name, "Copy", {acc}, outInfo);
-    }
-    for (size_t i = 1; i < ins.size(); ++i) {
-      // Partial results broadcast progressively; the last one has outInfo's shape.
-      ir::TensorInfo info = outInfo;
-      info.shape = ir::broadcastShapes(acc.info.shape, ins[i].info.shape);
-      const std::string name = i + 1 == ins.size() ? op.name : op.name + "/" + std::to_string(i);
-      acc = lowerElementwise(L, name, kernelOp, {acc, ins[i]}, info);
-    }
-    L.bind(op.outputs[0], acc);
+    if (ins.size() == 1 && ins[0].info.shape == outputInfo(op, g).shape)
+      return bindView(op, g, L);
+    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, ins, outputInfo(op, g)));
   };
 }
 
-void lowerLeakyRelu(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  const auto &outInfo = g.tensor(op.outputs[0]).info;
-  L.bind(op.outputs[0], lowerElementwise(L, op.name, "LeakyRelu", {L.value(op.inputs[0])}, outInfo,
-                                         {op.attrs.getFloat("alpha", 0.01)}));
+void lowerCast(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const Value &x = L.value(op.inputs[0]);
+  if (x.info.dtype == outputInfo(op, g).dtype)
+    return bindView(op, g, L);
+  L.bind(op.outputs[0], lowerElementwise(L, op.name, "Cast", {x}, outputInfo(op, g)));
 }
 
-// Clip's bounds are attributes (opset < 11) or constant inputs (opset >= 11).
+void lowerMod(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  L.bind(op.outputs[0], lowerElementwise(L, op.name, "Mod", operands(op, L), outputInfo(op, g),
+                                         {double(op.attrs.getInt("fmod", 0))}));
+}
+
+void lowerIsInf(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  std::vector<double> params = {double(op.attrs.getInt("detect_positive", 1)),
+                                double(op.attrs.getInt("detect_negative", 1))};
+  L.bind(op.outputs[0], lowerElementwise(L, op.name, "IsInf", operands(op, L), outputInfo(op, g), params));
+}
+
+void lowerBitShift(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const bool left = op.attrs.getString("direction", "") == "LEFT";
+  L.bind(op.outputs[0],
+         lowerElementwise(L, op.name, left ? "ShiftLeft" : "ShiftRight", operands(op, L), outputInfo(op, g)));
+}
+
+// Clip's bounds are attributes (opset < 11) or optional scalar inputs (opset
+// >= 11). Constant bounds become vertex parameters; bounds only known at run
+// time are applied by ClipLow/ClipHigh vertices (lower bound first, so
+// min > max gives max as numpy.clip does).
 void lowerClip(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  const auto &outInfo = g.tensor(op.outputs[0]).info;
-  double lo = op.attrs.getFloat("min", -3.4028234663852886e38);
-  double hi = op.attrs.getFloat("max", 3.4028234663852886e38);
-  auto bound = [&](size_t i, double &v) {
+  const auto &outInfo = outputInfo(op, g);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  double lo = op.attrs.getFloat("min", -inf);
+  double hi = op.attrs.getFloat("max", inf);
+  std::vector<size_t> runtime;
+  for (size_t i : {1, 2}) {
     if (!op.hasInput(i))
-      return;
-    const ir::Tensor &t = g.tensor(op.inputs[i]);
-    if (t.kind != ir::TensorKind::Constant)
-      fail("Clip '{}': input {} ('{}') must be a constant", op.name, i, t.name);
-    v = t.toDoubles().at(0);
-  };
-  bound(1, lo);
-  bound(2, hi);
-  L.bind(op.outputs[0], lowerElementwise(L, op.name, "Clip", {L.value(op.inputs[0])}, outInfo, {lo, hi}));
+      continue;
+    if (auto c = ir::constantValue(g, op.inputs[i]))
+      (i == 1 ? lo : hi) = c->toDoubles().at(0);
+    else
+      runtime.push_back(i);
+  }
+  Value x = L.value(op.inputs[0]);
+  const bool constBounds = lo != -inf || hi != inf;
+  if (!constBounds && runtime.empty())
+    return bindView(op, g, L);
+  if (constBounds)
+    x = lowerElementwise(L, runtime.empty() ? op.name : op.name + "/const", "Clip", {x}, outInfo, {lo, hi});
+  for (size_t k = 0; k < runtime.size(); ++k) {
+    const size_t i = runtime[k];
+    const std::string name = k + 1 == runtime.size() ? op.name : op.name + "/min";
+    x = lowerElementwise(L, name, i == 1 ? "ClipLow" : "ClipHigh", {x, L.value(op.inputs[i])}, outInfo);
+  }
+  L.bind(op.outputs[0], x);
 }
 
 } // namespace
 
 void registerElementwiseLowerings(LoweringTable &t) {
-  for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Exp", "Log",
-                         "Neg", "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", "Erf", "Sin", "Cos"})
+  for (const char *op :
+       {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Sign",
+        "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
+        "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "HardSwish", "Not", "And", "Or", "Xor", "Equal",
+        "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "IsNaN", "Where"})
     t[op] = simple(op);
-  t["Sum"] = variadic("Add");
-  t["Max"] = variadic("Max");
-  t["Min"] = variadic("Min");
-  t["LeakyRelu"] = lowerLeakyRelu;
+  for (const char *op : {"Sum", "Mean", "Max", "Min"})
+    t[op] = variadic(op);
+  t["LeakyRelu"] = withAttrs("LeakyRelu", {{"alpha", 0.01}});
+  t["Elu"] = withAttrs("Elu", {{"alpha", 1.0}});
+  t["Celu"] = withAttrs("Celu", {{"alpha", 1.0}});
+  t["ThresholdedRelu"] = withAttrs("ThresholdedRelu", {{"alpha", 1.0}});
+  t["Selu"] = withAttrs("Selu", {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}});
+  t["HardSigmoid"] = withAttrs("HardSigmoid", {{"alpha", 0.2}, {"beta", 0.5}});
+  t["Shrink"] = withAttrs("Shrink", {{"bias", 0.0}, {"lambd", 0.5}});
+  t["Mod"] = lowerMod;
+  t["IsInf"] = lowerIsInf;
+  t["BitShift"] = lowerBitShift;
+  t["Cast"] = lowerCast;
+  t["CastLike"] = lowerCast;
   t["Clip"] = lowerClip;
 }
 

@@ -210,8 +210,14 @@ TEST_CASE("elementwise rejects bad specs with popc::Error", "[codegen][elementwi
   VertexCodegen cg;
   CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Exp", DType::I32, 4, {false}, {}}),
                     "codegen: Exp not supported for int32");
-  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Add", DType::F16, 4, {false, false}, {}}),
-                    "codegen: Add not supported for float16");
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Add", DType::Bool, 4, {false, false}, {}}),
+                    "codegen: Add not supported for bool");
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Cast", DType::F32, 4, {false}, {}}),
+                    "codegen: elementwise Cast needs outDType (the target type)");
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 4, {false, false}, {}, {DType::F32, DType::I32}}),
+                    "codegen: elementwise Add of float32: input 1 must be float32, not int32");
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Less", DType::F32, 4, {false, false}, {}, {}, DType::F32}),
+                    "codegen: elementwise Less of float32 produces bool, not float32");
   CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{"Frobnicate", DType::F32, 4, {false}, {}}), popc::Error);
   CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 4, {false}, {}}), popc::Error);
   CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{"Clip", DType::F32, 4, {false}, {}}), popc::Error);

@@ -1,0 +1,365 @@
+// Per-element math of elementwise vertices on compute values (see
+// elementwise_math.h). Everything is branch-free (selects), so the host JIT
+// can vectorise the loop around it.
+#include "compiler/codegen/elementwise_math.h"
+
+#include "support/error.h"
+
+#include <llvm/IR/Constants.h>
+
+#include <cmath>
+#include <limits>
+
+namespace popc::codegen::detail {
+
+using namespace llvm;
+
+bool isFloatDType(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64; }
+bool isSignedDType(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
+DType computeDType(DType t) { return t == DType::F16 ? DType::F32 : t; }
+
+Value *loadValue(Emitter &em, DType t, Value *base, Value *index) {
+  IRBuilder<> &b = em.b();
+  Value *raw = em.load(t, base, index);
+  if (t == DType::F16)
+    return b.CreateFPExt(b.CreateBitCast(raw, b.getHalfTy()), b.getFloatTy());
+  if (t == DType::Bool)
+    return b.CreateICmpNE(raw, b.getInt8(0));
+  return raw;
+}
+
+void storeValue(Emitter &em, DType t, Value *v, Value *base, Value *index) {
+  IRBuilder<> &b = em.b();
+  if (t == DType::F16) {
+    if (!v->getType()->isHalfTy())
+      v = b.CreateFPTrunc(v, b.getHalfTy());
+    v = b.CreateBitCast(v, b.getInt16Ty());
+  } else if (t == DType::Bool) {
+    v = b.CreateZExt(v, b.getInt8Ty());
+  }
+  em.store(t, v, base, index);
+}
+
+namespace {
+
+unsigned bits(DType t) { return unsigned(dtypeSize(t) * 8); }
+
+// The LLVM type of a compute value of dtype t.
+Type *computeType(Emitter &em, DType t) {
+  if (t == DType::Bool)
+    return em.b().getInt1Ty();
+  return em.type(computeDType(t));
+}
+
+// Integer constant of dtype t (two's complement of v).
+Value *intConst(Emitter &em, DType t, int64_t v) {
+  return ConstantInt::get(computeType(em, t), uint64_t(v), true);
+}
+
+// Float constant of the compute type of t.
+Value *fconst(Emitter &em, DType t, double v) { return ConstantFP::get(computeType(em, t), v); }
+
+Value *umaxOrSmax(Emitter &em, DType t, Value *x, Value *y, bool max) {
+  IRBuilder<> &b = em.b();
+  if (isFloatDType(t))
+    return em.binaryIntrinsic(max ? Intrinsic::maxnum : Intrinsic::minnum, x, y);
+  bool u = !isSignedDType(t);
+  return b.CreateBinaryIntrinsic(max ? (u ? Intrinsic::umax : Intrinsic::smax) : (u ? Intrinsic::umin : Intrinsic::smin),
+                                 x, y);
+}
+
+// x < y (ordered for floats: false with NaN).
+Value *less(Emitter &em, DType t, Value *x, Value *y) {
+  IRBuilder<> &b = em.b();
+  if (isFloatDType(t))
+    return b.CreateFCmpOLT(x, y);
+  return isSignedDType(t) ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
+}
+
+// Integer x / d and x % d that never trap: d == 0 gives 0; signed x / -1 is -x
+// and x % -1 is 0 (wrapping), as the IPU has no divide trap.
+Value *intDivRem(Emitter &em, DType t, Value *x, Value *d, bool rem) {
+  IRBuilder<> &b = em.b();
+  Value *zero = intConst(em, t, 0), *one = intConst(em, t, 1);
+  Value *isZero = b.CreateICmpEQ(d, zero);
+  if (!isSignedDType(t)) {
+    Value *safe = b.CreateSelect(isZero, one, d);
+    return b.CreateSelect(isZero, zero, rem ? b.CreateURem(x, safe) : b.CreateUDiv(x, safe));
+  }
+  Value *isMinusOne = b.CreateICmpEQ(d, intConst(em, t, -1));
+  Value *safe = b.CreateSelect(b.CreateOr(isZero, isMinusOne), one, d);
+  Value *q = rem ? b.CreateSRem(x, safe) : b.CreateSDiv(x, safe);
+  Value *byMinusOne = rem ? zero : b.CreateSub(zero, x);
+  return b.CreateSelect(isZero, zero, b.CreateSelect(isMinusOne, byMinusOne, q));
+}
+
+// ONNX Mod. fmod: the result has the dividend's sign (C fmod); otherwise the
+// divisor's (Python / numpy.mod): a non-zero remainder of the other sign gets
+// the divisor added.
+Value *mod(Emitter &em, DType t, Value *x, Value *d, bool fmod) {
+  IRBuilder<> &b = em.b();
+  if (isFloatDType(t)) {
+    Value *r = em.libm("fmodf", {x, d});
+    if (fmod)
+      return r;
+    Value *zero = fconst(em, t, 0);
+    Value *fix = b.CreateAnd(b.CreateFCmpONE(r, zero), b.CreateXor(b.CreateFCmpOLT(r, zero), b.CreateFCmpOLT(d, zero)));
+    return b.CreateSelect(fix, b.CreateFAdd(r, d), r);
+  }
+  Value *r = intDivRem(em, t, x, d, true);
+  if (fmod || !isSignedDType(t))
+    return r;
+  Value *zero = intConst(em, t, 0);
+  Value *fix = b.CreateAnd(b.CreateICmpNE(r, zero), b.CreateICmpSLT(b.CreateXor(r, d), zero));
+  return b.CreateSelect(fix, b.CreateAdd(r, d), r);
+}
+
+// Exact integer power with wrapping: square-and-multiply over every bit of the
+// exponent. Negative exponents give the truncated 1 / x^-e: 1 for x = 1,
+// ±1 for x = -1, else 0.
+Value *intPow(Emitter &em, DType t, Value *x, Value *e) {
+  IRBuilder<> &b = em.b();
+  Value *zero = intConst(em, t, 0), *one = intConst(em, t, 1);
+  Value *result = one, *base = x, *rest = e;
+  for (unsigned k = 0; k < bits(t); ++k) {
+    Value *bit = b.CreateICmpNE(b.CreateAnd(rest, one), zero);
+    result = b.CreateSelect(bit, b.CreateMul(result, base), result);
+    base = b.CreateMul(base, base);
+    rest = b.CreateLShr(rest, one);
+  }
+  if (!isSignedDType(t))
+    return result;
+  Value *odd = b.CreateICmpNE(b.CreateAnd(e, one), zero);
+  Value *negative = b.CreateSelect(b.CreateICmpEQ(x, one), one,
+                                   b.CreateSelect(b.CreateICmpEQ(x, intConst(em, t, -1)),
+                                                  b.CreateSelect(odd, intConst(em, t, -1), one), zero));
+  return b.CreateSelect(b.CreateICmpSLT(e, zero), negative, result);
+}
+
+// Shift with numpy results for any amount: amounts >= the width (or negative)
+// give 0, or the sign fill for signed right shifts.
+Value *shift(Emitter &em, DType t, Value *x, Value *n, bool left) {
+  IRBuilder<> &b = em.b();
+  Value *width = intConst(em, t, bits(t));
+  Value *tooFar = b.CreateICmpUGE(n, width);
+  if (!left && isSignedDType(t))
+    return b.CreateAShr(x, b.CreateSelect(tooFar, intConst(em, t, bits(t) - 1), n));
+  Value *safe = b.CreateSelect(tooFar, intConst(em, t, 0), n);
+  return b.CreateSelect(tooFar, intConst(em, t, 0), left ? b.CreateShl(x, safe) : b.CreateLShr(x, safe));
+}
+
+// x clamped below by constant bound v (lower) or above (!lower); no-op for
+// bounds outside the type (±inf, NaN, beyond an integer type's range).
+Value *clipConst(Emitter &em, DType t, Value *x, double v, bool lower) {
+  IRBuilder<> &b = em.b();
+  if (std::isnan(v))
+    return x;
+  if (isFloatDType(t)) {
+    if (std::isinf(v) && (v < 0) == lower)
+      return x;
+    Value *c = fconst(em, t, v);
+    return b.CreateSelect(lower ? b.CreateFCmpOLT(x, c) : b.CreateFCmpOGT(x, c), c, x);
+  }
+  const unsigned n = bits(t);
+  const bool sign = isSignedDType(t);
+  const double lo = sign ? -std::ldexp(1.0, int(n) - 1) : 0.0;
+  const double hi = sign ? std::ldexp(1.0, int(n) - 1) - 1 : std::ldexp(1.0, int(n)) - 1;
+  v = std::trunc(v);
+  if (lower ? v <= lo : v >= hi)
+    return x; // every value already satisfies the bound
+  v = std::min(std::max(v, lo), hi);
+  Value *c = ConstantInt::get(computeType(em, t), sign ? uint64_t(int64_t(v)) : uint64_t(v), sign);
+  return b.CreateSelect(lower ? less(em, t, x, c) : less(em, t, c, x), c, x);
+}
+
+Value *floatOp(Emitter &em, const ElementwiseSpec &s, const std::vector<Value *> &in) {
+  IRBuilder<> &b = em.b();
+  const std::string &op = s.op;
+  const DType t = s.dtype;
+  const auto &p = s.params;
+  Value *x = in[0];
+  Value *zero = fconst(em, t, 0), *one = fconst(em, t, 1);
+  auto select = [&](Value *c, Value *a, Value *o) { return b.CreateSelect(c, a, o); };
+  auto clamp01 = [&](Value *v) { // NaN stays NaN
+    return select(b.CreateFCmpOLT(v, zero), zero, select(b.CreateFCmpOGT(v, one), one, v));
+  };
+  if (op == "Sigmoid")
+    return b.CreateFDiv(one, b.CreateFAdd(one, em.exp(b.CreateFNeg(x))));
+  if (op == "Tanh") return em.libm("tanhf", {x});
+  if (op == "Erf") return em.libm("erff", {x});
+  if (op == "Exp") return em.exp(x);
+  if (op == "Log") return em.log(x);
+  if (op == "Sqrt") return em.unaryIntrinsic(Intrinsic::sqrt, x);
+  if (op == "Reciprocal") return b.CreateFDiv(one, x);
+  if (op == "Floor") return em.unaryIntrinsic(Intrinsic::floor, x);
+  if (op == "Ceil") return em.unaryIntrinsic(Intrinsic::ceil, x);
+  if (op == "Round") return em.unaryIntrinsic(Intrinsic::roundeven, x);
+  if (op == "Sin") return em.unaryIntrinsic(Intrinsic::sin, x);
+  if (op == "Cos") return em.unaryIntrinsic(Intrinsic::cos, x);
+  for (const char *fn : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
+    if (op == fn) {
+      std::string name = fn;
+      name[0] = char(std::tolower(name[0]));
+      return em.libm(name + "f", {x});
+    }
+  if (op == "LeakyRelu")
+    return select(b.CreateFCmpOLT(x, zero), b.CreateFMul(x, fconst(em, t, p[0])), x);
+  if (op == "Elu")
+    return select(b.CreateFCmpOLT(x, zero), b.CreateFMul(fconst(em, t, p[0]), em.libm("expm1f", {x})), x);
+  if (op == "Selu") {
+    Value *neg = b.CreateFMul(fconst(em, t, p[0]), em.libm("expm1f", {x}));
+    return b.CreateFMul(fconst(em, t, p[1]), select(b.CreateFCmpOGT(x, zero), x, neg));
+  }
+  if (op == "Celu") { // max(0,x) + min(0, alpha*(exp(x/alpha)-1))
+    Value *alpha = fconst(em, t, p[0]);
+    Value *neg = b.CreateFMul(alpha, em.libm("expm1f", {b.CreateFDiv(x, alpha)}));
+    return select(b.CreateFCmpOLT(x, zero), neg, x);
+  }
+  if (op == "ThresholdedRelu")
+    return select(b.CreateFCmpOGT(x, fconst(em, t, p[0])), x, zero);
+  if (op == "HardSigmoid")
+    return clamp01(b.CreateFAdd(b.CreateFMul(x, fconst(em, t, p[0])), fconst(em, t, p[1])));
+  if (op == "HardSwish")
+    return b.CreateFMul(x, clamp01(b.CreateFAdd(b.CreateFMul(x, fconst(em, t, 1.0 / 6)), fconst(em, t, 0.5))));
+  if (op == "Softplus") { // log(1+exp(x)) = max(x,0) + log1p(exp(-|x|)), no overflow
+    Value *ax = em.unaryIntrinsic(Intrinsic::fabs, x);
+    Value *pos = select(b.CreateFCmpOGT(x, zero), x, zero);
+    return b.CreateFAdd(pos, em.libm("log1pf", {em.exp(b.CreateFNeg(ax))}));
+  }
+  if (op == "Softsign")
+    return b.CreateFDiv(x, b.CreateFAdd(one, em.unaryIntrinsic(Intrinsic::fabs, x)));
+  if (op == "Shrink") {
+    Value *bias = fconst(em, t, p[0]), *lambd = fconst(em, t, p[1]);
+    return select(b.CreateFCmpOLT(x, b.CreateFNeg(lambd)), b.CreateFAdd(x, bias),
+                  select(b.CreateFCmpOGT(x, lambd), b.CreateFSub(x, bias), zero));
+  }
+  if (op == "IsNaN")
+    return b.CreateFCmpUNO(x, x);
+  if (op == "IsInf") {
+    Value *inf = fconst(em, t, std::numeric_limits<double>::infinity());
+    Value *pos = p[0] != 0 ? b.CreateFCmpOEQ(x, inf) : b.getFalse();
+    Value *neg = p[1] != 0 ? b.CreateFCmpOEQ(x, b.CreateFNeg(inf)) : b.getFalse();
+    return b.CreateOr(pos, neg);
+  }
+  if (op == "Mean") {
+    Value *acc = x;
+    for (size_t j = 1; j < in.size(); ++j)
+      acc = b.CreateFAdd(acc, in[j]);
+    return b.CreateFDiv(acc, fconst(em, t, double(in.size())));
+  }
+  return nullptr;
+}
+
+} // namespace
+
+Value *convert(Emitter &em, Value *v, DType from, DType to) {
+  IRBuilder<> &b = em.b();
+  if (from == to)
+    return v;
+  const bool fromF = isFloatDType(from), toF = isFloatDType(to);
+  if (to == DType::Bool)
+    return fromF ? b.CreateFCmpUNE(v, ConstantFP::get(v->getType(), 0.0))
+                 : b.CreateICmpNE(v, ConstantInt::get(v->getType(), 0));
+  if (fromF && toF) {
+    if (to == DType::F16)
+      return b.CreateFPTrunc(v, b.getHalfTy());
+    return b.CreateFPCast(v, computeType(em, to)); // float16 is already float
+  }
+  const bool fromSigned = isSignedDType(from); // bool and uint8 are unsigned
+  if (toF) {
+    // Integers reach float16 through float: exact up to 2^24, beyond which
+    // float16 is infinite anyway, so this rounds once.
+    Type *dst = to == DType::F16 ? b.getFloatTy() : computeType(em, to);
+    Value *f = fromSigned ? b.CreateSIToFP(v, dst) : b.CreateUIToFP(v, dst);
+    return to == DType::F16 ? b.CreateFPTrunc(f, b.getHalfTy()) : f;
+  }
+  Type *dst = computeType(em, to);
+  if (fromF) {
+    // Saturating (NaN → 0) so out-of-range values are defined; 8/16-bit
+    // targets wrap from int32 like C and numpy casts on x86.
+    Type *wide = bits(to) >= 32 ? dst : b.getInt32Ty();
+    Value *i = b.CreateIntrinsic(Intrinsic::fptosi_sat, {wide, v->getType()}, {v});
+    return b.CreateTrunc(i, dst);
+  }
+  return b.CreateIntCast(v, dst, fromSigned);
+}
+
+Value *applyOp(Emitter &em, const ElementwiseSpec &s, const ElementTypes &types, const std::vector<Value *> &in) {
+  IRBuilder<> &b = em.b();
+  const std::string &op = s.op;
+  const DType t = s.dtype;
+  const bool fp = isFloatDType(t);
+  Value *x = in[0];
+  if (op == "Copy")
+    return x;
+  if (op == "Cast")
+    return convert(em, x, t, types.out);
+  if (op == "Where")
+    return b.CreateSelect(x, in[1], in[2]);
+  if (fp)
+    if (Value *v = floatOp(em, s, in))
+      return v;
+  Value *zero = fp ? fconst(em, t, 0) : intConst(em, t, 0);
+  auto fold = [&](auto f) {
+    Value *acc = x;
+    for (size_t j = 1; j < in.size(); ++j)
+      acc = f(acc, in[j]);
+    return acc;
+  };
+  if (op == "Sum")
+    return fold([&](Value *a, Value *c) { return fp ? b.CreateFAdd(a, c) : b.CreateAdd(a, c); });
+  if (op == "Max" || op == "Min")
+    return fold([&](Value *a, Value *c) { return umaxOrSmax(em, t, a, c, op == "Max"); });
+  if (op == "Add") return fp ? b.CreateFAdd(x, in[1]) : b.CreateAdd(x, in[1]);
+  if (op == "Sub") return fp ? b.CreateFSub(x, in[1]) : b.CreateSub(x, in[1]);
+  if (op == "Mul") return fp ? b.CreateFMul(x, in[1]) : b.CreateMul(x, in[1]);
+  if (op == "Div") return fp ? b.CreateFDiv(x, in[1]) : intDivRem(em, t, x, in[1], false);
+  if (op == "Mod") return mod(em, t, x, in[1], s.params[0] != 0);
+  if (op == "Neg") return fp ? b.CreateFNeg(x) : b.CreateSub(zero, x);
+  if (op == "Abs") {
+    if (fp) return em.unaryIntrinsic(Intrinsic::fabs, x);
+    return isSignedDType(t) ? b.CreateBinaryIntrinsic(Intrinsic::abs, x, b.getFalse()) : x;
+  }
+  if (op == "Relu") // x < 0 ? 0 : x keeps NaN, like PyTorch and ONNX Runtime
+    return b.CreateSelect(less(em, t, x, zero), zero, x);
+  if (op == "Sign") {
+    Value *one = fp ? fconst(em, t, 1) : intConst(em, t, 1);
+    if (!fp && !isSignedDType(t))
+      return b.CreateSelect(b.CreateICmpNE(x, zero), one, zero);
+    Value *minusOne = fp ? fconst(em, t, -1) : intConst(em, t, -1);
+    return b.CreateSelect(less(em, t, zero, x), one, b.CreateSelect(less(em, t, x, zero), minusOne, x));
+  }
+  if (op == "Clip")
+    return clipConst(em, t, clipConst(em, t, x, s.params[0], true), s.params[1], false);
+  if (op == "ClipLow") return b.CreateSelect(less(em, t, x, in[1]), in[1], x);
+  if (op == "ClipHigh") return b.CreateSelect(less(em, t, in[1], x), in[1], x);
+  if (op == "PRelu")
+    return b.CreateSelect(less(em, t, x, zero), fp ? b.CreateFMul(x, in[1]) : b.CreateMul(x, in[1]), x);
+  if (op == "Not") return b.CreateNot(x);
+  if (op == "And") return b.CreateAnd(x, in[1]);
+  if (op == "Or") return b.CreateOr(x, in[1]);
+  if (op == "Xor") return b.CreateXor(x, in[1]);
+  if (op == "ShiftLeft" || op == "ShiftRight") return shift(em, t, x, in[1], op == "ShiftLeft");
+  if (op == "Equal")
+    return fp ? b.CreateFCmpOEQ(x, in[1]) : b.CreateICmpEQ(x, in[1]);
+  if (op == "Less") return less(em, t, x, in[1]);
+  if (op == "Greater") return less(em, t, in[1], x);
+  if (op == "LessOrEqual") // !(y < x) is wrong for NaN: compare explicitly
+    return fp ? b.CreateFCmpOLE(x, in[1]) : b.CreateNot(less(em, t, in[1], x));
+  if (op == "GreaterOrEqual")
+    return fp ? b.CreateFCmpOGE(x, in[1]) : b.CreateNot(less(em, t, x, in[1]));
+  if (op == "Pow") {
+    const DType et = types.in[1];
+    if (fp)
+      return em.binaryIntrinsic(Intrinsic::pow, x, convert(em, in[1], et, computeDType(t)));
+    if (!isFloatDType(et)) // integer ** integer: exact
+      return intPow(em, t, x, convert(em, in[1], et, t));
+    // Integer base, float exponent: in double, truncated back like numpy's astype.
+    Value *r = em.binaryIntrinsic(Intrinsic::pow, convert(em, x, t, DType::F64), convert(em, in[1], et, DType::F64));
+    return convert(em, r, DType::F64, t);
+  }
+  POPC_ASSERT(false && "op validated by describe()");
+  return nullptr;
+}
+
+} // namespace popc::codegen::detail
