@@ -18,6 +18,14 @@
 
 namespace popc::codegen {
 
+enum class FieldAccess : uint8_t { Input = 0, Output = 1, InOut = 2 }; // = popef FieldAccess
+
+struct FieldInfo {
+  std::string name;
+  uint32_t bytes = 0;
+  FieldAccess access = FieldAccess::Input;
+};
+
 // out[i] = op(in0[i], in1[i], ...). An input marked scalar holds one element
 // that is broadcast to all `elements`. Fields: in0..inN-1, out.
 // Types: every input and the output are `dtype`, except where inputDTypes
@@ -103,7 +111,7 @@ struct PoolSpec {
 };
 
 // Reduces each of `rows` contiguous rows of `cols` elements to one value.
-// Ops: Sum Mean Max Min Prod SumSquare L1 L2 LogSumExp. Fields: in [rows][cols], out [rows].
+// Ops: Sum Mean Max Min Prod SumSquare L1 L2 LogSum LogSumExp. Fields: in [rows][cols], out [rows].
 struct ReduceSpec {
   std::string op;
   DType dtype = DType::F32;
@@ -118,15 +126,21 @@ struct SoftmaxSpec {
   bool log = false;
 };
 
-using KernelSpec = std::variant<ElementwiseSpec, MatMulSpec, ConvSpec, PoolSpec, ReduceSpec, SoftmaxSpec>;
-
-enum class FieldAccess : uint8_t { Input = 0, Output = 1, InOut = 2 }; // = popef FieldAccess
-
-struct FieldInfo {
-  std::string name;
-  uint32_t bytes = 0;
-  FieldAccess access = FieldAccess::Input;
+// A vertex whose body calls a function of the built-in codelet library
+// (compiler/codelets: C++ compiled to bitcode by clang at build time):
+//   void <function>(field0*, field1*, ..., int64 args[0], int64 args[1], ...)
+// The function is linked into the module, inlined into the vertex and
+// specialised on the constant args. `cycles` is the lowering's estimate for
+// one execution (like a Poplar vertex's getCycleEstimate).
+struct CodeletSpec {
+  std::string function; // e.g. "popc_topk_f32"
+  std::string name;     // readable vertex type name, e.g. "TopK_r4_c10_k3_f32"
+  std::vector<FieldInfo> fields;
+  std::vector<int64_t> args;
+  uint64_t cycles = 0;
 };
+
+using KernelSpec = std::variant<ElementwiseSpec, MatMulSpec, ConvSpec, PoolSpec, ReduceSpec, SoftmaxSpec, CodeletSpec>;
 
 struct VertexTypeInfo {
   std::string name;   // readable and unique, e.g. "MatMul_b1_m4_n16_k8_f32"

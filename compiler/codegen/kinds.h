@@ -39,6 +39,10 @@ KernelDesc describe(const ReduceSpec &s);
 void emit(Emitter &em, const ReduceSpec &s);
 std::string key(const ReduceSpec &s);
 
+KernelDesc describe(const CodeletSpec &s);
+void emit(Emitter &em, const CodeletSpec &s);
+std::string key(const CodeletSpec &s);
+
 KernelDesc describe(const SoftmaxSpec &s);
 void emit(Emitter &em, const SoftmaxSpec &s);
 std::string key(const SoftmaxSpec &s);

@@ -1,5 +1,6 @@
 // VertexCodegen: dedups specs by key, emits one function per distinct spec
 // into one module, and turns the module into portable, deterministic bitcode.
+#include "compiler/codegen/codelet_link.h"
 #include "compiler/codegen/emitter.h"
 #include "compiler/codegen/kernels.h"
 #include "compiler/codegen/kinds.h"
@@ -126,6 +127,7 @@ std::vector<uint8_t> VertexCodegen::finish() {
   // Work on a copy so finish() can be called again (same bytes) or more
   // vertices added afterwards.
   std::unique_ptr<llvm::Module> m = llvm::CloneModule(impl_->module);
+  linkCodelets(*m);
   optimise(*m);
   verify(*m, "after optimisation");
   llvm::SmallVector<char, 0> buffer;
