@@ -27,7 +27,14 @@ const std::vector<OpCase> kFloatOps = {
     {"Clip", 1, -3, 3, {-1.0, 0.5}}, {"Floor", 1, -5, 5, {}}, {"Ceil", 1, -5, 5, {}},      {"Erf", 1, -3, 3, {}},
     {"Sin", 1, -6, 6, {}},      {"Cos", 1, -6, 6, {}},       {"Add", 2, -5, 5, {}},        {"Sub", 2, -5, 5, {}},
     {"Mul", 2, -5, 5, {}},      {"Div", 2, 0.5, 5, {}},      {"Pow", 2, 0.1, 2, {}},       {"Max", 2, -5, 5, {}},
-    {"Min", 2, -5, 5, {}},
+    {"Min", 2, -5, 5, {}},      {"Round", 1, -5, 5, {}},     {"Sign", 1, -2, 2, {}},       {"Tan", 1, -1.5, 1.5, {}},
+    {"Asin", 1, -1, 1, {}},     {"Acos", 1, -1, 1, {}},      {"Atan", 1, -5, 5, {}},       {"Sinh", 1, -4, 4, {}},
+    {"Cosh", 1, -4, 4, {}},     {"Asinh", 1, -5, 5, {}},     {"Acosh", 1, 1, 10, {}},      {"Atanh", 1, -0.99, 0.99, {}},
+    {"Elu", 1, -3, 3, {0.7}},   {"Selu", 1, -3, 3, {1.67, 1.05}}, {"Celu", 1, -3, 3, {0.5}},
+    {"ThresholdedRelu", 1, -3, 3, {0.4}}, {"HardSigmoid", 1, -6, 6, {0.2, 0.5}}, {"HardSwish", 1, -5, 5, {}},
+    {"Softplus", 1, -30, 30, {}}, {"Softsign", 1, -5, 5, {}}, {"Shrink", 1, -2, 2, {0.3, 0.5}},
+    {"PRelu", 2, -3, 3, {}},    {"Mod", 2, 0.5, 5, {1}},     {"ClipLow", 2, -3, 3, {}},    {"ClipHigh", 2, -3, 3, {}},
+    {"Mean", 2, -5, 5, {}},
 };
 
 double reference(const std::string &op, double x, double y, const std::vector<double> &p) {
@@ -55,6 +62,31 @@ double reference(const std::string &op, double x, double y, const std::vector<do
   if (op == "Pow") return std::pow(x, y);
   if (op == "Max") return std::max(x, y);
   if (op == "Min") return std::min(x, y);
+  if (op == "Round") return std::nearbyint(x); // half to even in the default rounding mode
+  if (op == "Sign") return x > 0 ? 1 : x < 0 ? -1 : 0;
+  if (op == "Tan") return std::tan(x);
+  if (op == "Asin") return std::asin(x);
+  if (op == "Acos") return std::acos(x);
+  if (op == "Atan") return std::atan(x);
+  if (op == "Sinh") return std::sinh(x);
+  if (op == "Cosh") return std::cosh(x);
+  if (op == "Asinh") return std::asinh(x);
+  if (op == "Acosh") return std::acosh(x);
+  if (op == "Atanh") return std::atanh(x);
+  if (op == "Elu") return x < 0 ? p[0] * (std::exp(x) - 1) : x;
+  if (op == "Selu") return p[1] * (x > 0 ? x : p[0] * (std::exp(x) - 1));
+  if (op == "Celu") return std::max(0.0, x) + std::min(0.0, p[0] * (std::exp(x / p[0]) - 1));
+  if (op == "ThresholdedRelu") return x > p[0] ? x : 0;
+  if (op == "HardSigmoid") return std::max(0.0, std::min(1.0, p[0] * x + p[1]));
+  if (op == "HardSwish") return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+  if (op == "Softplus") return std::log1p(std::exp(x));
+  if (op == "Softsign") return x / (1 + std::abs(x));
+  if (op == "Shrink") return x < -p[1] ? x + p[0] : x > p[1] ? x - p[0] : 0;
+  if (op == "PRelu") return x < 0 ? x * y : x;
+  if (op == "Mod") return std::fmod(x, y);
+  if (op == "ClipLow") return x < y ? y : x;
+  if (op == "ClipHigh") return x > y ? y : x;
+  if (op == "Mean") return (x + y) / 2;
   FAIL("no reference for " << op);
   return 0;
 }
@@ -167,7 +199,9 @@ TEST_CASE("elementwise float64 ops match a reference", "[codegen][elementwise]")
   runFloatOps<double>(DType::F64, 1e-12);
 }
 
-TEST_CASE("elementwise int32/int64 ops match a reference and never trap", "[codegen][elementwise]") {
+TEST_CASE("elementwise int8/int16/int32/int64 ops wrap like two's complement and never trap", "[codegen][elementwise]") {
+  runIntOps<int8_t>(DType::I8);
+  runIntOps<int16_t>(DType::I16);
   runIntOps<int32_t>(DType::I32);
   runIntOps<int64_t>(DType::I64);
 }
