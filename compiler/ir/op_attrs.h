@@ -58,5 +58,9 @@ struct ReduceParams {
 };
 ReduceParams reduceParams(const Op &op, const Graph &graph);
 ReduceParams argReduceParams(const Op &op, const Graph &graph);
+// TopK's k (constant input 1 from opset 10, attribute before), validated.
+int64_t topKCount(const Op &op, const Graph &graph);
+// OneHot's depth (constant input 1, any numeric type), validated.
+int64_t oneHotDepth(const Op &op, const Graph &graph);
 
 } // namespace popc::ir

@@ -1,9 +1,124 @@
-// Ops driven by run-time indices: Gather, Scatter, OneHot, TopK.
+// Ops driven by run-time indices: ScatterElements (and its opset-9 name
+// Scatter), OneHot, TopK. Gather/GatherElements are registered with the
+// data-movement ops (ops_movement.cpp); compiler/lib lowers them here when
+// their indices are only known at run time.
+#include "compiler/ir/op_attrs.h"
 #include "compiler/ir/op_helpers.h"
 #include "compiler/ir/op_registry.h"
 
-namespace popc::ir::detail {
+namespace popc::ir {
 
-void registerIndexOps(OpRegistry &reg) {}
+namespace {
+void requireIndices(const Op &op, const TensorInfo &info, const char *what) {
+  if (info.dtype != DType::I32 && info.dtype != DType::I64)
+    detail::failOp(op, "{} must be int32 or int64, got {}", what, dtypeName(info.dtype));
+}
+} // namespace
 
-} // namespace popc::ir::detail
+int64_t topKCount(const Op &op, const Graph &graph) {
+  int64_t k = 0;
+  if (graph.opset >= 10) {
+    const auto values = detail::constantInputInts(op, graph, 1, "K");
+    if (values.size() != 1)
+      detail::failOp(op, "K must hold exactly one value, got {}", values.size());
+    k = values[0];
+  } else {
+    k = op.attrs.getInt("k");
+  }
+  const TensorInfo &x = detail::inputInfo(op, graph, 0);
+  const int64_t axis = normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
+  if (k < 0 || k > x.shape[size_t(axis)])
+    detail::failOp(op, "K = {} must be in [0, {}] (the size of axis {})", k, x.shape[size_t(axis)], axis);
+  return k;
+}
+
+int64_t oneHotDepth(const Op &op, const Graph &graph) {
+  auto value = constantValue(graph, op.inputs[1]);
+  if (!value)
+    detail::failNotConstant(op, graph, 1, "depth");
+  if (value->info.elements() != 1)
+    detail::failOp(op, "depth must hold one value, got shape {}", shapeToString(value->info.shape));
+  double depth = 0;
+  const uint8_t *p = value->data.data();
+  switch (value->info.dtype) {
+  case DType::F32: depth = *reinterpret_cast<const float *>(p); break;
+  case DType::F64: depth = *reinterpret_cast<const double *>(p); break;
+  case DType::I32: depth = double(*reinterpret_cast<const int32_t *>(p)); break;
+  case DType::I64: depth = double(*reinterpret_cast<const int64_t *>(p)); break;
+  case DType::I8: depth = *reinterpret_cast<const int8_t *>(p); break;
+  case DType::I16: depth = *reinterpret_cast<const int16_t *>(p); break;
+  case DType::U8: depth = *p; break;
+  default: detail::failOp(op, "depth has unsupported dtype {}", dtypeName(value->info.dtype));
+  }
+  if (!(depth >= 1 && depth <= double(1 << 24)))
+    detail::failOp(op, "depth {} must be between 1 and 2^24", depth);
+  return int64_t(depth);
+}
+
+namespace detail {
+namespace {
+
+std::vector<TensorInfo> inferScatterElements(const Op &op, const Graph &graph) {
+  const TensorInfo &data = inputInfo(op, graph, 0);
+  const TensorInfo &idx = inputInfo(op, graph, 1);
+  const TensorInfo &updates = inputInfo(op, graph, 2);
+  requireIndices(op, idx, "indices");
+  requireSameDType(op, data, updates, "data", "updates");
+  if (idx.shape != updates.shape)
+    failOp(op, "indices {} and updates {} must have the same shape", shapeToString(idx.shape),
+           shapeToString(updates.shape));
+  if (data.shape.size() != idx.shape.size() || data.shape.empty() || data.shape.size() > 8)
+    failOp(op, "data {} and indices {} must have the same rank (1 to 8)", shapeToString(data.shape),
+           shapeToString(idx.shape));
+  for (size_t d = 0; d < data.shape.size(); ++d)
+    if (idx.shape[d] > data.shape[d])
+      failOp(op, "indices {} exceed data {} in dim {}", shapeToString(idx.shape), shapeToString(data.shape), d);
+  normalizeAxis(op, op.attrs.getInt("axis", 0), int64_t(data.shape.size()));
+  const std::string reduction = op.attrs.getString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    failOp(op, "reduction '{}' must be none, add, mul, max or min", reduction);
+  if (reduction != "none" && data.dtype == DType::F16)
+    failOp(op, "reduction '{}' is not supported for float16", reduction);
+  return {data};
+}
+
+std::vector<TensorInfo> inferOneHot(const Op &op, const Graph &graph) {
+  const TensorInfo &idx = inputInfo(op, graph, 0);
+  const TensorInfo &values = inputInfo(op, graph, 2);
+  if (idx.dtype == DType::F16 || idx.dtype == DType::Bool)
+    failOp(op, "indices dtype {} is not supported", dtypeName(idx.dtype));
+  if (values.elements() != 2)
+    failOp(op, "values must hold 2 elements [off, on], got shape {}", shapeToString(values.shape));
+  const int64_t depth = oneHotDepth(op, graph);
+  const int64_t outRank = int64_t(idx.shape.size()) + 1;
+  const int64_t axis = normalizeAxis(op, op.attrs.getInt("axis", -1), outRank);
+  Shape out = idx.shape;
+  out.insert(out.begin() + axis, depth);
+  return {TensorInfo{values.dtype, out}};
+}
+
+std::vector<TensorInfo> inferTopK(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  if (x.shape.empty())
+    failOp(op, "input must have rank >= 1");
+  if (x.dtype == DType::Bool)
+    failOp(op, "bool input is not supported");
+  if (op.outputs.size() != 2)
+    failOp(op, "has 2 outputs (Values, Indices), got {}", op.outputs.size());
+  const int64_t axis = normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
+  Shape out = x.shape;
+  out[size_t(axis)] = topKCount(op, graph);
+  return {TensorInfo{x.dtype, out}, TensorInfo{DType::I64, out}};
+}
+
+} // namespace
+
+void registerIndexOps(OpRegistry &reg) {
+  reg.add({"ScatterElements", 3, 3, inferScatterElements});
+  reg.add({"Scatter", 3, 3, inferScatterElements});
+  reg.add({"OneHot", 3, 3, inferOneHot});
+  reg.add({"TopK", 1, 2, inferTopK});
+}
+
+} // namespace detail
+} // namespace popc::ir

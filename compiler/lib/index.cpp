@@ -1,8 +1,224 @@
-// Lowerings of ops driven by run-time indices (Gather, Scatter, OneHot, TopK).
+// Lowerings of ops driven by run-time indices (TopK, OneHot, ScatterElements,
+// and Gather/GatherElements when their indices are only known at run time).
+// Their vertices are codelets (compiler/codelets).
 #include "compiler/lib/ops.h"
+#include "compiler/lib/planner.h"
+#include "compiler/lib/rows.h"
+
+#include "compiler/ir/op_attrs.h"
+#include "compiler/ir/op_helpers.h"
+
+#include "support/error.h"
+
+#include <fmt/format.h>
 
 namespace popc::lib {
 
-void registerIndexLowerings(LoweringTable &t) {}
+namespace {
+
+using codegen::FieldAccess;
+using ir::detail::shortDType;
+
+std::string indexSuffix(const Value &indices) { return indices.info.dtype == DType::I32 ? "i32" : "i64"; }
+
+uint64_t bytesOf(const Value &v) { return uint64_t(v.info.elements()) * v.elemSize(); }
+
+// Shape padded to the codelets' 8 dims.
+std::vector<int64_t> dims8(const Shape &shape) {
+  POPC_ASSERT(shape.size() <= 8);
+  std::vector<int64_t> d(shape.begin(), shape.end());
+  d.resize(8, 1);
+  return d;
+}
+
+// Ops that need all of their operands at once: one vertex on one tile, which
+// also holds the outputs. Tile memory bounds the size (the memory planner
+// reports a tensor too large for it like any other out-of-memory).
+void lowerOnOneTile(Lowering &L, const std::string &name, const std::vector<Value> &inputs,
+                    const std::vector<Value> &outputs, const codegen::CodeletSpec &spec) {
+  const uint32_t tile = L.allocTiles(1);
+  OpBuilder builder(L, name);
+  std::vector<graph::FieldRef> fields;
+  for (const Value &in : inputs) {
+    RunList all;
+    all.add(0, bytesOf(in));
+    fields.push_back(builder.gather(in.tensor, all, tile, "in"));
+  }
+  for (const Value &out : outputs) {
+    L.graph.mapToTile(out.tensor, tile);
+    fields.push_back({out.tensor, tile, 0, bytesOf(out)});
+  }
+  builder.addVertex(spec, tile, std::move(fields));
+}
+
+void lowerTopK(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const Value x = L.value(op.inputs[0]);
+  const int64_t rank = int64_t(x.info.shape.size());
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), rank);
+  const int64_t k = ir::topKCount(op, g);
+  const bool largest = op.attrs.getInt("largest", 1) != 0;
+  Value values = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
+  Value indices = L.newValue(op.outputs[1], g.tensor(op.outputs[1]).info);
+  L.bind(op.outputs[0], values);
+  L.bind(op.outputs[1], indices);
+  const uint64_t cols = uint64_t(x.info.shape[size_t(axis)]);
+  const uint64_t rows = cols ? uint64_t(x.info.elements()) / cols : 0;
+  if (k == 0 || rows == 0)
+    return;
+  const auto perm = axesLastPerm(size_t(rank), {axis});
+  const DType t = x.info.dtype;
+  lowerRowWise(L, op.name, {RowOperand{x, perm, cols}},
+               {RowOperand{values, perm, uint64_t(k)}, RowOperand{indices, perm, uint64_t(k)}}, rows,
+               [&](uint32_t n) {
+                 codegen::CodeletSpec spec;
+                 spec.function = "popc_topk_" + shortDType(t);
+                 spec.name = fmt::format("TopK_r{}_c{}_k{}_{}", n, cols, k, shortDType(t));
+                 spec.fields = {codeletField("in", n * cols, t, FieldAccess::Input),
+                                codeletField("values", n * uint64_t(k), t, FieldAccess::Output),
+                                codeletField("indices", n * uint64_t(k), DType::I64, FieldAccess::Output)};
+                 spec.args = {int64_t(n), int64_t(cols), k, largest ? 1 : 0};
+                 spec.cycles = 10 + uint64_t(n) * cols * (4 + 2 * uint64_t(k));
+                 return codegen::KernelSpec{spec};
+               });
+}
+
+void lowerOneHot(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const Value indices = L.value(op.inputs[0]);
+  const Value values = L.value(op.inputs[2]);
+  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
+  Value out = L.newValue(op.outputs[0], outInfo);
+  L.bind(op.outputs[0], out);
+  const int64_t depth = ir::oneHotDepth(op, g);
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(outInfo.shape.size()));
+  const uint64_t rows = uint64_t(indices.info.elements());
+  const DType t = values.info.dtype;
+  const uint64_t es = dtypeSize(t);
+  lowerRowWise(L, op.name, {RowOperand{indices, {}, 1}, RowOperand{values, {}, 2, true}},
+               {RowOperand{out, axesLastPerm(outInfo.shape.size(), {axis}), uint64_t(depth)}}, rows,
+               [&](uint32_t n) {
+                 codegen::CodeletSpec spec;
+                 spec.function = fmt::format("popc_onehot_e{}_{}", es, shortDType(indices.info.dtype));
+                 spec.name = fmt::format("OneHot_r{}_d{}_{}_{}", n, depth, shortDType(indices.info.dtype), shortDType(t));
+                 spec.fields = {codeletField("indices", n, indices.info.dtype, FieldAccess::Input),
+                                codeletField("values", 2, t, FieldAccess::Input),
+                                codeletField("out", n * uint64_t(depth), t, FieldAccess::Output)};
+                 spec.args = {int64_t(n), depth};
+                 spec.cycles = 10 + uint64_t(n) * (6 + uint64_t(depth));
+                 return codegen::KernelSpec{spec};
+               });
+}
+
+void lowerScatterElements(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const Value data = L.value(op.inputs[0]), indices = L.value(op.inputs[1]), updates = L.value(op.inputs[2]);
+  Value out = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
+  L.bind(op.outputs[0], out);
+  if (data.info.elements() == 0)
+    return;
+  const int64_t rank = int64_t(data.info.shape.size());
+  const std::string reduction = op.attrs.getString("reduction", "none");
+  const int64_t code = reduction == "add" ? 1 : reduction == "mul" ? 2 : reduction == "max" ? 3 : reduction == "min" ? 4 : 0;
+  const DType t = data.info.dtype;
+  codegen::CodeletSpec spec;
+  spec.function = fmt::format("popc_scatter_elements_{}_{}", shortDType(t), indexSuffix(indices));
+  spec.name = fmt::format("ScatterElements_{}_{}_{}", shapeToString(data.info.shape),
+                          shapeToString(indices.info.shape), shortDType(t));
+  spec.fields = {codeletField("data", uint64_t(data.info.elements()), t, FieldAccess::Input),
+                 codeletField("indices", uint64_t(indices.info.elements()), indices.info.dtype, FieldAccess::Input),
+                 codeletField("updates", uint64_t(updates.info.elements()), t, FieldAccess::Input),
+                 codeletField("out", uint64_t(data.info.elements()), t, FieldAccess::Output)};
+  spec.args = {ir::normalizeAxis(op, op.attrs.getInt("axis", 0), rank), rank, code};
+  for (int64_t d : dims8(data.info.shape))
+    spec.args.push_back(d);
+  for (int64_t d : dims8(indices.info.shape))
+    spec.args.push_back(d);
+  spec.cycles = 10 + 2 * uint64_t(data.info.elements()) + 12 * uint64_t(indices.info.elements());
+  lowerOnOneTile(L, op.name, {data, indices, updates}, {out}, spec);
+}
+
+} // namespace
+
+void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const Value data = L.value(op.inputs[0]), indices = L.value(op.inputs[1]);
+  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
+  Value out = L.newValue(op.outputs[0], outInfo);
+  L.bind(op.outputs[0], out);
+  const Shape &shape = data.info.shape;
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", 0), int64_t(shape.size()));
+  uint64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    if (d < axis)
+      outer *= uint64_t(shape[size_t(d)]);
+    else if (d > axis)
+      inner *= uint64_t(shape[size_t(d)]);
+  const uint64_t axisDim = uint64_t(shape[size_t(axis)]);
+  const uint64_t n = uint64_t(indices.info.elements());
+  if (outInfo.elements() == 0)
+    return;
+  L.mapLinearly(out);
+  const uint64_t es = data.elemSize(), ies = indices.elemSize();
+  // Each tile holds whole slabs data[o] for a range of outer rows (one copy,
+  // shared by its workers); its workers split the indices.
+  const uint64_t outersPerTile = ceilDiv(outer, L.numTiles());
+  const uint64_t tiles = ceilDiv(outer, outersPerTile);
+  const uint32_t first = L.allocTiles(tiles);
+  OpBuilder builder(L, op.name);
+  for (uint64_t t = 0; t < tiles; ++t) {
+    const uint32_t tile = uint32_t(first + t);
+    const uint64_t oa = t * outersPerTile, ob = std::min(outer, oa + outersPerTile);
+    RunList slab;
+    slab.add(oa * axisDim * inner * es, (ob - oa) * axisDim * inner * es);
+    const graph::FieldRef table = builder.gather(data.tensor, slab, tile, "table");
+    const auto bounds = splitEvenly(n, L.workers());
+    for (size_t w = 0; w + 1 < bounds.size(); ++w) {
+      const uint64_t j0 = bounds[w], j1 = bounds[w + 1];
+      RunList idxRuns, outRuns;
+      idxRuns.add(j0 * ies, (j1 - j0) * ies);
+      for (uint64_t o = oa; o < ob; ++o)
+        outRuns.add((o * n + j0) * inner * es, (j1 - j0) * inner * es);
+      codegen::CodeletSpec spec;
+      spec.function = fmt::format("popc_gather_e{}_{}", es, indexSuffix(indices));
+      spec.name = fmt::format("Gather_o{}_a{}_n{}_i{}_e{}", ob - oa, axisDim, j1 - j0, inner, es);
+      spec.fields = {{"table", uint32_t(table.bytes), FieldAccess::Input},
+                     {"indices", uint32_t((j1 - j0) * ies), FieldAccess::Input},
+                     {"out", uint32_t(outRuns.totalBytes()), FieldAccess::Output}};
+      spec.args = {int64_t(ob - oa), int64_t(axisDim), int64_t(j1 - j0), int64_t(inner)};
+      spec.cycles = 10 + (ob - oa) * (j1 - j0) * (6 + inner);
+      builder.addVertex(spec, tile,
+                        {table, builder.gather(indices.tensor, idxRuns, tile, "indices"),
+                         builder.scatter(out.tensor, outRuns, tile, "out")});
+    }
+  }
+}
+
+void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const Value data = L.value(op.inputs[0]), indices = L.value(op.inputs[1]);
+  Value out = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
+  L.bind(op.outputs[0], out);
+  if (out.info.elements() == 0)
+    return;
+  const int64_t rank = int64_t(data.info.shape.size());
+  const uint64_t es = data.elemSize();
+  codegen::CodeletSpec spec;
+  spec.function = fmt::format("popc_gather_elements_e{}_{}", es, indexSuffix(indices));
+  spec.name = fmt::format("GatherElements_{}_{}_e{}", shapeToString(data.info.shape),
+                          shapeToString(indices.info.shape), es);
+  spec.fields = {{"data", uint32_t(bytesOf(data)), FieldAccess::Input},
+                 {"indices", uint32_t(bytesOf(indices)), FieldAccess::Input},
+                 {"out", uint32_t(bytesOf(out)), FieldAccess::Output}};
+  spec.args = {ir::normalizeAxis(op, op.attrs.getInt("axis", 0), rank), rank};
+  for (int64_t d : dims8(data.info.shape))
+    spec.args.push_back(d);
+  for (int64_t d : dims8(indices.info.shape))
+    spec.args.push_back(d);
+  spec.cycles = 10 + 12 * uint64_t(indices.info.elements());
+  lowerOnOneTile(L, op.name, {data, indices}, {out}, spec);
+}
+
+void registerIndexLowerings(LoweringTable &t) {
+  t["TopK"] = lowerTopK;
+  t["OneHot"] = lowerOneHot;
+  t["ScatterElements"] = lowerScatterElements;
+  t["Scatter"] = lowerScatterElements;
+}
 
 } // namespace popc::lib

@@ -21,6 +21,11 @@ void registerMovementLowerings(LoweringTable &table);
 void registerIndexLowerings(LoweringTable &table);
 void registerRecurrentLowerings(LoweringTable &table);
 
+// Gather / GatherElements whose indices are only known at run time (codelet
+// vertices); the data-movement lowering hands over to these.
+void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L);
+void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &L);
+
 // Elementwise building block used by composite lowerings (e.g. BatchNormalization
 // with run-time statistics): out = op(inputs...) with numpy broadcasting.
 Value lowerElementwise(Lowering &L, const std::string &name, const std::string &op,

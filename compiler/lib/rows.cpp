@@ -46,7 +46,8 @@ void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOpe
   // Enough rows per tile that each tile reads at least ~1 KiB of input.
   uint64_t inBytesPerRow = 1;
   for (const RowOperand &in : inputs)
-    inBytesPerRow += in.perRow * in.value.elemSize();
+    if (!in.whole)
+      inBytesPerRow += in.perRow * in.value.elemSize();
   const uint64_t rowsPerTile = std::max<uint64_t>(ceilDiv(rows, L.numTiles()), ceilDiv(1024, inBytesPerRow));
   const uint64_t tiles = ceilDiv(rows, rowsPerTile);
   const uint32_t firstTile = L.allocTiles(tiles);
@@ -71,11 +72,19 @@ void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOpe
     const uint32_t tile = uint32_t(firstTile + t);
     const uint64_t r0 = t * rowsPerTile, r1 = std::min(rows, r0 + rowsPerTile);
     const auto bounds = splitEvenly(r1 - r0, L.workers());
+    // Whole-tensor inputs: one copy per tile, shared by its vertices.
+    std::vector<graph::FieldRef> wholeOnTile(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].whole) {
+        RunList all;
+        all.add(0, uint64_t(inputs[i].value.info.elements()) * inputs[i].value.elemSize());
+        wholeOnTile[i] = builder.gather(inputs[i].value.tensor, all, tile, "table");
+      }
     for (size_t v = 0; v + 1 < bounds.size(); ++v) {
       const uint64_t a = r0 + bounds[v], z = r0 + bounds[v + 1];
       std::vector<graph::FieldRef> fields;
-      for (const RowOperand &in : inputs)
-        fields.push_back(builder.gather(in.value.tensor, rowRuns(in, a, z), tile, "in"));
+      for (size_t i = 0; i < inputs.size(); ++i)
+        fields.push_back(inputs[i].whole ? wholeOnTile[i] : builder.gather(inputs[i].value.tensor, rowRuns(inputs[i], a, z), tile, "in"));
       for (const RowOperand &out : outputs)
         fields.push_back(builder.scatter(out.value.tensor, rowRuns(out, a, z), tile, "out"));
       builder.addVertex(spec(uint32_t(z - a)), tile, std::move(fields));

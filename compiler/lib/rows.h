@@ -16,6 +16,7 @@ struct RowOperand {
   Value value;
   std::vector<int64_t> perm;
   uint64_t perRow = 1;
+  bool whole = false; // inputs only: the whole tensor goes to every vertex (e.g. a table)
 };
 
 // Permutation moving `axes` (sorted) to the end, other dims keeping their order.
@@ -27,5 +28,11 @@ std::vector<int64_t> axesLastPerm(size_t rank, const std::vector<int64_t> &axes)
 void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOperand> &inputs,
                   const std::vector<RowOperand> &outputs, uint64_t rows,
                   const std::function<codegen::KernelSpec(uint32_t rowCount)> &spec);
+
+// A field description for codelet specs.
+inline codegen::FieldInfo codeletField(const std::string &name, uint64_t elements, DType dtype,
+                                       codegen::FieldAccess access) {
+  return {name, uint32_t(elements * dtypeSize(dtype)), access};
+}
 
 } // namespace popc::lib
