@@ -33,10 +33,11 @@ std::array<uint8_t, kHeaderSize> encodeHeader(const Digest &key, std::span<const
   return h;
 }
 
-std::string checkEntry(std::span<const uint8_t> entry, const Digest &key) {
-  if (entry.size() < kHeaderSize)
-    return fmt::format("truncated: {} bytes, shorter than the {}-byte header", entry.size(), kHeaderSize);
-  const uint8_t *h = entry.data();
+std::string checkHeader(std::span<const uint8_t> header, uint64_t entrySize, const Digest &key,
+                        const Digest &payloadHash) {
+  if (header.size() < kHeaderSize || entrySize < kHeaderSize)
+    return fmt::format("truncated: {} bytes, shorter than the {}-byte header", entrySize, kHeaderSize);
+  const uint8_t *h = header.data();
   if (std::memcmp(h, kMagic, 8) != 0)
     return "not a popc cache entry (bad magic)";
   if (uint64_t v = getLe(h + 8, 4); v != kFormatVersion)
@@ -44,14 +45,19 @@ std::string checkEntry(std::span<const uint8_t> entry, const Digest &key) {
   if (getLe(h + 12, 4) != kHeaderSize)
     return "bad header size";
   uint64_t size = getLe(h + 16, 8);
-  if (size != entry.size() - kHeaderSize)
-    return fmt::format("truncated: header says {} payload bytes, found {}", size, entry.size() - kHeaderSize);
+  if (size != entrySize - kHeaderSize)
+    return fmt::format("truncated: header says {} payload bytes, found {}", size, entrySize - kHeaderSize);
   if (std::memcmp(h + 40, key.bytes, 16) != 0)
     return "foreign entry: it belongs to another key";
-  Digest d = hashBytes(entry.subspan(kHeaderSize));
-  if (std::memcmp(h + 24, d.bytes, 16) != 0)
+  if (std::memcmp(h + 24, payloadHash.bytes, 16) != 0)
     return "payload hash mismatch (corrupt)";
   return {};
+}
+
+std::string checkEntry(std::span<const uint8_t> entry, const Digest &key) {
+  if (entry.size() < kHeaderSize)
+    return checkHeader(entry, entry.size(), key, Digest{});
+  return checkHeader(entry.first(kHeaderSize), entry.size(), key, hashBytes(entry.subspan(kHeaderSize)));
 }
 
 } // namespace popc::cache

@@ -28,5 +28,9 @@ std::array<uint8_t, kHeaderSize> encodeHeader(const Digest &key, std::span<const
 // Checks a whole entry (header + payload) read back for `key`. Returns "" when
 // it is sound, else why not ("truncated: ...", "payload hash mismatch", ...).
 std::string checkEntry(std::span<const uint8_t> entry, const Digest &key);
+// The same checks for a streamed entry: its first kHeaderSize bytes, its total
+// size and the XXH3-128 of everything after the header.
+std::string checkHeader(std::span<const uint8_t> header, uint64_t entrySize, const Digest &key,
+                        const Digest &payloadHash);
 
 } // namespace popc::cache

@@ -5,6 +5,8 @@
 #include "support/error.h"
 #include "support/log.h"
 
+#include <xxhash.h>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -148,7 +150,46 @@ int64_t nowNs() {
 // A temporary file this old belongs to a writer that died (writes take seconds).
 constexpr int64_t kStaleTempNs = int64_t(3600) * 1000000000;
 
+// Output files: temporary name beside `path`, then rename, like popef::writeFile.
+class AtomicOutput {
+public:
+  explicit AtomicOutput(const std::string &path) : path_(path), tmp_(path + ".tmp.XXXXXX") {
+    fd_ = ::mkstemp(tmp_.data());
+    if (fd_ < 0)
+      fail("{}: cannot create temporary file: {}", path, std::strerror(errno));
+    ::fchmod(fd_, 0644);
+  }
+  ~AtomicOutput() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      ::unlink(tmp_.c_str());
+    }
+  }
+  int fd() const { return fd_; }
+  [[noreturn]] void failWrite() { fail("{}: write failed: {}", path_, std::strerror(errno)); }
+  void commit() {
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0 || ::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      int err = errno;
+      ::unlink(tmp_.c_str());
+      fail("{}: cannot write file: {}", path_, std::strerror(err));
+    }
+  }
+
+private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 } // namespace
+
+void writeFileAtomic(const std::string &path, std::span<const uint8_t> bytes) {
+  AtomicOutput out(path);
+  if (!writeAll(out.fd(), bytes.data(), bytes.size()))
+    out.failWrite();
+  out.commit();
+}
 
 LocalStore::LocalStore(fs::path dir, uint64_t maxSize) : dir_(std::move(dir)), maxSize_(maxSize) {
   std::error_code ec;
@@ -219,6 +260,88 @@ std::optional<Blob> LocalStore::get(std::string_view kind, std::string_view key)
   ::futimens(fd.fd, now);
   count(kind, "hits");
   return Blob(std::move(owner), entry.subspan(kHeaderSize));
+}
+
+std::optional<uint64_t> LocalStore::getToFile(std::string_view kind, std::string_view key,
+                                              const std::string &outPath) {
+  checkKind(kind);
+  Digest digest;
+  if (!parseKey(key, digest))
+    fail("cache key '{}': expected 32 lowercase hex digits", key);
+  const fs::path path = entryPath(kind, key);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st{};
+  if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0) {
+    if (fd.fd >= 0 || errno != ENOENT)
+      logger()->warn("cannot read cache entry {}: {}; treating it as a miss", path.string(), std::strerror(errno));
+    count(kind, "misses");
+    return std::nullopt;
+  }
+  // Verify by streaming the file through XXH3 (constant memory)...
+  const uint64_t size = uint64_t(st.st_size);
+  std::vector<uint8_t> buffer(size_t(std::min<uint64_t>(size, 4u << 20)));
+  std::string why;
+  std::vector<uint8_t> header;
+  {
+    uint64_t off = 0;
+    XXH3_state_t *state = XXH3_createState();
+    XXH3_128bits_reset(state);
+    while (off < size) {
+      ssize_t n = ::pread(fd.fd, buffer.data(), std::min<uint64_t>(buffer.size(), size - off), off_t(off));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      size_t begin = 0;
+      if (header.size() < kHeaderSize) {
+        begin = std::min<size_t>(kHeaderSize - header.size(), size_t(n));
+        header.insert(header.end(), buffer.begin(), buffer.begin() + begin);
+      }
+      XXH3_128bits_update(state, buffer.data() + begin, size_t(n) - begin);
+      off += uint64_t(n);
+    }
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
+    XXH3_freeState(state);
+    Digest d;
+    std::memcpy(d.bytes, c.digest, 16);
+    why = off != size ? "short read" : checkHeader(header, size, digest, d);
+  }
+  if (!why.empty()) {
+    logger()->warn("deleting bad cache entry {}: {}; it will be rebuilt", path.string(), why);
+    unlinkIfSame(path, st);
+    updateCounters({{std::string(kind) + ".corrupt", 1},
+                    {std::string(kind) + ".misses", 1},
+                    {std::string(kind) + ".bytes", -int64_t(size)},
+                    {std::string(kind) + ".entries", -1}});
+    return std::nullopt;
+  }
+  // ...then copy the payload in the kernel (entries are never modified in
+  // place, so what was verified is what is copied).
+  AtomicOutput out(outPath);
+  loff_t in = kHeaderSize;
+  uint64_t left = size - kHeaderSize;
+  while (left) {
+    ssize_t n = ::copy_file_range(fd.fd, &in, out.fd(), nullptr, left, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) { // EXDEV/ENOSYS on old kernels or odd file systems: copy by hand
+      while (left) {
+        ssize_t r = ::pread(fd.fd, buffer.data(), std::min<uint64_t>(buffer.size(), left), in);
+        if (r <= 0 || !writeAll(out.fd(), buffer.data(), size_t(r)))
+          out.failWrite();
+        in += r;
+        left -= uint64_t(r);
+      }
+      break;
+    }
+    left -= uint64_t(n);
+  }
+  out.commit();
+  const struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+  ::futimens(fd.fd, now);
+  count(kind, "hits");
+  return size - kHeaderSize;
 }
 
 void LocalStore::put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) {

@@ -38,6 +38,7 @@ public:
   std::optional<Blob> get(std::string_view kind, std::string_view key) override;
   void put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) override;
   std::string describe() const override;
+  std::optional<uint64_t> getToFile(std::string_view kind, std::string_view key, const std::string &path) override;
 
   // Adds `delta` to counter "<kind>.<name>" (hits, misses, writes, evictions,
   // corrupt, remote_hits, remote_misses, bytes, entries) under the stats lock.

@@ -30,6 +30,10 @@ private:
   std::span<const uint8_t> bytes_;
 };
 
+// Writes `bytes` to `path` through a temporary file in the same directory and
+// a rename. Throws popc::Error naming the path.
+void writeFileAtomic(const std::string &path, std::span<const uint8_t> bytes);
+
 // kind: [a-z0-9]+ (a directory / URL segment). Throws popc::Error otherwise.
 void checkKind(std::string_view kind);
 
@@ -42,6 +46,11 @@ public:
   virtual void put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) = 0;
   // "local /path" or "remote http://..." for logs.
   virtual std::string describe() const = 0;
+  // Writes the verified payload to `path` (temporary file + rename) and
+  // returns its size, or nullopt on a miss. The local store streams the entry
+  // (constant memory, in-kernel copy); others write get()'s bytes. Throws
+  // popc::Error only if `path` cannot be written.
+  virtual std::optional<uint64_t> getToFile(std::string_view kind, std::string_view key, const std::string &path);
 
   // get(), else compute() and put() its result.
   std::vector<uint8_t> getOrCompute(std::string_view kind, std::string_view key,

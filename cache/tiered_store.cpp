@@ -20,6 +20,14 @@ void checkKind(std::string_view kind) {
     fail("cache kind '{}': must be 1-16 lowercase letters or digits", kind);
 }
 
+std::optional<uint64_t> Store::getToFile(std::string_view kind, std::string_view key, const std::string &path) {
+  auto blob = get(kind, key);
+  if (!blob)
+    return std::nullopt;
+  writeFileAtomic(path, blob->bytes());
+  return blob->size();
+}
+
 std::vector<uint8_t> Store::getOrCompute(std::string_view kind, std::string_view key,
                                          const std::function<std::vector<uint8_t>()> &compute) {
   if (auto blob = get(kind, key))
@@ -51,6 +59,24 @@ void TieredStore::put(std::string_view kind, std::string_view key, std::span<con
     local_->put(kind, key, payload);
   if (remote_)
     remote_->put(kind, key, payload);
+}
+
+std::optional<uint64_t> TieredStore::getToFile(std::string_view kind, std::string_view key,
+                                               const std::string &path) {
+  if (local_)
+    if (auto size = local_->getToFile(kind, key, path))
+      return size;
+  if (!remote_)
+    return std::nullopt;
+  auto blob = remote_->get(kind, key);
+  if (local_)
+    local_->count(kind, blob ? "remote_hits" : "remote_misses");
+  if (!blob)
+    return std::nullopt;
+  if (local_)
+    local_->put(kind, key, blob->bytes());
+  writeFileAtomic(path, blob->bytes());
+  return blob->size();
 }
 
 std::string TieredStore::describe() const {

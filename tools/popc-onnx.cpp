@@ -95,13 +95,12 @@ int main(int argc, char **argv) {
     const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty();
     if (store && key && !wantsDumps) {
       auto t0 = std::chrono::steady_clock::now();
-      if (auto blob = store->get("exe", key->key)) {
-        popc::popef::writeFile(output, blob->bytes());
+      if (auto size = store->getToFile("exe", key->key, output)) {
         log->info("cache hit {} ({}): wrote {} bytes to {} in {:.3f} s without compiling", key->key,
-                  store->describe(), blob->size(), output,
+                  store->describe(), *size, output,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         if (stats)
-          fmt::print("cache hit {}: {} bytes -> {}\n", key->key, blob->size(), output);
+          fmt::print("cache hit {}: {} bytes -> {}\n", key->key, *size, output);
         return 0;
       }
       log->info("cache miss {} ({})", key->key, store->describe());

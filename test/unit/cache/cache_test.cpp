@@ -319,3 +319,39 @@ TEST_CASE("remote store: unreachable server is a miss with a warning, never an e
   CHECK_NOTHROW(r.put("exe", keyOf("x"), bytesOf("y")));
   CHECK_THROWS_WITH(RemoteStore("ftp://host/x"), Catch::Contains("http://"));
 }
+
+TEST_CASE("getToFile streams a verified payload to a file; a bad entry writes nothing", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path / "c");
+  std::vector<uint8_t> big(5 << 20);
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = uint8_t(i * 13 + 1);
+  std::string k = keyOf("stream");
+  const std::string out = (t.path / "out.bin").string();
+  CHECK_FALSE(s.getToFile("exe", k, out));
+  s.put("exe", k, big);
+  auto size = s.getToFile("exe", k, out);
+  REQUIRE(size);
+  CHECK(*size == big.size());
+  CHECK(readAll(out) == big);
+  CHECK(s.counters()["exe.hits"] == 1);
+
+  fs::remove(out);
+  auto p = entryFile(t.path / "c", "exe", k);
+  auto e = readAll(p);
+  e[e.size() - 5] ^= 0x20; // in the last chunk, after 4 MiB
+  writeAll(p, e);
+  CHECK_FALSE(s.getToFile("exe", k, out));
+  CHECK_FALSE(fs::exists(out));
+  CHECK_FALSE(fs::exists(p));
+  CHECK(s.counters()["exe.corrupt"] == 1);
+
+  // through a tiered store with a remote: the remote hit lands in the file and locally
+  auto local = std::make_shared<LocalStore>(t.path / "c2");
+  auto remote = std::make_shared<FakeRemote>();
+  remote->put("exe", k, big);
+  TieredStore tiered(local, remote);
+  REQUIRE(tiered.getToFile("exe", k, out));
+  CHECK(readAll(out) == big);
+  CHECK(local->get("exe", k));
+}
