@@ -28,6 +28,10 @@ void requireAiOnnxOpset(int64_t opset, const std::string &path);
 void checkSupportedOps(const ::onnx::ModelProto &model, const std::vector<std::string> &names,
                        int64_t opset, const std::string &path);
 
+// function_expansion.cpp: replaces ops without a native lowering that ONNX
+// defines as functions by their bodies. Returns how many nodes were expanded.
+int expandFunctionOps(::onnx::ModelProto &model, int64_t opset, const std::string &path);
+
 // input_shapes.cpp
 // Names of the graph inputs that are not initializers, in order.
 std::vector<std::string> realInputNames(const ::onnx::GraphProto &graph);
