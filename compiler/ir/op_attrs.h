@@ -58,6 +58,8 @@ struct ReduceParams {
 };
 ReduceParams reduceParams(const Op &op, const Graph &graph);
 ReduceParams argReduceParams(const Op &op, const Graph &graph);
+// CumSum's axis (constant input 1), normalised.
+int64_t cumSumAxis(const Op &op, const Graph &graph);
 // TopK's k (constant input 1 from opset 10, attribute before), validated.
 int64_t topKCount(const Op &op, const Graph &graph);
 // OneHot's depth (constant input 1, any numeric type), validated.

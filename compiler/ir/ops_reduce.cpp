@@ -1,4 +1,5 @@
-// Reductions over axes: Reduce*, ArgMax/ArgMin.
+// Reductions over axes (Reduce*, ArgMax/ArgMin) and the other ops that work
+// along one axis as rows: Hardmax, CumSum, LRN, InstanceNormalization.
 #include "compiler/ir/op_attrs.h"
 #include "compiler/ir/op_helpers.h"
 #include "compiler/ir/op_registry.h"
@@ -66,6 +67,13 @@ ReduceParams argReduceParams(const Op &op, const Graph &graph) {
   return p;
 }
 
+int64_t cumSumAxis(const Op &op, const Graph &graph) {
+  const auto axis = detail::constantInputInts(op, graph, 1, "axis");
+  if (axis.size() != 1)
+    detail::failOp(op, "axis must hold one value, got {}", axis.size());
+  return normalizeAxis(op, axis[0], int64_t(detail::inputInfo(op, graph, 0).shape.size()));
+}
+
 namespace detail {
 
 namespace {
@@ -87,9 +95,56 @@ std::vector<TensorInfo> inferArgReduce(const Op &op, const Graph &graph) {
   return {TensorInfo{DType::I64, argReduceParams(op, graph).outShape}};
 }
 
+std::vector<TensorInfo> sameAsInput(const Op &op, const Graph &graph) { return {inputInfo(op, graph, 0)}; }
+
+std::vector<TensorInfo> inferHardmax(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input");
+  softmaxAxis(op, graph);
+  return {x};
+}
+
+std::vector<TensorInfo> inferCumSum(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  if (x.dtype != DType::F32 && x.dtype != DType::F64 && x.dtype != DType::I32 && x.dtype != DType::I64)
+    failOp(op, "input dtype {} is not supported (float32, float64, int32, int64)", dtypeName(x.dtype));
+  cumSumAxis(op, graph);
+  return {x};
+}
+
+std::vector<TensorInfo> inferLrn(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  if (x.dtype != DType::F32 && x.dtype != DType::F64)
+    failOp(op, "input dtype {} is not supported (float32, float64)", dtypeName(x.dtype));
+  if (x.shape.size() < 2)
+    failOp(op, "input must have rank >= 2 [N,C,...], got {}", shapeToString(x.shape));
+  if (op.attrs.getInt("size") < 1)
+    failOp(op, "size must be >= 1");
+  return {x};
+}
+
+std::vector<TensorInfo> inferInstanceNorm(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  if (x.dtype != DType::F32 && x.dtype != DType::F64)
+    failOp(op, "input dtype {} is not supported (float32, float64)", dtypeName(x.dtype));
+  if (x.shape.size() < 3)
+    failOp(op, "input must have rank >= 3 [N,C,spatial...], got {}", shapeToString(x.shape));
+  for (size_t i : {1, 2}) {
+    const TensorInfo &p = inputInfo(op, graph, i);
+    requireSameDType(op, x, p, "input", i == 1 ? "scale" : "B");
+    if (p.shape != Shape{x.shape[1]})
+      failOp(op, "{} must have shape [{}], got {}", i == 1 ? "scale" : "B", x.shape[1], shapeToString(p.shape));
+  }
+  return {x};
+}
+
 } // namespace
 
 void registerReduceOps(OpRegistry &reg) {
+  reg.add({"Hardmax", 1, 1, inferHardmax});
+  reg.add({"CumSum", 2, 2, inferCumSum});
+  reg.add({"LRN", 1, 1, inferLrn});
+  reg.add({"InstanceNormalization", 3, 3, inferInstanceNorm});
   for (const char *t : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
                         "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
     reg.add({t, 1, 2, inferReduce});

@@ -40,6 +40,12 @@ RunList rowRuns(const RowOperand &op, uint64_t r0, uint64_t r1) {
 void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOperand> &inputs,
                   const std::vector<RowOperand> &outputs, uint64_t rows,
                   const std::function<codegen::KernelSpec(uint32_t rowCount)> &spec) {
+  lowerRowWiseAt(L, name, inputs, outputs, rows, [&](uint64_t, uint32_t n) { return spec(n); });
+}
+
+void lowerRowWiseAt(Lowering &L, const std::string &name, const std::vector<RowOperand> &inputs,
+                    const std::vector<RowOperand> &outputs, uint64_t rows,
+                    const std::function<codegen::KernelSpec(uint64_t firstRow, uint32_t rowCount)> &spec) {
   auto &dg = L.graph;
   if (rows == 0)
     return;
@@ -87,7 +93,7 @@ void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOpe
         fields.push_back(inputs[i].whole ? wholeOnTile[i] : builder.gather(inputs[i].value.tensor, rowRuns(inputs[i], a, z), tile, "in"));
       for (const RowOperand &out : outputs)
         fields.push_back(builder.scatter(out.value.tensor, rowRuns(out, a, z), tile, "out"));
-      builder.addVertex(spec(uint32_t(z - a)), tile, std::move(fields));
+      builder.addVertex(spec(a, uint32_t(z - a)), tile, std::move(fields));
     }
   }
 }

@@ -28,6 +28,10 @@ std::vector<int64_t> axesLastPerm(size_t rank, const std::vector<int64_t> &axes)
 void lowerRowWise(Lowering &L, const std::string &name, const std::vector<RowOperand> &inputs,
                   const std::vector<RowOperand> &outputs, uint64_t rows,
                   const std::function<codegen::KernelSpec(uint32_t rowCount)> &spec);
+// Same, for vertices that need to know which rows they get (e.g. a row's channel).
+void lowerRowWiseAt(Lowering &L, const std::string &name, const std::vector<RowOperand> &inputs,
+                    const std::vector<RowOperand> &outputs, uint64_t rows,
+                    const std::function<codegen::KernelSpec(uint64_t firstRow, uint32_t rowCount)> &spec);
 
 // A field description for codelet specs.
 inline codegen::FieldInfo codeletField(const std::string &name, uint64_t elements, DType dtype,
