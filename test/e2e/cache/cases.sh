@@ -358,6 +358,30 @@ remote_down)
   grep -q "remote cache" m.log || die "no warning for a bad host"
   ;;
 
+remote_slow)
+  # a server that accepts connections but never answers in time
+  "$PY" - > port.txt <<'PY' &
+import socket, sys, time, http.server, socketserver
+class Slow(http.server.BaseHTTPRequestHandler):
+    def do_GET(self): time.sleep(30)
+    do_PUT = do_GET
+    def log_message(self, *a): pass
+s = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Slow)
+s.daemon_threads = True
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+  SLOW=$!
+  trap 'kill $SLOW 2>/dev/null' EXIT
+  for _ in $(seq 50); do [ -s port.txt ] && break; sleep 0.1; done
+  reference "$CNN" ref.popef
+  start=$(date +%s)
+  POPC_REMOTE_CACHE_TIMEOUT=1 compile "$CNN" -o a.popef --cache-dir c --remote-cache "http://127.0.0.1:$(cat port.txt)/popc" 2>a.log
+  grep -q "remote cache .*GET failed: Timeout" a.log || die "no timeout warning: $(cat a.log)"
+  cmp a.popef ref.popef || die "wrong executable"
+  [ $(($(date +%s) - start)) -lt 15 ] || die "a slow remote held the compile up"
+  ;;
+
 remote_5xx)
   start_nginx
   reference "$CNN" ref.popef
