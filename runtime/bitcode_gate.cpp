@@ -29,7 +29,8 @@ bool allowedIntrinsic(llvm::Intrinsic::ID id) {
   static const std::set<llvm::Intrinsic::ID> kAllowed = {
       // floating-point math
       I::exp, I::exp2, I::exp10, I::log, I::log2, I::log10, I::sqrt, I::fabs, I::maxnum, I::minnum, I::maximum, I::minimum, I::floor,
-      I::ceil, I::trunc, I::round, I::roundeven, I::rint, I::nearbyint, I::pow, I::sin, I::cos, I::fma, I::fmuladd, I::copysign,
+      I::ceil, I::trunc, I::round, I::roundeven, I::rint, I::nearbyint, I::pow, I::sin, I::cos,
+      I::tan, I::asin, I::acos, I::atan, I::sinh, I::cosh, I::tanh, I::fma, I::fmuladd, I::copysign,
       I::canonicalize, I::is_fpclass, I::fptosi_sat, I::fptoui_sat, I::convert_from_fp16, I::convert_to_fp16,
       // integer math
       I::abs, I::smax, I::smin, I::umax, I::umin, I::ctpop, I::ctlz, I::cttz, I::bswap, I::bitreverse, I::fshl, I::fshr,

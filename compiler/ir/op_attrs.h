@@ -58,6 +58,16 @@ struct ReduceParams {
 };
 ReduceParams reduceParams(const Op &op, const Graph &graph);
 ReduceParams argReduceParams(const Op &op, const Graph &graph);
+// RNN / GRU / LSTM geometry and attributes, validated (default activations only).
+struct RecurrentParams {
+  int64_t gates = 1; // RNN 1, GRU 3 (z r h), LSTM 4 (i o f c)
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
+  int64_t dirMode = 0; // 0 forward, 1 reverse, 2 bidirectional
+  int64_t layout = 0;  // 1: batch-major X/Y/states
+  double clip = 0;     // 0 = none
+  bool linearBeforeReset = false;
+};
+RecurrentParams recurrentParams(const Op &op, const Graph &graph);
 // CumSum's axis (constant input 1), normalised.
 int64_t cumSumAxis(const Op &op, const Graph &graph);
 // TopK's k (constant input 1 from opset 10, attribute before), validated.

@@ -1,0 +1,130 @@
+// RNN, GRU and LSTM (ONNX semantics, default activations) for one op on one
+// tile: every direction, batch row and time step in order. The lowering
+// supplies zero tensors for omitted optional inputs and a scratch field of
+// 2*batch*hidden + (gates+1)*hidden elements.
+#include "codelet.h"
+
+using namespace popc_codelets;
+
+namespace {
+
+enum Kind : int64_t { kRnn = 0, kGru = 1, kLstm = 2 };
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
+inline double clipTo(double x, double clip) { return clip > 0 ? (x < -clip ? -clip : x > clip ? clip : x) : x; }
+
+struct Sizes {
+  int64_t kind, seq, batch, input, hidden, dirs, dirMode, layout, linearBeforeReset;
+  double clip;
+};
+
+template <typename T>
+inline void recurrent(const T *X, const T *W, const T *R, const T *B, const int32_t *seqLens, const T *initH,
+                      const T *initC, const T *P, T *Y, T *Yh, T *Yc, T *scratch, const Sizes &s) {
+  const int64_t H = s.hidden, G = s.kind == kLstm ? 4 : s.kind == kGru ? 3 : 1;
+  T *h = scratch, *c = scratch + s.batch * H, *gates = c + s.batch * H, *tmp = gates + G * H;
+  auto xAt = [&](int64_t t, int64_t b) { return X + (s.layout ? b * s.seq + t : t * s.batch + b) * s.input; };
+  auto yAt = [&](int64_t t, int64_t d, int64_t b) {
+    return Y + (s.layout ? (b * s.seq + t) * s.dirs + d : (t * s.dirs + d) * s.batch + b) * H;
+  };
+  auto stateAt = [&](T *base, int64_t d, int64_t b) { return base + (s.layout ? b * s.dirs + d : d * s.batch + b) * H; };
+  auto cstateAt = [&](const T *base, int64_t d, int64_t b) {
+    return base + (s.layout ? b * s.dirs + d : d * s.batch + b) * H;
+  };
+  for (int64_t d = 0; d < s.dirs; ++d) {
+    const bool reverse = s.dirMode == 1 || (s.dirMode == 2 && d == 1);
+    const T *w = W + d * G * H * s.input, *r = R + d * G * H * H, *wb = B + d * 2 * G * H, *rb = wb + G * H;
+    const T *p = P + d * 3 * H;
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t j = 0; j < H; ++j) {
+        h[b * H + j] = cstateAt(initH, d, b)[j];
+        c[b * H + j] = cstateAt(initC, d, b)[j];
+      }
+    for (int64_t step = 0; step < s.seq; ++step)
+      for (int64_t b = 0; b < s.batch; ++b) {
+        const int64_t len = seqLens[b] < 0 ? 0 : seqLens[b] > s.seq ? s.seq : seqLens[b];
+        if (step >= len) { // past this row's sequence: zero output, state kept
+          T *y = yAt(step, d, b);
+          for (int64_t j = 0; j < H; ++j)
+            y[j] = T(0);
+          continue;
+        }
+        const int64_t t = reverse ? len - 1 - step : step;
+        const T *x = xAt(t, b);
+        T *hb = h + b * H, *cb = c + b * H;
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t j = 0; j < H; ++j) {
+            const int64_t row = g * H + j;
+            double acc = double(wb[row]);
+            for (int64_t k = 0; k < s.input; ++k)
+              acc += double(x[k]) * double(w[row * s.input + k]);
+            const bool gruCandidate = s.kind == kGru && g == 2;
+            if (!gruCandidate) { // the GRU candidate's recurrent part needs r first
+              acc += double(rb[row]);
+              for (int64_t k = 0; k < H; ++k)
+                acc += double(hb[k]) * double(r[row * H + k]);
+            }
+            gates[row] = T(acc);
+          }
+        if (s.kind == kRnn) {
+          for (int64_t j = 0; j < H; ++j)
+            tmp[j] = T(__builtin_tanh(clipTo(double(gates[j]), s.clip)));
+        } else if (s.kind == kGru) { // gates z r h
+          for (int64_t j = 0; j < 2 * H; ++j)
+            gates[j] = T(sigmoid(clipTo(double(gates[j]), s.clip)));
+          for (int64_t j = 0; j < H; ++j) {
+            const int64_t row = 2 * H + j;
+            double rec = 0;
+            if (s.linearBeforeReset) {
+              rec = double(rb[row]);
+              for (int64_t k = 0; k < H; ++k)
+                rec += double(hb[k]) * double(r[row * H + k]);
+              rec *= double(gates[H + j]);
+            } else {
+              rec = double(rb[row]);
+              for (int64_t k = 0; k < H; ++k)
+                rec += double(gates[H + k]) * double(hb[k]) * double(r[row * H + k]);
+            }
+            const double cand = __builtin_tanh(clipTo(double(gates[row]) + rec, s.clip));
+            const double z = double(gates[j]);
+            tmp[j] = T((1 - z) * cand + z * double(hb[j]));
+          }
+        } else { // LSTM gates i o f c, peepholes i o f
+          for (int64_t j = 0; j < H; ++j) {
+            const double cPrev = double(cb[j]);
+            const double i = sigmoid(clipTo(double(gates[j]) + double(p[j]) * cPrev, s.clip));
+            const double f = sigmoid(clipTo(double(gates[2 * H + j]) + double(p[2 * H + j]) * cPrev, s.clip));
+            const double cand = __builtin_tanh(clipTo(double(gates[3 * H + j]), s.clip));
+            const double cNew = f * cPrev + i * cand;
+            const double o = sigmoid(clipTo(double(gates[H + j]) + double(p[H + j]) * cNew, s.clip));
+            cb[j] = T(cNew);
+            tmp[j] = T(o * __builtin_tanh(cNew));
+          }
+        }
+        T *y = yAt(t, d, b);
+        for (int64_t j = 0; j < H; ++j) {
+          hb[j] = tmp[j];
+          y[j] = tmp[j];
+        }
+      }
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t j = 0; j < H; ++j) {
+        stateAt(Yh, d, b)[j] = h[b * H + j];
+        stateAt(Yc, d, b)[j] = c[b * H + j];
+      }
+  }
+}
+
+} // namespace
+
+#define POPC_RECURRENT(T, S)                                                                             \
+  POPC_CODELET void popc_recurrent_##S(const T *X, const T *W, const T *R, const T *B, const int32_t *seqLens, \
+                                       const T *initH, const T *initC, const T *P, T *Y, T *Yh, T *Yc,   \
+                                       T *scratch, int64_t kind, int64_t seq, int64_t batch, int64_t input, \
+                                       int64_t hidden, int64_t dirs, int64_t dirMode, int64_t layout,    \
+                                       int64_t linearBeforeReset, int64_t clipBits) {                    \
+    const Sizes s{kind, seq, batch, input, hidden, dirs, dirMode, layout, linearBeforeReset, asDouble(clipBits)}; \
+    recurrent(X, W, R, B, seqLens, initH, initC, P, Y, Yh, Yc, scratch, s);                              \
+  }
+POPC_RECURRENT(float, f32)
+POPC_RECURRENT(double, f64)
