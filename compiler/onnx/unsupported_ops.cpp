@@ -80,7 +80,8 @@ void checkSupportedOps(const ::onnx::ModelProto &model, const std::vector<std::s
     std::vector<std::string> parts;
     for (const auto &[type, nodes] : unsupported)
       parts.push_back(fmt::format("{} (nodes: {})", type, fmt::join(nodes, ", ")));
-    fail("{}: unsupported operators: {}", path, fmt::join(parts, "; "));
+    fail("{}: unsupported operators{}: {}", path, opset ? fmt::format(" (ai.onnx opset {})", opset) : "",
+         fmt::join(parts, "; "));
   }
   if (!legacy.empty())
     fail("{}: opset {} versions of {} are not supported (popc supports opset 7 to {}); convert "

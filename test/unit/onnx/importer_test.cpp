@@ -36,9 +36,9 @@ TEST_CASE("unsupported operators are listed in one error", "[onnx]") {
   TempDir dir;
   auto m = makeModel();
   addInput(m, "x", {int64_t(1), int64_t(4)});
-  addNode(m, "LSTM", {"x"}, {"a"}, "lstm_1");
+  addNode(m, "Unique", {"x"}, {"a"}, "unique_1");
   addNode(m, "Relu", {"a"}, {"b"}, "relu");
-  addNode(m, "LSTM", {"b"}, {"c"}, "lstm_2");
+  addNode(m, "Unique", {"b"}, {"c"}, "unique_2");
   addNode(m, "Foo", {"c"}, {"d"}, "n3");
   addNode(m, "Bar", {"d"}, {"e"}, "", "com.example");
   auto *imp = m.add_opset_import();
@@ -47,7 +47,7 @@ TEST_CASE("unsupported operators are listed in one error", "[onnx]") {
   addOutput(m, "e");
   const std::string path = save(m, dir.file("model.onnx"));
   CHECK_THROWS_WITH(popc::onnx::importOnnx(path, {}),
-                    path + ": unsupported operators: LSTM (nodes: lstm_1, lstm_2); Foo (nodes: n3); "
+                    path + ": unsupported operators (ai.onnx opset 13): Unique (nodes: unique_1, unique_2); Foo (nodes: n3); "
                            "com.example::Bar (nodes: Bar_4)");
 }
 
