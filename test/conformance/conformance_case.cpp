@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -246,6 +248,31 @@ void readModelInfo(TestCase &test) {
   std::sort(test.dataSets.begin(), test.dataSets.end());
 }
 
+// POPC_CONFORMANCE_INJECT="test_a=segv,test_b=hang,..." makes the child misbehave for
+// those tests (segv, abort, hang, exit, throw), so the runner's own classification is tested.
+void injectFault(const TestCase &test) {
+  const char *env = std::getenv("POPC_CONFORMANCE_INJECT");
+  if (!env)
+    return;
+  const std::string spec = std::string(",") + env + ",", key = "," + test.name + "=";
+  const auto at = spec.find(key);
+  if (at == std::string::npos)
+    return;
+  const auto start = at + key.size();
+  const std::string what = spec.substr(start, spec.find(',', start) - start);
+  if (what == "segv")
+    std::raise(SIGSEGV);
+  if (what == "abort")
+    std::abort();
+  if (what == "hang")
+    for (;;)
+      ::pause();
+  if (what == "exit")
+    std::_Exit(3);
+  if (what == "throw")
+    throw std::logic_error("injected internal error");
+}
+
 int runTestInChild(const TestCase &test, int fd) {
   auto result = [&](Status s, std::string reason) {
     // Paths inside the test's folder read better relative ("model.onnx: ...").
@@ -257,6 +284,7 @@ int runTestInChild(const TestCase &test, int fd) {
   std::string phase = "compile";
   try {
     send(fd, "phase compile");
+    injectFault(test);
     auto t0 = std::chrono::steady_clock::now();
     std::vector<uint8_t> bytes;
     try {

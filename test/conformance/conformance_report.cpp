@@ -230,6 +230,7 @@ bool checkExpectations(const RunResults &r, const std::vector<std::string> &expe
   for (size_t i = 0; i < r.tests.size(); ++i)
     index[r.tests[i].id()] = i;
   std::vector<std::string> regressions, newPasses;
+  size_t checked = 0;
   for (const auto &id : expected) {
     auto it = index.find(id);
     if (it == index.end()) {
@@ -238,6 +239,7 @@ bool checkExpectations(const RunResults &r, const std::vector<std::string> &expe
         regressions.push_back(id + ": not found in the test data");
       continue; // a suite not run (or filtered out)
     }
+    ++checked;
     const auto &o = r.outcomes[it->second];
     if (o.status != Status::Pass)
       regressions.push_back(fmt::format("{}: {}: {}", id, statusName(o.status), o.reason));
@@ -257,7 +259,7 @@ bool checkExpectations(const RunResults &r, const std::vector<std::string> &expe
       fmt::print("  {}\n", line);
     return false;
   }
-  fmt::print("\nall {} expected tests pass\n", expected.size());
+  fmt::print("\nall {} expected tests pass\n", checked);
   return true;
 }
 
