@@ -1,5 +1,6 @@
 // Elementwise ops: numpy-broadcasting arithmetic, activations, comparisons,
 // logical ops, Where and Cast.
+#include "compiler/ir/elementwise_shapes.h"
 #include "compiler/ir/op_helpers.h"
 
 #include <variant>
@@ -20,11 +21,6 @@ void requireBool(const Op &op, const TensorInfo &info, const char *what) {
     failOp(op, "{} must be bool, got {}", what, dtypeName(info.dtype));
 }
 
-void rejectLegacyBroadcast(const Op &op) {
-  if (op.attrs.has("broadcast") || op.attrs.has("axis"))
-    failOp(op, "legacy (opset < 7) 'broadcast'/'axis' attributes are not supported");
-}
-
 // Two inputs of one type, broadcast together; `numeric` refuses bool.
 TensorInfo broadcastPair(const Op &op, const Graph &graph, bool numeric) {
   const TensorInfo &a = inputInfo(op, graph, 0);
@@ -32,8 +28,7 @@ TensorInfo broadcastPair(const Op &op, const Graph &graph, bool numeric) {
   requireSameDType(op, a, b, "input A", "input B");
   if (numeric && !isNumeric(a.dtype))
     failOp(op, "bool inputs are not supported");
-  rejectLegacyBroadcast(op);
-  return TensorInfo{a.dtype, broadcastShapes(a.shape, b.shape)};
+  return TensorInfo{a.dtype, broadcastShapes(elementwiseOperandShape(op, graph, 0), elementwiseOperandShape(op, graph, 1))};
 }
 
 std::vector<TensorInfo> inferBinary(const Op &op, const Graph &graph) { return {broadcastPair(op, graph, true)}; }
@@ -61,7 +56,6 @@ std::vector<TensorInfo> inferPow(const Op &op, const Graph &graph) {
   const TensorInfo &y = inputInfo(op, graph, 1);
   requireNumeric(op, x, "base (input 0)");
   requireNumeric(op, y, "exponent (input 1)");
-  rejectLegacyBroadcast(op);
   return {TensorInfo{x.dtype, broadcastShapes(x.shape, y.shape)}};
 }
 
@@ -72,7 +66,7 @@ std::vector<TensorInfo> inferPRelu(const Op &op, const Graph &graph) {
   requireSameDType(op, x, slope, "X", "slope");
   if (!isFloat(x.dtype) && !(isInteger(x.dtype) && x.dtype != DType::U8))
     failOp(op, "input type {} is not supported (float or signed integer)", dtypeName(x.dtype));
-  if (broadcastShapes(x.shape, slope.shape) != x.shape)
+  if (broadcastShapes(x.shape, elementwiseOperandShape(op, graph, 1)) != x.shape)
     failOp(op, "slope shape {} does not broadcast to X shape {}", shapeToString(slope.shape),
            shapeToString(x.shape));
   return {x};
@@ -245,3 +239,39 @@ void registerElementwiseOps(OpRegistry &reg) {
 }
 
 } // namespace popc::ir::detail
+
+namespace popc::ir {
+
+Shape elementwiseOperandShape(const Op &op, const Graph &graph, size_t i) {
+  using detail::failOp;
+  const Shape &shape = detail::inputInfo(op, graph, i).shape;
+  const bool arith = op.type == "Add" || op.type == "Sub" || op.type == "Mul" || op.type == "Div";
+  if (arith && i == 1 && op.attrs.getInt("broadcast", 0) != 0) {
+    const Shape &a = detail::inputInfo(op, graph, 0).shape;
+    const int64_t rank = int64_t(a.size()), brank = int64_t(shape.size());
+    const int64_t axis = op.attrs.getInt("axis", rank - brank);
+    if (brank > rank || axis < 0 || axis + brank > rank)
+      failOp(op, "legacy broadcast of B {} into A {} at axis {} does not fit", shapeToString(shape),
+             shapeToString(a), axis);
+    Shape out(size_t(rank), 1);
+    std::copy(shape.begin(), shape.end(), out.begin() + axis);
+    for (size_t d = 0; d < out.size(); ++d)
+      if (out[d] != 1 && out[d] != a[d])
+        failOp(op, "legacy broadcast: B {} at axis {} does not broadcast to A {}", shapeToString(shape), axis,
+               shapeToString(a));
+    return out;
+  }
+  if (arith && op.attrs.has("axis") && op.attrs.getInt("broadcast", 0) == 0)
+    failOp(op, "attribute 'axis' needs broadcast=1 (opset < 7)");
+  if (op.type == "PRelu" && i == 1 && graph.opset < 7) {
+    const Shape &x = detail::inputInfo(op, graph, 0).shape;
+    if (shape.size() == 1 && x.size() > 2 && shape[0] == x[1] && shape[0] != 1) {
+      Shape out(x.size() - 1, 1);
+      out[0] = shape[0];
+      return out;
+    }
+  }
+  return shape;
+}
+
+} // namespace popc::ir

@@ -5,6 +5,7 @@
 // dtypes (Cast, comparisons, Where, Pow); the vertex spec records them.
 #include "compiler/lib/ops.h"
 
+#include "compiler/ir/elementwise_shapes.h"
 #include "compiler/ir/op_registry.h"
 
 #include "support/error.h"
@@ -83,11 +84,16 @@ Value lowerElementwise(Lowering &L, const std::string &name, const std::string &
 
 namespace {
 
-std::vector<Value> operands(const ir::Op &op, Lowering &L) {
+// The op's inputs, each viewed with the shape it broadcasts with (legacy
+// broadcast attributes, see ir/elementwise_shapes.h).
+std::vector<Value> operands(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   std::vector<Value> values;
-  for (const std::string &in : op.inputs)
-    if (!in.empty())
-      values.push_back(L.value(in));
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    if (op.hasInput(i)) {
+      Value v = L.value(op.inputs[i]);
+      v.info.shape = ir::elementwiseOperandShape(op, g, i);
+      values.push_back(v);
+    }
   return values;
 }
 
@@ -102,7 +108,7 @@ void bindView(const ir::Op &op, const ir::Graph &g, Lowering &L) {
 
 LowerFn simple(std::string kernelOp) {
   return [kernelOp](const ir::Op &op, const ir::Graph &g, Lowering &L) {
-    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, L), outputInfo(op, g)));
+    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, g, L), outputInfo(op, g)));
   };
 }
 
@@ -112,14 +118,14 @@ LowerFn withAttrs(std::string kernelOp, std::vector<std::pair<const char *, doub
     std::vector<double> params;
     for (const auto &[name, fallback] : attrs)
       params.push_back(op.attrs.getFloat(name, fallback));
-    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, L), outputInfo(op, g), params));
+    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, g, L), outputInfo(op, g), params));
   };
 }
 
 // Sum, Mean, Max, Min: one vertex reads every input (each broadcast to the output).
 LowerFn variadic(std::string kernelOp) {
   return [kernelOp](const ir::Op &op, const ir::Graph &g, Lowering &L) {
-    std::vector<Value> ins = operands(op, L);
+    std::vector<Value> ins = operands(op, g, L);
     if (ins.size() == 1 && ins[0].info.shape == outputInfo(op, g).shape)
       return bindView(op, g, L);
     L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, ins, outputInfo(op, g)));
@@ -134,20 +140,20 @@ void lowerCast(const ir::Op &op, const ir::Graph &g, Lowering &L) {
 }
 
 void lowerMod(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  L.bind(op.outputs[0], lowerElementwise(L, op.name, "Mod", operands(op, L), outputInfo(op, g),
+  L.bind(op.outputs[0], lowerElementwise(L, op.name, "Mod", operands(op, g, L), outputInfo(op, g),
                                          {double(op.attrs.getInt("fmod", 0))}));
 }
 
 void lowerIsInf(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   std::vector<double> params = {double(op.attrs.getInt("detect_positive", 1)),
                                 double(op.attrs.getInt("detect_negative", 1))};
-  L.bind(op.outputs[0], lowerElementwise(L, op.name, "IsInf", operands(op, L), outputInfo(op, g), params));
+  L.bind(op.outputs[0], lowerElementwise(L, op.name, "IsInf", operands(op, g, L), outputInfo(op, g), params));
 }
 
 void lowerBitShift(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const bool left = op.attrs.getString("direction", "") == "LEFT";
   L.bind(op.outputs[0],
-         lowerElementwise(L, op.name, left ? "ShiftLeft" : "ShiftRight", operands(op, L), outputInfo(op, g)));
+         lowerElementwise(L, op.name, left ? "ShiftLeft" : "ShiftRight", operands(op, g, L), outputInfo(op, g)));
 }
 
 // Clip's bounds are attributes (opset < 11) or optional scalar inputs (opset
