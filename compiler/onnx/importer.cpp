@@ -215,6 +215,7 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
   auto logger = log::get("onnx");
   ::onnx::ModelProto model = readModel(path);
   const int64_t opset = aiOnnxOpset(model, path);
+  expandStaticControlFlow(model, opset, options.frozenInputs, path);
   expandFunctionOps(model, opset, path);
   const auto names = nodeNames(model.graph());
   checkSupportedOps(model, names, opset, path);

@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ void checkSupportedOps(const ::onnx::ModelProto &model, const std::vector<std::s
 // function_expansion.cpp: replaces ops without a native lowering that ONNX
 // defines as functions by their bodies. Returns how many nodes were expanded.
 int expandFunctionOps(::onnx::ModelProto &model, int64_t opset, const std::string &path);
+
+// control_flow.cpp: If with a compile-time condition → its branch; Loop with a
+// compile-time trip count and a constant condition → unrolled. Others are
+// refused (the error carries a graph input to freeze when that would help).
+int expandStaticControlFlow(::onnx::ModelProto &model, int64_t opset,
+                            const std::map<std::string, ir::Tensor> &frozen, const std::string &path);
 
 // input_shapes.cpp
 // Names of the graph inputs that are not initializers, in order.

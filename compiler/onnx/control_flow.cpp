@@ -1,0 +1,338 @@
+// If and Loop whose control values are known at compile time are specialised
+// away before import: an If becomes the nodes of the branch it takes, a Loop
+// with a constant trip count (and a condition that stays true) is unrolled,
+// its scan outputs concatenated. popc has no device-side control flow yet, so
+// a condition computed at run time is refused with a clear error; when it is
+// a graph input, the error says how to freeze it (--freeze-input).
+#include "compiler/onnx/onnx_internal.h"
+
+#include "support/error.h"
+#include "support/log.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace popc::onnx::detail {
+
+namespace {
+
+using ::onnx::GraphProto;
+using ::onnx::NodeProto;
+
+const int kMaxUnrolledIterations = 4096;
+
+class ControlFlowExpander {
+public:
+  ControlFlowExpander(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
+                      const std::string &path)
+      : model_(model), opset_(opset), frozen_(frozen), path_(path) {}
+
+  int run() {
+    int expanded = 0;
+    for (int round = 0; round < 16; ++round) {
+      GraphProto &graph = *model_.mutable_graph();
+      collectConstants(graph);
+      GraphProto rebuilt;
+      bool changed = false;
+      for (const NodeProto &node : graph.node()) {
+        const bool ai = node.domain().empty() || node.domain() == "ai.onnx";
+        if (ai && node.op_type() == "If") {
+          expandIf(node, rebuilt);
+        } else if (ai && node.op_type() == "Loop") {
+          expandLoop(node, rebuilt, graph);
+        } else {
+          *rebuilt.add_node() = node;
+          continue;
+        }
+        changed = true;
+        ++expanded;
+      }
+      if (!changed)
+        break;
+      graph.clear_node();
+      for (auto &n : *rebuilt.mutable_node())
+        *graph.add_node() = std::move(n);
+    }
+    return expanded;
+  }
+
+private:
+  void collectConstants(const GraphProto &graph) {
+    constants_.clear();
+    for (const auto &init : graph.initializer())
+      constants_[init.name()] = &init;
+    for (const auto &node : graph.node())
+      if (node.op_type() == "Constant" && node.output_size() == 1)
+        for (const auto &a : node.attribute())
+          if (a.name() == "value" && a.has_t())
+            constants_[node.output(0)] = &a.t();
+  }
+
+  [[noreturn]] void failNotConstant(const NodeProto &node, const std::string &input, const char *what) {
+    const std::string message = fmt::format("{}: {} node '{}': {} '{}' must be known at compile time (popc has no "
+                                            "run-time control flow yet)",
+                                            path_, node.op_type(), node.name(), what, input);
+    for (const auto &in : model_.graph().input())
+      if (in.name() == input && !constants_.count(input))
+        throw Error(fmt::format("{}; it is a graph input: give its value at compile time with --freeze-input "
+                                "{}=FILE.npy",
+                                message, input),
+                    input);
+    fail("{}", message);
+  }
+
+  // Integer value of a scalar control input (bool or integer).
+  int64_t scalar(const NodeProto &node, const std::string &name, const char *what) {
+    if (auto it = frozen_.find(name); it != frozen_.end()) {
+      const ir::Tensor &t = it->second;
+      if (t.info.elements() != 1)
+        fail("{}: {} node '{}': {} '{}' must hold one value", path_, node.op_type(), node.name(), what, name);
+      if (t.info.dtype == DType::I64)
+        return *reinterpret_cast<const int64_t *>(t.data.data());
+      if (t.info.dtype == DType::I32)
+        return *reinterpret_cast<const int32_t *>(t.data.data());
+      return t.data[0] != 0; // bool / uint8
+    }
+    auto it = constants_.find(name);
+    if (it == constants_.end())
+      failNotConstant(node, name, what);
+    const ir::Tensor t = tensorFromProto(*it->second, fmt::format("{}: {} '{}'", path_, what, name));
+    if (t.info.elements() != 1 || t.data.empty())
+      fail("{}: {} node '{}': {} '{}' must hold one value", path_, node.op_type(), node.name(), what, name);
+    if (t.info.dtype == DType::I64)
+      return *reinterpret_cast<const int64_t *>(t.data.data());
+    if (t.info.dtype == DType::I32)
+      return *reinterpret_cast<const int32_t *>(t.data.data());
+    return t.data[0] != 0;
+  }
+
+  const GraphProto &graphAttr(const NodeProto &node, const char *name) {
+    for (const auto &a : node.attribute())
+      if (a.name() == name && a.has_g())
+        return a.g();
+    fail("{}: {} node '{}' has no '{}' subgraph", path_, node.op_type(), node.name(), name);
+  }
+
+  // Appends `body`'s nodes with its local names prefixed and `bind` applied
+  // (body input/output name → outer name); returns nothing, names are fixed.
+  void inlineBody(const GraphProto &body, const std::string &prefix, const std::map<std::string, std::string> &bind,
+                  GraphProto &out) {
+    std::set<std::string> local;
+    for (const auto &in : body.input())
+      local.insert(in.name());
+    for (const auto &init : body.initializer())
+      local.insert(init.name());
+    for (const auto &n : body.node())
+      for (const auto &o : n.output())
+        local.insert(o);
+    auto rename = [&](const std::string &name) -> std::string {
+      if (name.empty())
+        return name;
+      if (auto it = bind.find(name); it != bind.end())
+        return it->second;
+      return local.count(name) ? prefix + name : name; // outer-scope names stay
+    };
+    for (const auto &init : body.initializer()) {
+      auto *t = model_.mutable_graph()->add_initializer();
+      *t = init;
+      t->set_name(rename(init.name()));
+    }
+    for (const auto &n : body.node()) {
+      NodeProto copy = n;
+      copy.set_name(prefix + (n.name().empty() ? n.op_type() : n.name()));
+      for (auto &i : *copy.mutable_input())
+        i = rename(i);
+      for (auto &o : *copy.mutable_output())
+        o = rename(o);
+      // Nested subgraphs refer to outer names too: rename their free uses.
+      for (auto &a : *copy.mutable_attribute())
+        if (a.has_g())
+          renameFreeUses(*a.mutable_g(), rename);
+      *out.add_node() = std::move(copy);
+    }
+  }
+
+  template <typename Rename> void renameFreeUses(GraphProto &g, const Rename &rename) {
+    std::set<std::string> local;
+    for (const auto &in : g.input())
+      local.insert(in.name());
+    for (const auto &init : g.initializer())
+      local.insert(init.name());
+    for (const auto &n : g.node())
+      for (const auto &o : n.output())
+        local.insert(o);
+    for (auto &n : *g.mutable_node())
+      for (auto &i : *n.mutable_input())
+        if (!i.empty() && !local.count(i))
+          i = rename(i);
+    for (auto &o : *g.mutable_output())
+      if (!local.count(o.name()))
+        o.set_name(rename(o.name()));
+  }
+
+  void identity(const std::string &from, const std::string &to, const std::string &name, GraphProto &out) {
+    NodeProto *n = out.add_node();
+    n->set_op_type("Identity");
+    n->set_name(name);
+    n->add_input(from);
+    n->add_output(to);
+  }
+
+  std::string prefixOf(const NodeProto &node) { return (node.name().empty() ? node.op_type() : node.name()) + "/"; }
+
+  void expandIf(const NodeProto &node, GraphProto &out) {
+    const bool cond = scalar(node, node.input(0), "condition") != 0;
+    const GraphProto &branch = graphAttr(node, cond ? "then_branch" : "else_branch");
+    if (branch.output_size() != node.output_size())
+      fail("{}: If node '{}': branch has {} outputs, the node {}", path_, node.name(), branch.output_size(),
+           node.output_size());
+    const std::string prefix = prefixOf(node) + (cond ? "then/" : "else/");
+    inlineBody(branch, prefix, {}, out);
+    for (int i = 0; i < node.output_size(); ++i)
+      if (!node.output(i).empty()) {
+        const std::string &src = branch.output(i).name();
+        bool local = false;
+        for (const auto &n : branch.node())
+          for (const auto &o : n.output())
+            local |= o == src;
+        identity(local ? prefix + src : src, node.output(i), prefix + "out" + std::to_string(i), out);
+      }
+    log::get("onnx")->debug("{}: If '{}' takes its {} branch (constant condition)", path_, node.name(),
+                            cond ? "then" : "else");
+  }
+
+  void expandLoop(const NodeProto &node, GraphProto &out, GraphProto &graph) {
+    if (node.input_size() < 2 || node.input(0).empty())
+      fail("{}: Loop node '{}': popc needs the trip count M (input 0) to unroll the loop", path_, node.name());
+    const int64_t trips = scalar(node, node.input(0), "trip count");
+    const bool condGiven = !node.input(1).empty();
+    if (condGiven && scalar(node, node.input(1), "condition") == 0)
+      fail("{}: Loop node '{}': the initial condition is false (zero iterations) — not supported", path_,
+           node.name());
+    if (trips < 1 || trips > kMaxUnrolledIterations)
+      fail("{}: Loop node '{}': trip count {} must be between 1 and {} to unroll", path_, node.name(), trips,
+           kMaxUnrolledIterations);
+    const GraphProto &body = graphAttr(node, "body");
+    const int carried = node.input_size() - 2;
+    if (body.input_size() != carried + 2 || body.output_size() < carried + 1)
+      fail("{}: Loop node '{}': body has {} inputs and {} outputs for {} loop-carried values", path_, node.name(),
+           body.input_size(), body.output_size(), carried);
+    const int scans = body.output_size() - 1 - carried;
+    // The body's condition must stay what it was: cond_out = Identity(cond_in).
+    const std::string &condIn = body.input(1).name(), &condOut = body.output(0).name();
+    bool condKept = condOut == condIn;
+    for (const auto &n : body.node())
+      if (n.op_type() == "Identity" && n.output_size() == 1 && n.output(0) == condOut && n.input(0) == condIn)
+        condKept = true;
+    if (!condKept)
+      fail("{}: Loop node '{}': its condition is computed in the body at run time; popc only unrolls loops whose "
+           "condition stays constant",
+           path_, node.name());
+
+    const std::string base = prefixOf(node);
+    std::vector<std::string> state;
+    for (int v = 0; v < carried; ++v)
+      state.push_back(node.input(2 + v));
+    std::vector<std::vector<std::string>> scanParts(static_cast<size_t>(scans));
+    // Outer name of body value `name` in the iteration inlined with `prefix`/`bind`.
+    auto outerName = [&](const std::string &prefix, const std::map<std::string, std::string> &bind,
+                         const std::string &name) {
+      if (auto it = bind.find(name); it != bind.end())
+        return it->second;
+      for (const auto &n : body.node())
+        for (const auto &o : n.output())
+          if (o == name)
+            return prefix + name;
+      return name;
+    };
+    for (int64_t i = 0; i < trips; ++i) {
+      const std::string prefix = fmt::format("{}iter{}/", base, i);
+      std::map<std::string, std::string> bind;
+      // iteration number: a constant; cond_in: the loop's condition (constant true).
+      const std::string iterName = prefix + "iteration";
+      auto *iter = model_.mutable_graph()->add_initializer();
+      iter->set_name(iterName);
+      iter->set_data_type(::onnx::TensorProto::INT64);
+      iter->add_int64_data(i);
+      bind[body.input(0).name()] = iterName;
+      const std::string condName = prefix + "cond";
+      auto *condT = model_.mutable_graph()->add_initializer();
+      condT->set_name(condName);
+      condT->set_data_type(::onnx::TensorProto::BOOL);
+      condT->add_int32_data(1);
+      bind[condIn] = condName;
+      for (int v = 0; v < carried; ++v)
+        bind[body.input(2 + v).name()] = state[size_t(v)];
+      inlineBody(body, prefix, bind, out);
+      for (int v = 0; v < carried; ++v)
+        state[size_t(v)] = outerName(prefix, bind, body.output(1 + v).name());
+      for (int s = 0; s < scans; ++s)
+        scanParts[size_t(s)].push_back(outerName(prefix, bind, body.output(1 + carried + s).name()));
+    }
+    for (int v = 0; v < carried && v < node.output_size(); ++v)
+      if (!node.output(v).empty())
+        identity(state[size_t(v)], node.output(v), base + fmt::format("final{}", v), out);
+    // Scan outputs: each iteration's value gains a leading axis, then Concat.
+    const std::string axesName = base + "axis0";
+    if (scans > 0) {
+      auto *axes = graph.add_initializer();
+      axes->set_name(axesName);
+      axes->set_data_type(::onnx::TensorProto::INT64);
+      axes->add_dims(1);
+      axes->add_int64_data(0);
+    }
+    for (int s = 0; s < scans; ++s) {
+      const int outIndex = carried + s;
+      if (outIndex >= node.output_size() || node.output(outIndex).empty())
+        continue;
+      NodeProto *concat = nullptr;
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < scanParts[size_t(s)].size(); ++i) {
+        NodeProto *u = out.add_node();
+        u->set_op_type("Unsqueeze");
+        u->set_name(base + fmt::format("scan{}/unsqueeze{}", s, i));
+        u->add_input(scanParts[size_t(s)][i]);
+        const std::string name = base + fmt::format("scan{}/part{}", s, i);
+        if (opset_ >= 13) {
+          u->add_input(axesName);
+        } else {
+          auto *a = u->add_attribute();
+          a->set_name("axes");
+          a->set_type(::onnx::AttributeProto::INTS);
+          a->add_ints(0);
+        }
+        u->add_output(name);
+        parts.push_back(name);
+      }
+      concat = out.add_node();
+      concat->set_op_type("Concat");
+      concat->set_name(base + fmt::format("scan{}/concat", s));
+      for (const auto &p : parts)
+        concat->add_input(p);
+      concat->add_output(node.output(outIndex));
+      auto *axis = concat->add_attribute();
+      axis->set_name("axis");
+      axis->set_type(::onnx::AttributeProto::INT);
+      axis->set_i(0);
+    }
+    log::get("onnx")->debug("{}: Loop '{}' unrolled {} times", path_, node.name(), trips);
+  }
+
+  ::onnx::ModelProto &model_;
+  int64_t opset_;
+  const std::map<std::string, ir::Tensor> &frozen_;
+  const std::string &path_;
+  std::map<std::string, const ::onnx::TensorProto *> constants_;
+};
+
+} // namespace
+
+int expandStaticControlFlow(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
+                            const std::string &path) {
+  return ControlFlowExpander(model, opset, frozen, path).run();
+}
+
+} // namespace popc::onnx::detail
