@@ -112,8 +112,9 @@ WindowParams poolParams(const Op &op, const Graph &graph) {
   p.dilations = perDim(op, "dilations", nd, 1);
   p.ceilMode = op.attrs.getInt("ceil_mode", 0) != 0;
   p.countIncludePad = op.attrs.getInt("count_include_pad", 0) != 0;
-  if (op.type == "MaxPool" && op.attrs.getInt("storage_order", 0) != 0)
-    failOp(op, "storage_order=1 (column-major indices) is not supported");
+  const int64_t storageOrder = op.type == "MaxPool" ? op.attrs.getInt("storage_order", 0) : 0;
+  if (storageOrder != 0 && storageOrder != 1)
+    failOp(op, "storage_order must be 0 (row-major) or 1 (column-major), got {}", storageOrder);
   resolveWindow(op, Shape(x.shape.begin() + 2, x.shape.end()), p);
   return p;
 }

@@ -30,7 +30,12 @@ std::vector<TensorInfo> inferConv(const Op &op, const Graph &graph) {
 
 std::vector<TensorInfo> inferPool(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
-  requireFloat(op, x, "input X");
+  const bool intOk = op.type == "MaxPool" && (x.dtype == DType::I8 || x.dtype == DType::U8 ||
+                                              x.dtype == DType::I32 || x.dtype == DType::I64);
+  if (!intOk)
+    requireFloat(op, x, "input X");
+  if (x.shape.size() < 3 || x.shape.size() > 5)
+    failOp(op, "input X must have 1 to 3 spatial dims [N,C,D...], got {}", shapeToString(x.shape));
   WindowParams p = poolParams(op, graph);
   Shape out{x.shape[0], x.shape[1]};
   out.insert(out.end(), p.outSpatial.begin(), p.outSpatial.end());

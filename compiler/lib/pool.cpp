@@ -41,12 +41,12 @@ PoolPlan planPool(int64_t planes, int64_t oh, int64_t ow, int64_t inW, const Win
 
 void lowerWindowPool(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax) {
   auto &dg = L.graph;
-  if (op.outputs.size() > 1 && !op.outputs[1].empty())
-    fail("MaxPool '{}': the Indices output is not supported", op.name);
   const Value x = L.value(op.inputs[0]);
+  const bool wantIndices = op.outputs.size() > 1 && !op.outputs[1].empty();
+  const bool floatData = x.info.dtype == DType::F32 || x.info.dtype == DType::F64;
+  if (wantIndices || x.info.shape.size() != 4 || !floatData)
+    return lowerPoolNd(op, g, L, isMax); // 1-D/3-D windows, Indices, integers: the codelet
   const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
-  if (x.info.shape.size() != 4)
-    fail("{} '{}': only 2-D pooling (4-D input) is supported", op.type, op.name);
   const int64_t n = x.info.shape[0], c = x.info.shape[1], h = x.info.shape[2], wd = x.info.shape[3];
   const int64_t oh = outInfo.shape[2], ow = outInfo.shape[3];
   const Window2d w = window2d(op, g);
