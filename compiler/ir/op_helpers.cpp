@@ -1,5 +1,7 @@
 #include "compiler/ir/op_helpers.h"
 
+#include "compiler/ir/host_eval.h"
+
 #include <cstring>
 
 namespace popc::ir {
@@ -62,17 +64,71 @@ Tensor constantOpTensor(const Op &op) {
   return t;
 }
 
+namespace {
+// Evaluates the producer of `t` on the host when all its inputs are known at
+// compile time (recursively): shape subgraphs such as
+// Shape→Gather→Unsqueeze→Concat feeding a Reshape are known while the graph
+// is built, before constant folding. Small tensors only (shape-like values).
+std::optional<Tensor> evaluatedValue(const Graph &graph, const Tensor &t, int depth) {
+  constexpr size_t kMaxBytes = size_t(1) << 20;
+  constexpr int kMaxDepth = 200;
+  auto p = graph.producer(t.name);
+  if (!p || t.info.bytes() > kMaxBytes || depth > kMaxDepth)
+    return std::nullopt;
+  const Op &op = *graph.ops()[*p];
+  if (!(op.domain.empty() || op.domain == "ai.onnx"))
+    return std::nullopt;
+  if (op.type == "Constant")
+    return constantOpTensor(op);
+  if (!hostEvalSupports(op.type))
+    return std::nullopt;
+  std::vector<Tensor> values; // owns evaluated inputs (reserved: pointers stay valid)
+  values.reserve(op.inputs.size());
+  std::vector<const Tensor *> inputs;
+  for (const std::string &in : op.inputs) {
+    if (in.empty() || !graph.hasTensor(in)) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const Tensor &src = graph.tensor(in);
+    if (src.kind == TensorKind::Constant || hostEvalNeedsOnlyInfo(op.type)) {
+      inputs.push_back(&src);
+      continue;
+    }
+    auto v = evaluatedValue(graph, src, depth + 1);
+    if (!v)
+      return std::nullopt;
+    values.push_back(std::move(*v));
+    inputs.push_back(&values.back());
+  }
+  std::vector<TensorInfo> infos;
+  size_t which = 0;
+  for (size_t k = 0; k < op.outputs.size(); ++k) {
+    const bool known = !op.outputs[k].empty() && graph.hasTensor(op.outputs[k]);
+    infos.push_back(known ? graph.tensor(op.outputs[k]).info : TensorInfo{});
+    if (op.outputs[k] == t.name)
+      which = k;
+  }
+  auto r = hostEvaluate(op, graph, inputs, infos);
+  if (!r || r->size() <= which || (*r)[which].size() != t.info.bytes())
+    return std::nullopt;
+  Tensor out;
+  out.name = t.name;
+  out.info = t.info;
+  out.kind = TensorKind::Constant;
+  out.data = std::move((*r)[which]);
+  return out;
+}
+} // namespace
+
 std::optional<Tensor> constantValue(const Graph &graph, const std::string &name) {
   if (!graph.hasTensor(name))
     return std::nullopt;
   const Tensor &t = graph.tensor(name);
   if (t.kind == TensorKind::Constant)
     return t;
-  if (auto p = graph.producer(name)) {
-    const Op &op = *graph.ops()[*p];
-    if (op.type == "Constant" && op.domain.empty())
-      return constantOpTensor(op);
-  }
+  if (t.kind == TensorKind::Intermediate)
+    return evaluatedValue(graph, t, 0);
   return std::nullopt;
 }
 
@@ -88,7 +144,7 @@ const TensorInfo &inputInfo(const Op &op, const Graph &graph, size_t i) {
 
 void failNotConstant(const Op &op, const Graph &graph, size_t i, const char *what) {
   const std::string &name = op.inputs[i];
-  const std::string message = fmt::format("{}: {} (input {} '{}') must be a compile-time constant (static shapes only)",
+  const std::string message = fmt::format("{}: {} (input {} '{}') depends on run-time data; popc needs static shapes (a compile-time constant)",
                                           describeOp(op), what, i, name);
   if (graph.hasTensor(name) && graph.tensor(name).kind == TensorKind::Input)
     throw Error(fmt::format("{}; it is a graph input: give its value at compile time with --freeze-input {}=FILE.npy",

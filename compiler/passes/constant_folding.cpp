@@ -12,11 +12,18 @@ namespace popc::passes {
 namespace {
 
 bool foldable(const ir::Graph &g, const ir::Op &op) {
-  if (!isOnnxOp(op) || op.outputs.size() != 1 || op.outputs[0].empty() ||
-      !hostEvalSupports(op.type) || !g.hasTensor(op.outputs[0]))
+  if (!isOnnxOp(op) || op.outputs.empty() || !hostEvalSupports(op.type))
     return false;
-  // Shapes are static, so Shape folds whatever its input is.
-  if (op.type == "Shape")
+  bool anyOutput = false;
+  for (const auto &out : op.outputs) {
+    if (!out.empty() && !g.hasTensor(out))
+      return false;
+    anyOutput |= !out.empty();
+  }
+  if (!anyOutput)
+    return false;
+  // Shapes are static, so Shape/Size/EyeLike fold whatever their input is.
+  if (hostEvalNeedsOnlyInfo(op.type))
     return op.hasInput(0) && g.hasTensor(op.inputs[0]);
   for (const auto &in : op.inputs)
     if (!in.empty() && !(g.hasTensor(in) && g.tensor(in).kind == ir::TensorKind::Constant))
@@ -40,15 +47,22 @@ size_t foldConstants(ir::Ir &ir) {
     std::vector<const ir::Tensor *> inputs;
     for (const auto &in : op.inputs)
       inputs.push_back(in.empty() ? nullptr : &g.tensor(in));
-    ir::Tensor &out = g.tensor(op.outputs[0]);
-    auto result = hostEvaluate(op, inputs, {out.info});
+    std::vector<ir::TensorInfo> infos;
+    for (const auto &out : op.outputs)
+      infos.push_back(out.empty() ? ir::TensorInfo{} : g.tensor(out).info);
+    auto result = hostEvaluate(op, g, inputs, infos);
     if (!result) {
       ++i;
       continue;
     }
-    log::get("passes")->trace("constant folding: {} ({}) -> {}", op.name, op.type, out.name);
-    out.kind = ir::TensorKind::Constant;
-    out.data = std::move((*result)[0]);
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      if (op.outputs[k].empty())
+        continue;
+      log::get("passes")->trace("constant folding: {} ({}) -> {}", op.name, op.type, op.outputs[k]);
+      ir::Tensor &out = g.tensor(op.outputs[k]);
+      out.kind = ir::TensorKind::Constant;
+      out.data = std::move((*result)[k]);
+    }
     g.removeOp(i);
     ++folded;
   }

@@ -1,6 +1,7 @@
-#include "compiler/passes/host_eval.h"
+#include "compiler/ir/host_eval.h"
 
-#include "compiler/passes/pass_utils.h"
+#include "compiler/ir/index_map.h"
+#include "compiler/ir/op_attrs.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -10,13 +11,10 @@
 #include <map>
 #include <set>
 
-namespace popc::passes {
+namespace popc::ir {
 
-using ir::Op;
-using ir::Tensor;
-using ir::TensorInfo;
 using Bytes = std::vector<uint8_t>;
-using Result = std::optional<std::vector<Bytes>>;
+using Result = HostResult;
 
 namespace {
 
@@ -27,7 +25,41 @@ template <typename T> T load(const uint8_t *p) {
 }
 template <typename T> void store(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
 
-bool isFloat(DType t) { return t == DType::F32 || t == DType::F64; }
+bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
+
+// IEEE half <-> float (round to nearest even), for float16 constants.
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float f;
+  if (exp == 0)
+    f = std::ldexp(float(mant), -24);
+  else if (exp == 31)
+    f = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else
+    f = std::ldexp(float(mant | 0x400), int(exp) - 25);
+  return sign ? -f : f;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  const uint32_t abs = x & 0x7fffffff;
+  if (abs > 0x7f800000)
+    return sign | 0x7e00; // NaN
+  if (abs >= 0x477ff000)
+    return sign | 0x7c00; // overflow (incl. inf) after rounding
+  if (abs < 0x38800000) { // subnormal half (or zero)
+    const float a = std::fabs(f) * 16777216.0f; // / 2^-24
+    return sign | uint16_t(std::nearbyint(a));
+  }
+  const uint32_t mant = abs & 0x7fffff;
+  uint32_t h = ((abs >> 23) - 112) << 10 | (mant >> 13);
+  const uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+    ++h;
+  return sign | uint16_t(h);
+}
 
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> stridesOf(const Shape &s) {
@@ -64,23 +96,34 @@ std::vector<int64_t> broadcastIndex(const Shape &in, const Shape &out) {
 
 int64_t normAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
 
+bool hasData(const Tensor *t) { return t && t->data.size() == t->info.bytes(); }
+
 // --- elementwise ---------------------------------------------------------
 
+const std::set<std::string> kArith = {"Add", "Sub", "Mul", "Div", "Min", "Max", "Mod"};
+const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+const std::set<std::string> kLogical = {"And", "Or", "Xor"};
+
 Result binary(const Op &op, const Tensor &a, const Tensor &b, const TensorInfo &out) {
-  if (!hostDTypeSupported(out.dtype) || out.dtype == DType::Bool || a.info.dtype != out.dtype ||
-      b.info.dtype != out.dtype)
+  const std::string &t = op.type;
+  const bool cmp = kCompare.count(t) != 0, logical = kLogical.count(t) != 0;
+  if (a.info.dtype != b.info.dtype || (!cmp && a.info.dtype != out.dtype))
+    return std::nullopt;
+  if (t == "Mod" && (op.attrs.getInt("fmod", 0) != 0 || isFloat(a.info.dtype)))
     return std::nullopt;
   std::vector<int64_t> ia = broadcastIndex(a.info.shape, out.shape);
   std::vector<int64_t> ib = broadcastIndex(b.info.shape, out.shape);
   size_t n = ia.size();
-  const std::string &t = op.type;
-  if (isFloat(out.dtype)) {
+  if (isFloat(a.info.dtype) && !logical) {
     // Evaluate in double, round once to the output type.
     std::vector<double> x = decodeDoubles(a.info.dtype, a.data), y = decodeDoubles(b.info.dtype, b.data);
     std::vector<double> r(n);
     for (size_t i = 0; i < n; ++i) {
       double u = x[size_t(ia[i])], v = y[size_t(ib[i])];
-      r[i] = t == "Add" ? u + v : t == "Sub" ? u - v : t == "Mul" ? u * v : u / v;
+      r[i] = t == "Add" ? u + v : t == "Sub" ? u - v : t == "Mul" ? u * v : t == "Div" ? u / v
+           : t == "Min" ? std::min(u, v) : t == "Max" ? std::max(u, v)
+           : t == "Equal" ? u == v : t == "Less" ? u < v : t == "Greater" ? u > v
+           : t == "LessOrEqual" ? u <= v : u >= v;
     }
     return std::vector<Bytes>{encodeDoubles(out.dtype, r)};
   }
@@ -89,23 +132,55 @@ Result binary(const Op &op, const Tensor &a, const Tensor &b, const TensorInfo &
   std::vector<int64_t> r(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t u = x[size_t(ia[i])], v = y[size_t(ib[i])];
-    if (t == "Div" && v == 0)
+    if ((t == "Div" || t == "Mod") && v == 0)
       return std::nullopt; // leave the division by zero to run time
-    r[i] = t == "Add" ? u + v : t == "Sub" ? u - v : t == "Mul" ? u * v : u / v;
+    if (t == "Mod") { // the sign of the divisor, like Python
+      int64_t m = u % v;
+      r[i] = m != 0 && ((m < 0) != (v < 0)) ? m + v : m;
+      continue;
+    }
+    r[i] = t == "Add" ? u + v : t == "Sub" ? u - v : t == "Mul" ? u * v : t == "Div" ? u / v
+         : t == "Min" ? std::min(u, v) : t == "Max" ? std::max(u, v)
+         : t == "Equal" ? u == v : t == "Less" ? u < v : t == "Greater" ? u > v
+         : t == "LessOrEqual" ? u <= v : t == "GreaterOrEqual" ? u >= v
+         : t == "And" ? (u && v) : t == "Or" ? (u || v) : (!u != !v);
   }
   return std::vector<Bytes>{encodeInt64s(out.dtype, r)};
 }
 
+Result where(const Tensor &c, const Tensor &a, const Tensor &b, const TensorInfo &out) {
+  if (a.info.dtype != out.dtype || b.info.dtype != out.dtype)
+    return std::nullopt;
+  std::vector<int64_t> ic = broadcastIndex(c.info.shape, out.shape);
+  std::vector<int64_t> ia = broadcastIndex(a.info.shape, out.shape);
+  std::vector<int64_t> ib = broadcastIndex(b.info.shape, out.shape);
+  const std::vector<int64_t> cond = decodeInt64s(c.info.dtype, c.data);
+  const size_t es = dtypeSize(out.dtype);
+  Bytes r(ic.size() * es);
+  for (size_t i = 0; i < ic.size(); ++i) {
+    const Tensor &src = cond[size_t(ic[i])] ? a : b;
+    const size_t at = size_t(cond[size_t(ic[i])] ? ia[i] : ib[i]);
+    std::memcpy(&r[i * es], &src.data[at * es], es);
+  }
+  return std::vector<Bytes>{r};
+}
+
 Result unary(const Op &op, const Tensor &a, const TensorInfo &out) {
   const std::string &t = op.type;
-  if (!hostDTypeSupported(out.dtype) || out.dtype == DType::Bool || a.info.dtype != out.dtype)
+  if (t == "Not") {
+    std::vector<int64_t> x = decodeInt64s(a.info.dtype, a.data);
+    for (int64_t &v : x)
+      v = !v;
+    return std::vector<Bytes>{encodeInt64s(out.dtype, x)};
+  }
+  if (a.info.dtype != out.dtype || out.dtype == DType::Bool)
     return std::nullopt;
   if (!isFloat(out.dtype)) {
-    if (t != "Neg" && t != "Abs" && t != "Relu")
+    if (t != "Neg" && t != "Abs" && t != "Relu" && t != "Sign")
       return std::nullopt;
     std::vector<int64_t> x = decodeInt64s(a.info.dtype, a.data);
     for (int64_t &v : x)
-      v = t == "Neg" ? -v : t == "Abs" ? (v < 0 ? -v : v) : (v < 0 ? 0 : v);
+      v = t == "Neg" ? -v : t == "Abs" ? (v < 0 ? -v : v) : t == "Sign" ? (v > 0) - (v < 0) : (v < 0 ? 0 : v);
     return std::vector<Bytes>{encodeInt64s(out.dtype, x)};
   }
   static const std::map<std::string, std::function<double(double)>> fns = {
@@ -120,6 +195,7 @@ Result unary(const Op &op, const Tensor &a, const TensorInfo &out) {
       {"Reciprocal", [](double v) { return 1.0 / v; }},
       {"Floor", [](double v) { return std::floor(v); }},
       {"Ceil", [](double v) { return std::ceil(v); }},
+      {"Sign", [](double v) { return double((v > 0) - (v < 0)); }},
   };
   const auto &fn = fns.at(t);
   std::vector<double> x = decodeDoubles(a.info.dtype, a.data);
@@ -130,15 +206,10 @@ Result unary(const Op &op, const Tensor &a, const TensorInfo &out) {
 
 Result cast(const Tensor &a, const TensorInfo &out) {
   DType from = a.info.dtype, to = out.dtype;
-  if (!hostDTypeSupported(from) || !hostDTypeSupported(to))
-    return std::nullopt;
   if (isFloat(to))
     return std::vector<Bytes>{encodeDoubles(to, decodeDoubles(from, a.data))};
   if (!isFloat(from)) {
     std::vector<int64_t> v = decodeInt64s(from, a.data);
-    if (to == DType::Bool)
-      for (int64_t &x : v)
-        x = x != 0;
     return std::vector<Bytes>{encodeInt64s(to, v)};
   }
   std::vector<double> d = decodeDoubles(from, a.data);
@@ -211,9 +282,7 @@ Result concat(const Op &op, const std::vector<const Tensor *> &ins, const Tensor
   res.reserve(out.bytes());
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor *t : ins) {
-      if (!t)
-        continue;
-      if (t->info.shape.size() != r || t->info.dtype != out.dtype)
+      if (!hasData(t) || t->info.shape.size() != r || t->info.dtype != out.dtype)
         return std::nullopt;
       size_t block = size_t(t->info.shape[size_t(axis)] * inner) * es;
       const uint8_t *p = t->data.data() + size_t(o) * block;
@@ -224,34 +293,30 @@ Result concat(const Op &op, const std::vector<const Tensor *> &ins, const Tensor
   return std::vector<Bytes>{res};
 }
 
-Result gather(const Op &op, const Tensor &data, const Tensor &indices, const TensorInfo &out) {
-  size_t r = data.info.shape.size(), es = dtypeSize(data.info.dtype);
-  int64_t axis = normAxis(op.attrs.getInt("axis", 0), r);
-  if (axis < 0 || axis >= int64_t(r) || isFloat(indices.info.dtype) ||
-      !hostDTypeSupported(indices.info.dtype))
+Result movement(const Op &op, const Graph &graph, const std::vector<const Tensor *> &ins) {
+  const MovementResult m = resolveMovement(op, graph, true);
+  if (!m.maps)
     return std::nullopt;
-  int64_t outer = 1, inner = 1, dim = data.info.shape[size_t(axis)];
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= data.info.shape[size_t(d)];
-  for (size_t d = size_t(axis) + 1; d < r; ++d)
-    inner *= data.info.shape[d];
-  std::vector<int64_t> idx = decodeInt64s(indices.info.dtype, indices.data);
-  Bytes res;
-  res.reserve(out.bytes());
-  size_t block = size_t(inner) * es;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i : idx) {
-      if (i < 0)
-        i += dim;
-      if (i < 0 || i >= dim)
-        return std::nullopt; // out of range: let the run-time op report it
-      const uint8_t *p = data.data.data() + size_t((o * dim + i) * inner) * es;
-      res.insert(res.end(), p, p + block);
+  std::vector<Bytes> outs;
+  for (size_t k = 0; k < m.outputs.size(); ++k) {
+    const IndexMap &map = (*m.maps)[k];
+    const TensorInfo &info = m.outputs[k];
+    const Tensor *src = map.input < ins.size() ? ins[map.input] : nullptr;
+    if (!hasData(src))
+      return std::nullopt;
+    const uint8_t *fill = map.fillBytes.empty() ? nullptr : map.fillBytes.data();
+    if (map.fillInput) {
+      const Tensor *f = *map.fillInput < ins.size() ? ins[*map.fillInput] : nullptr;
+      if (!hasData(f) || f->data.empty())
+        return std::nullopt;
+      fill = f->data.data();
     }
-  if (res.size() != out.bytes())
-    return std::nullopt;
-  return std::vector<Bytes>{res};
+    outs.push_back(applyIndexMap(map, src->data, fill, dtypeSize(info.dtype), size_t(info.elements())));
+  }
+  return outs;
 }
+
+// --- ops computing from shapes / attributes ---------------------------------
 
 Result constantOp(const Op &op, const TensorInfo &out) {
   const auto &a = op.attrs;
@@ -261,8 +326,6 @@ Result constantOp(const Op &op, const TensorInfo &out) {
       return std::nullopt;
     return std::vector<Bytes>{t->data};
   }
-  if (!hostDTypeSupported(out.dtype))
-    return std::nullopt;
   std::vector<double> f;
   std::vector<int64_t> i;
   if (a.has("value_float"))
@@ -300,34 +363,96 @@ Result shapeOp(const Op &op, const Tensor &a, const TensorInfo &out) {
   return std::vector<Bytes>{res};
 }
 
-const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
-const std::set<std::string> kUnary = {"Neg",  "Abs", "Relu",       "Sigmoid", "Tanh", "Sqrt",
-                                      "Exp",  "Log", "Reciprocal", "Floor",   "Ceil"};
+Result constantOfShape(const Op &op, const TensorInfo &out) {
+  Bytes value = encodeDoubles(out.dtype, {0.0});
+  if (op.attrs.has("value")) {
+    auto t = op.attrs.getTensor("value");
+    if (!t || t->data.size() != dtypeSize(out.dtype))
+      return std::nullopt;
+    value = t->data;
+  }
+  Bytes res;
+  res.reserve(out.bytes());
+  for (int64_t i = 0; i < out.elements(); ++i)
+    res.insert(res.end(), value.begin(), value.end());
+  return std::vector<Bytes>{res};
+}
+
+Result range(const std::vector<const Tensor *> &ins, const TensorInfo &out) {
+  const DType t = out.dtype;
+  const int64_t n = out.elements();
+  if (isFloat(t)) {
+    const double start = decodeDoubles(t, ins[0]->data)[0], delta = decodeDoubles(t, ins[2]->data)[0];
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      v[size_t(i)] = start + double(i) * delta;
+    return std::vector<Bytes>{encodeDoubles(t, v)};
+  }
+  const int64_t start = decodeInt64s(t, ins[0]->data)[0], delta = decodeInt64s(t, ins[2]->data)[0];
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = start + i * delta;
+  return std::vector<Bytes>{encodeInt64s(t, v)};
+}
+
+Result eyeLike(const Op &op, const TensorInfo &out) {
+  const int64_t k = op.attrs.getInt("k", 0);
+  const int64_t rows = out.shape.at(0), cols = out.shape.at(1);
+  std::vector<double> v(size_t(rows * cols), 0.0);
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols)
+      v[size_t(i * cols + i + k)] = 1.0;
+  return std::vector<Bytes>{encodeDoubles(out.dtype, v)};
+}
+
+const std::set<std::string> kUnary = {"Neg",  "Abs", "Relu",       "Sigmoid", "Tanh", "Sqrt", "Exp",
+                                      "Log", "Reciprocal", "Floor", "Ceil",   "Sign", "Not"};
 // Ops whose output bytes equal their first input's bytes.
 const std::set<std::string> kCopy = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
-const std::set<std::string> kOther = {"Constant", "Shape", "Cast", "Transpose", "Concat", "Gather"};
+const std::set<std::string> kInfoOnly = {"Shape", "Size", "EyeLike"};
+const std::set<std::string> kOther = {"Constant", "Cast", "CastLike", "Transpose", "Concat",
+                                      "Where", "ConstantOfShape", "Range", "Dropout"};
 
 } // namespace
 
 bool hostEvalSupports(const std::string &t) {
-  return kBinary.count(t) || kUnary.count(t) || kCopy.count(t) || kOther.count(t);
+  return kArith.count(t) || kCompare.count(t) || kLogical.count(t) || kUnary.count(t) || kCopy.count(t) ||
+         kInfoOnly.count(t) || kOther.count(t) || isMovementOp(t);
 }
 
-Result hostEvaluate(const Op &op, const std::vector<const Tensor *> &inputs,
+bool hostEvalNeedsOnlyInfo(const std::string &t) { return kInfoOnly.count(t) != 0; }
+
+Result hostEvaluate(const Op &op, const Graph &graph, const std::vector<const Tensor *> &inputs,
                     const std::vector<TensorInfo> &outputInfos) {
   const std::string &t = op.type;
-  if (!isOnnxOp(op) || outputInfos.size() != 1 || !hostEvalSupports(t))
+  if (!(op.domain.empty() || op.domain == "ai.onnx") || !hostEvalSupports(t) ||
+      outputInfos.size() != op.outputs.size() || outputInfos.empty())
     return std::nullopt;
   const TensorInfo &out = outputInfos[0];
   if (t == "Constant")
     return constantOp(op, out);
+  if (t == "EyeLike")
+    return eyeLike(op, out);
   if (inputs.empty() || !inputs[0])
     return std::nullopt;
   const Tensor &a = *inputs[0];
   if (t == "Shape")
     return shapeOp(op, a, out);
-  if (a.data.size() != a.info.bytes())
-    return std::nullopt; // not constant data
+  if (t == "Size")
+    return std::vector<Bytes>{encodeInt64s(out.dtype, {a.info.elements()})};
+  for (const Tensor *in : inputs)
+    if (in && !hasData(in))
+      return std::nullopt; // not constant data
+  if (isMovementOp(t))
+    return movement(op, graph, inputs);
+  if (t == "Dropout") { // inference: the data, and a mask of all true
+    std::vector<Bytes> r{a.data};
+    for (size_t k = 1; k < outputInfos.size(); ++k)
+      r.push_back(encodeInt64s(outputInfos[k].dtype, std::vector<int64_t>(size_t(outputInfos[k].elements()), 1)));
+    return r;
+  }
+  if (outputInfos.size() != 1)
+    return std::nullopt;
   if (kCopy.count(t)) {
     if (a.info.dtype != out.dtype || a.data.size() != out.bytes())
       return std::nullopt;
@@ -335,22 +460,44 @@ Result hostEvaluate(const Op &op, const std::vector<const Tensor *> &inputs,
   }
   if (kUnary.count(t))
     return unary(op, a, out);
-  if (t == "Cast")
+  if (t == "Cast" || t == "CastLike")
     return cast(a, out);
   if (t == "Transpose")
     return transpose(op, a, out);
   if (t == "Concat")
     return concat(op, inputs, out);
-  if (inputs.size() < 2 || !inputs[1] || inputs[1]->data.size() != inputs[1]->info.bytes())
+  if (t == "ConstantOfShape")
+    return constantOfShape(op, out);
+  if (t == "Range")
+    return inputs.size() == 3 && hasData(inputs[1]) && hasData(inputs[2]) ? range(inputs, out) : std::nullopt;
+  if (inputs.size() < 2 || !hasData(inputs[1]))
     return std::nullopt;
-  if (t == "Gather")
-    return gather(op, a, *inputs[1], out);
+  if (t == "Where")
+    return inputs.size() == 3 && hasData(inputs[2]) ? where(a, *inputs[1], *inputs[2], out) : std::nullopt;
   return binary(op, a, *inputs[1], out);
+}
+
+Result hostEvaluate(const Op &op, const std::vector<const Tensor *> &inputs,
+                    const std::vector<TensorInfo> &outputInfos) {
+  Graph scratch;
+  Op copy = op;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) {
+      if (i < copy.inputs.size())
+        copy.inputs[i].clear();
+      continue;
+    }
+    if (!scratch.hasTensor(inputs[i]->name))
+      scratch.addTensor(*inputs[i]);
+    if (i < copy.inputs.size())
+      copy.inputs[i] = inputs[i]->name;
+  }
+  return hostEvaluate(copy, scratch, inputs, outputInfos);
 }
 
 // --- element conversions ---------------------------------------------------
 
-bool hostDTypeSupported(DType t) { return t != DType::F16; }
+bool hostDTypeSupported(DType) { return true; }
 
 template <typename R> static std::vector<R> decodeAs(DType t, const Bytes &data) {
   size_t es = dtypeSize(t), n = data.size() / es;
@@ -360,13 +507,13 @@ template <typename R> static std::vector<R> decodeAs(DType t, const Bytes &data)
     switch (t) {
     case DType::F32: v[i] = R(load<float>(p)); break;
     case DType::F64: v[i] = R(load<double>(p)); break;
+    case DType::F16: v[i] = R(halfToFloat(load<uint16_t>(p))); break;
     case DType::I8: v[i] = R(load<int8_t>(p)); break;
     case DType::I16: v[i] = R(load<int16_t>(p)); break;
     case DType::I32: v[i] = R(load<int32_t>(p)); break;
     case DType::I64: v[i] = R(load<int64_t>(p)); break;
     case DType::U8: v[i] = R(load<uint8_t>(p)); break;
     case DType::Bool: v[i] = R(load<uint8_t>(p) != 0); break;
-    case DType::F16: fail("internal error: host evaluator does not support float16");
     }
   }
   return v;
@@ -380,13 +527,13 @@ template <typename V> static Bytes encodeAs(DType t, const std::vector<V> &v) {
     switch (t) {
     case DType::F32: store<float>(p, float(v[i])); break;
     case DType::F64: store<double>(p, double(v[i])); break;
+    case DType::F16: store<uint16_t>(p, floatToHalf(float(v[i]))); break;
     case DType::I8: store<int8_t>(p, int8_t(v[i])); break;
     case DType::I16: store<int16_t>(p, int16_t(v[i])); break;
     case DType::I32: store<int32_t>(p, int32_t(v[i])); break;
     case DType::I64: store<int64_t>(p, int64_t(v[i])); break;
     case DType::U8: store<uint8_t>(p, uint8_t(v[i])); break;
     case DType::Bool: store<uint8_t>(p, uint8_t(v[i] != 0)); break;
-    case DType::F16: fail("internal error: host evaluator does not support float16");
     }
   }
   return data;
@@ -397,4 +544,4 @@ std::vector<int64_t> decodeInt64s(DType t, const Bytes &data) { return decodeAs<
 Bytes encodeDoubles(DType t, const std::vector<double> &v) { return encodeAs(t, v); }
 Bytes encodeInt64s(DType t, const std::vector<int64_t> &v) { return encodeAs(t, v); }
 
-} // namespace popc::passes
+} // namespace popc::ir
