@@ -61,8 +61,8 @@ Value *fconst(Emitter &em, DType t, double v) { return ConstantFP::get(computeTy
 
 Value *umaxOrSmax(Emitter &em, DType t, Value *x, Value *y, bool max) {
   IRBuilder<> &b = em.b();
-  if (isFloatDType(t))
-    return em.binaryIntrinsic(max ? Intrinsic::maxnum : Intrinsic::minnum, x, y);
+  if (isFloatDType(t)) // NaN-propagating, like numpy.maximum and PyTorch
+    return em.binaryIntrinsic(max ? Intrinsic::maximum : Intrinsic::minimum, x, y);
   bool u = !isSignedDType(t);
   return b.CreateBinaryIntrinsic(max ? (u ? Intrinsic::umax : Intrinsic::smax) : (u ? Intrinsic::umin : Intrinsic::smin),
                                  x, y);

@@ -321,6 +321,11 @@ TEST_CASE("variadic Max/Min/Mean read any number of inputs", "[codegen][elementw
   std::vector<int16_t> a = {1, -5, 300}, b = {2, -7, 299}, c = {0, -6, 301};
   CHECK(run<int16_t>(spec("Max", DType::I16, 3, 3), a, b, c) == std::vector<int16_t>{2, -5, 301});
   CHECK(run<int16_t>(spec("Min", DType::I16, 3, 3), a, b, c) == std::vector<int16_t>{0, -7, 299});
+  std::vector<float> n = {std::nanf(""), 1, -0.0f}, o = {1, std::nanf(""), 0.0f};
+  auto mx = run<float>(spec("Max", DType::F32, 3, 2), n, o);
+  auto mn = run<float>(spec("Min", DType::F32, 3, 2), n, o);
+  CHECK((std::isnan(mx[0]) && std::isnan(mx[1]) && std::isnan(mn[0]) && std::isnan(mn[1]))); // NaN propagates
+  CHECK((!std::signbit(mx[2]) && std::signbit(mn[2])));                                      // +0 > -0
   std::vector<double> x = {1, 2}, y = {2, 4}, z = {6, 0};
   CHECK(run<double>(spec("Mean", DType::F64, 2, 3), x, y, z) == std::vector<double>{3, 2});
   CHECK_THROWS_WITH(VertexCodegen().getOrCreate(spec("Mean", DType::I32, 2, 2)),
