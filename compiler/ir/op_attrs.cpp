@@ -97,6 +97,65 @@ WindowParams convParams(const Op &op, const Graph &graph) {
   return p;
 }
 
+WindowParams convTransposeParams(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  const TensorInfo &w = inputInfo(op, graph, 1);
+  if (x.shape.size() < 3 || x.shape.size() > 5)
+    failOp(op, "input X must have 1 to 3 spatial dims [N,C,D...], got {}", shapeToString(x.shape));
+  const size_t nd = x.shape.size() - 2;
+  if (w.shape.size() != x.shape.size())
+    failOp(op, "weights W must have rank {} [C, M/group, k...], got {}", x.shape.size(), shapeToString(w.shape));
+  WindowParams p;
+  p.group = op.attrs.getInt("group", 1);
+  if (p.group < 1 || x.shape[1] % p.group != 0 || w.shape[0] != x.shape[1])
+    failOp(op, "input channels {} must equal W's first dim {} and be divisible by group {}", x.shape[1],
+           w.shape[0], p.group);
+  p.kernel = Shape(w.shape.begin() + 2, w.shape.end());
+  if (op.attrs.has("kernel_shape") && op.attrs.getInts("kernel_shape") != p.kernel)
+    failOp(op, "kernel_shape {} does not match W {}", shapeToString(op.attrs.getInts("kernel_shape")),
+           shapeToString(w.shape));
+  p.strides = perDim(op, "strides", nd, 1);
+  p.dilations = perDim(op, "dilations", nd, 1);
+  auto outputPadding = op.attrs.getInts("output_padding", std::vector<int64_t>(nd, 0));
+  if (outputPadding.size() != nd)
+    failOp(op, "attribute 'output_padding' has {} values, expected {}", outputPadding.size(), nd);
+  const std::string autoPad = op.attrs.getString("auto_pad", "NOTSET");
+  p.padsBegin.assign(nd, 0);
+  p.padsEnd.assign(nd, 0);
+  std::vector<int64_t> outputShape;
+  if (op.attrs.has("output_shape")) {
+    outputShape = op.attrs.getInts("output_shape");
+    if (outputShape.size() == nd + 2)
+      outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
+    if (outputShape.size() != nd)
+      failOp(op, "attribute 'output_shape' has {} values, expected {}", outputShape.size(), nd);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < nd; ++i)
+      outputShape.push_back(x.shape[i + 2] * p.strides[i]);
+  }
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t full = p.strides[i] * (x.shape[i + 2] - 1) + outputPadding[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
+    if (!outputShape.empty()) {
+      // A negative total (output_shape beyond the natural size) extends the end,
+      // like output_padding.
+      const int64_t total = full - outputShape[i];
+      const bool upper = autoPad == "SAME_UPPER" || total < 0;
+      p.padsBegin[i] = upper ? total / 2 : total - total / 2;
+      p.padsEnd[i] = upper ? total - total / 2 : total / 2;
+    } else if (autoPad == "NOTSET") {
+      auto pads = op.attrs.getInts("pads", std::vector<int64_t>(2 * nd, 0));
+      if (pads.size() != 2 * nd)
+        failOp(op, "attribute 'pads' has {} values, expected {}", pads.size(), 2 * nd);
+      p.padsBegin[i] = pads[i];
+      p.padsEnd[i] = pads[i + nd];
+    }
+    p.outSpatial.push_back(full - p.padsBegin[i] - p.padsEnd[i]);
+    if (p.outSpatial.back() < 1)
+      failOp(op, "output dim {} would be {}", i, p.outSpatial.back());
+  }
+  return p;
+}
+
 WindowParams poolParams(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   if (x.shape.size() < 3)

@@ -48,6 +48,10 @@ struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
 };
 GemmParams gemmParams(const Op &op, const Graph &graph);
+// ConvTranspose: X [N,C,D...] (1 to 3 spatial dims), W [C, M/group, k...].
+// Pads resolved from pads / auto_pad / output_shape as the ONNX spec says.
+WindowParams convTransposeParams(const Op &op, const Graph &graph);
+
 // Reduce* (axes from the attribute or, from ReduceSum-13, the constant input 1;
 // no axes = all unless noop_with_empty_axes) and ArgMax/ArgMin (one axis).
 struct ReduceParams {

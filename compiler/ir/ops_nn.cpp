@@ -28,6 +28,25 @@ std::vector<TensorInfo> inferConv(const Op &op, const Graph &graph) {
   return {TensorInfo{x.dtype, out}};
 }
 
+std::vector<TensorInfo> inferConvTranspose(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  const TensorInfo &w = inputInfo(op, graph, 1);
+  if (x.dtype != DType::F32 && x.dtype != DType::F64)
+    failOp(op, "input X dtype {} is not supported (float32, float64)", dtypeName(x.dtype));
+  requireSameDType(op, x, w, "input X", "weights W");
+  const WindowParams p = convTransposeParams(op, graph);
+  const int64_t M = w.shape[1] * p.group;
+  if (op.hasInput(2)) {
+    const TensorInfo &b = inputInfo(op, graph, 2);
+    requireSameDType(op, x, b, "input X", "bias B");
+    if (b.shape != Shape{M})
+      failOp(op, "bias B must have shape [{}], got {}", M, shapeToString(b.shape));
+  }
+  Shape out{x.shape[0], M};
+  out.insert(out.end(), p.outSpatial.begin(), p.outSpatial.end());
+  return {TensorInfo{x.dtype, out}};
+}
+
 std::vector<TensorInfo> inferPool(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const bool intOk = op.type == "MaxPool" && (x.dtype == DType::I8 || x.dtype == DType::U8 ||
@@ -119,6 +138,7 @@ std::vector<TensorInfo> inferDropout(const Op &op, const Graph &graph) {
 
 void registerNnOps(OpRegistry &reg) {
   reg.add({"Conv", 2, 3, inferConv});
+  reg.add({"ConvTranspose", 2, 3, inferConvTranspose});
   reg.add({"MaxPool", 1, 1, inferPool});
   reg.add({"AveragePool", 1, 1, inferPool});
   reg.add({"GlobalAveragePool", 1, 1, inferGlobalPool});

@@ -299,6 +299,9 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
 
 } // namespace
 
-void registerConvLowerings(LoweringTable &t) { t["Conv"] = lowerConv; }
+void registerConvLowerings(LoweringTable &t) {
+  t["Conv"] = lowerConv;
+  t["ConvTranspose"] = lowerConvTranspose;
+}
 
 } // namespace popc::lib

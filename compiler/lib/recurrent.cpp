@@ -18,24 +18,14 @@ namespace {
 
 using codegen::FieldAccess;
 
-// A constant device tensor (zeros or `data`) for an omitted optional input.
-Value constantTensor(Lowering &L, const std::string &name, DType dtype, const Shape &shape,
-                     std::vector<uint8_t> data = {}) {
-  const ir::TensorInfo info{dtype, shape};
-  Value v = L.newValue(name, info, graph::TensorRole::Constant);
-  data.resize(info.bytes());
-  L.graph.tensor(v.tensor).constData = std::move(data);
-  L.mapLinearly(v);
-  return v;
-}
-
 void lowerRecurrent(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const ir::RecurrentParams p = ir::recurrentParams(op, g);
   const Value x = L.value(op.inputs[0]);
   const DType t = x.info.dtype;
   const Shape state = p.layout ? Shape{p.batch, p.dirs, p.hidden} : Shape{p.dirs, p.batch, p.hidden};
   auto inputOr = [&](size_t i, const std::string &what, DType dtype, const Shape &shape, std::vector<uint8_t> fill = {}) {
-    return op.hasInput(i) ? L.value(op.inputs[i]) : constantTensor(L, op.name + "/" + what, dtype, shape, std::move(fill));
+    return op.hasInput(i) ? L.value(op.inputs[i])
+                          : constantTensor(L, op.name + "/" + what, ir::TensorInfo{dtype, shape}, std::move(fill));
   };
   std::vector<uint8_t> fullLengths(size_t(p.batch) * 4);
   for (int64_t b = 0; b < p.batch; ++b) {

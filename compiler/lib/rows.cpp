@@ -6,6 +6,14 @@
 
 namespace popc::lib {
 
+Value constantTensor(Lowering &L, const std::string &name, const ir::TensorInfo &info, std::vector<uint8_t> data) {
+  Value v = L.newValue(name, info, graph::TensorRole::Constant);
+  data.resize(info.bytes());
+  L.graph.tensor(v.tensor).constData = std::move(data);
+  L.mapLinearly(v);
+  return v;
+}
+
 std::vector<int64_t> axesLastPerm(size_t rank, const std::vector<int64_t> &axes) {
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < int64_t(rank); ++d)

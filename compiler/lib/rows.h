@@ -33,6 +33,10 @@ void lowerRowWiseAt(Lowering &L, const std::string &name, const std::vector<RowO
                     const std::vector<RowOperand> &outputs, uint64_t rows,
                     const std::function<codegen::KernelSpec(uint64_t firstRow, uint32_t rowCount)> &spec);
 
+// A constant device tensor holding `data` (zero-filled to the tensor's size),
+// e.g. for an omitted optional input a codelet still needs a field for.
+Value constantTensor(Lowering &L, const std::string &name, const ir::TensorInfo &info, std::vector<uint8_t> data = {});
+
 // A field description for codelet specs.
 inline codegen::FieldInfo codeletField(const std::string &name, uint64_t elements, DType dtype,
                                        codegen::FieldAccess access) {

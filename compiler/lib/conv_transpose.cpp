@@ -1,0 +1,56 @@
+// ConvTranspose (1 to 3 spatial dims, groups, dilations, output_padding /
+// output_shape / auto_pad) as a codelet over (n, output channel) planes. Each
+// tile holds the whole input and weights once; fine for decoder heads and the
+// ONNX tests, a real planner (like conv.cpp's) is future work.
+#include "compiler/lib/ops.h"
+#include "compiler/lib/rows.h"
+
+#include "compiler/ir/op_attrs.h"
+#include "compiler/ir/op_helpers.h"
+
+#include <fmt/format.h>
+
+namespace popc::lib {
+
+void lowerConvTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  const Value x = L.value(op.inputs[0]), w = L.value(op.inputs[1]);
+  const ir::WindowParams p = ir::convTransposeParams(op, g);
+  const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
+  Value out = L.newValue(op.outputs[0], outInfo);
+  L.bind(op.outputs[0], out);
+  if (outInfo.elements() == 0)
+    return;
+  const DType t = x.info.dtype;
+  const int64_t channels = x.info.shape[1], outChannels = outInfo.shape[1];
+  const Value bias = op.hasInput(2) ? L.value(op.inputs[2])
+                                    : constantTensor(L, op.name + "/bias", ir::TensorInfo{t, {outChannels}});
+  const size_t nd = x.info.shape.size() - 2;
+  auto dims3 = [&](const std::vector<int64_t> &v, int64_t fill) {
+    std::vector<int64_t> r(3 - nd, fill);
+    r.insert(r.end(), v.begin(), v.end());
+    return r;
+  };
+  const auto in = dims3(Shape(x.info.shape.begin() + 2, x.info.shape.end()), 1), o = dims3(p.outSpatial, 1),
+             k = dims3(p.kernel, 1), s = dims3(p.strides, 1), pad = dims3(p.padsBegin, 0),
+             d = dims3(p.dilations, 1);
+  const uint64_t rows = uint64_t(outInfo.shape[0] * outChannels);
+  const uint64_t outPlane = uint64_t(outInfo.elements()) / rows;
+  const uint64_t macsPerOutput = uint64_t(channels / p.group) * uint64_t(k[0] * k[1] * k[2]);
+  lowerRowWiseAt(L, op.name, {RowOperand{x, {}, 1, true}, RowOperand{w, {}, 1, true}, RowOperand{bias, {}, 1, true}},
+                 {RowOperand{out, {}, outPlane}}, rows, [&](uint64_t first, uint32_t n) {
+                   codegen::CodeletSpec spec;
+                   spec.function = "popc_conv_transpose_" + ir::detail::shortDType(t);
+                   spec.name = fmt::format("ConvTranspose{}d_r{}_{}", nd, n, ir::detail::shortDType(t));
+                   spec.fields = {codeletField("x", uint64_t(x.info.elements()), t, codegen::FieldAccess::Input),
+                                  codeletField("w", uint64_t(w.info.elements()), t, codegen::FieldAccess::Input),
+                                  codeletField("bias", uint64_t(outChannels), t, codegen::FieldAccess::Input),
+                                  codeletField("y", n * outPlane, t, codegen::FieldAccess::Output)};
+                   spec.args = {int64_t(n), int64_t(first), channels, outChannels, p.group};
+                   for (const auto *v : {&in, &o, &k, &s, &pad, &d})
+                     spec.args.insert(spec.args.end(), v->begin(), v->end());
+                   spec.cycles = 10 + uint64_t(n) * outPlane * (macsPerOutput + 4);
+                   return codegen::KernelSpec{spec};
+                 });
+}
+
+} // namespace popc::lib
