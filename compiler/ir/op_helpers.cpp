@@ -69,11 +69,14 @@ namespace {
 // compile time (recursively): shape subgraphs such as
 // Shape→Gather→Unsqueeze→Concat feeding a Reshape are known while the graph
 // is built, before constant folding. Small tensors only (shape-like values).
-std::optional<Tensor> evaluatedValue(const Graph &graph, const Tensor &t, int depth) {
+// `budget` bounds the ops visited per query, so a query on a long run-time
+// chain (or a constant DAG with many shared nodes) stays cheap.
+std::optional<Tensor> evaluatedValue(const Graph &graph, const Tensor &t, int &budget) {
   constexpr size_t kMaxBytes = size_t(1) << 20;
-  constexpr int kMaxDepth = 200;
+  if (t.info.bytes() > kMaxBytes || --budget < 0)
+    return std::nullopt;
   auto p = graph.producer(t.name);
-  if (!p || t.info.bytes() > kMaxBytes || depth > kMaxDepth)
+  if (!p)
     return std::nullopt;
   const Op &op = *graph.ops()[*p];
   if (!(op.domain.empty() || op.domain == "ai.onnx"))
@@ -95,7 +98,7 @@ std::optional<Tensor> evaluatedValue(const Graph &graph, const Tensor &t, int de
       inputs.push_back(&src);
       continue;
     }
-    auto v = evaluatedValue(graph, src, depth + 1);
+    auto v = evaluatedValue(graph, src, budget);
     if (!v)
       return std::nullopt;
     values.push_back(std::move(*v));
@@ -127,8 +130,10 @@ std::optional<Tensor> constantValue(const Graph &graph, const std::string &name)
   const Tensor &t = graph.tensor(name);
   if (t.kind == TensorKind::Constant)
     return t;
-  if (t.kind == TensorKind::Intermediate)
-    return evaluatedValue(graph, t, 0);
+  if (t.kind == TensorKind::Intermediate) {
+    int budget = 256;
+    return evaluatedValue(graph, t, budget);
+  }
   return std::nullopt;
 }
 
