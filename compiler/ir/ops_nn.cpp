@@ -120,12 +120,20 @@ std::vector<TensorInfo> inferDropout(const Op &op, const Graph &graph) {
   if (op.hasInput(2)) { // training_mode
     auto value = constantValue(graph, op.inputs[2]);
     if (!value)
-      failOp(op, "training_mode (input 2) must be a compile-time constant");
+      failNotConstant(op, graph, 2, "training_mode");
     auto v = value->toInt64s();
     if (v.size() != 1)
       failOp(op, "training_mode must be a scalar");
-    if (v[0] != 0)
-      failOp(op, "training_mode=true is not supported (inference only)");
+    // Training-mode Dropout is the identity only with ratio 0; otherwise it
+    // draws random masks, which an inference compiler does not reproduce.
+    if (v[0] != 0) {
+      auto ratio = op.hasInput(1) ? constantValue(graph, op.inputs[1]) : std::nullopt;
+      if (op.hasInput(1) && !ratio)
+        failNotConstant(op, graph, 1, "ratio");
+      if (!ratio || ratio->toDoubles().size() != 1 || ratio->toDoubles()[0] != 0.0)
+        failOp(op, "training_mode=true with a ratio other than 0 drops random elements; popc compiles inference "
+                   "graphs (export the model in eval mode)");
+    }
   }
   if (op.outputs.size() > 2)
     failOp(op, "has at most 2 outputs (output, mask), got {}", op.outputs.size());
