@@ -78,18 +78,18 @@ void resolveWindow(const Op &op, const Shape &inSpatial, WindowParams &p) {
 WindowParams convParams(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const TensorInfo &w = inputInfo(op, graph, 1);
-  if (x.shape.size() != 4)
-    failOp(op, "only 2-D convolution is supported: input X must be 4-D [N,C,H,W], got {}",
-           shapeToString(x.shape));
-  if (w.shape.size() != 4)
-    failOp(op, "weights W must be 4-D [M,C/group,kH,kW], got {}", shapeToString(w.shape));
+  if (x.shape.size() < 3 || x.shape.size() > 5)
+    failOp(op, "input X must have 1 to 3 spatial dims [N,C,D...], got {}", shapeToString(x.shape));
+  const size_t nd = x.shape.size() - 2;
+  if (w.shape.size() != x.shape.size())
+    failOp(op, "weights W must have rank {} [M,C/group,k...], got {}", x.shape.size(), shapeToString(w.shape));
   WindowParams p;
   p.kernel = Shape(w.shape.begin() + 2, w.shape.end());
   if (op.attrs.has("kernel_shape") && op.attrs.getInts("kernel_shape") != p.kernel)
     failOp(op, "attribute 'kernel_shape' {} does not match the weights' spatial dims {}",
            shapeToString(op.attrs.getInts("kernel_shape")), shapeToString(p.kernel));
-  p.strides = perDim(op, "strides", 2, 1);
-  p.dilations = perDim(op, "dilations", 2, 1);
+  p.strides = perDim(op, "strides", nd, 1);
+  p.dilations = perDim(op, "dilations", nd, 1);
   p.group = op.attrs.getInt("group", 1);
   if (p.group < 1)
     failOp(op, "attribute 'group' must be >= 1, got {}", p.group);

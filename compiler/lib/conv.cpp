@@ -215,6 +215,8 @@ const std::string *fusableRelu(const ir::Op &op, const ir::Graph &g) {
 }
 
 void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  if (L.value(op.inputs[0]).info.shape.size() != 4)
+    return lowerConvNd(op, g, L); // 1-D and 3-D: the codelet
   ConvOp c{op, {}, window2d(op, g), {}, L.value(op.inputs[0]), L.value(op.inputs[1]), {}, {}};
   if (op.hasInput(2))
     c.bias = L.value(op.inputs[2]);

@@ -1,7 +1,8 @@
 // ConvTranspose (1 to 3 spatial dims, groups, dilations, output_padding /
-// output_shape / auto_pad) as a codelet over (n, output channel) planes. Each
-// tile holds the whole input and weights once; fine for decoder heads and the
-// ONNX tests, a real planner (like conv.cpp's) is future work.
+// output_shape / auto_pad), and Conv over 1 or 3 spatial dims, as codelets
+// over (n, output channel) planes. Each tile holds the whole input and
+// weights once; fine for decoder heads, 1-D/3-D layers of modest size and the
+// ONNX tests — a real planner (like conv.cpp's for 2-D) is future work.
 #include "compiler/lib/ops.h"
 #include "compiler/lib/rows.h"
 
@@ -12,9 +13,11 @@
 
 namespace popc::lib {
 
-void lowerConvTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+namespace {
+
+void lowerWindowCodelet(const ir::Op &op, const ir::Graph &g, Lowering &L, const ir::WindowParams &p,
+                        const std::string &function) {
   const Value x = L.value(op.inputs[0]), w = L.value(op.inputs[1]);
-  const ir::WindowParams p = ir::convTransposeParams(op, g);
   const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
   Value out = L.newValue(op.outputs[0], outInfo);
   L.bind(op.outputs[0], out);
@@ -35,12 +38,13 @@ void lowerConvTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L) {
              d = dims3(p.dilations, 1);
   const uint64_t rows = uint64_t(outInfo.shape[0] * outChannels);
   const uint64_t outPlane = uint64_t(outInfo.elements()) / rows;
-  const uint64_t macsPerOutput = uint64_t(channels / p.group) * uint64_t(k[0] * k[1] * k[2]);
+  const uint64_t macsPerOutput = uint64_t(op.type == "Conv" ? w.info.shape[1] : channels / p.group) *
+                                 uint64_t(k[0] * k[1] * k[2]);
   lowerRowWiseAt(L, op.name, {RowOperand{x, {}, 1, true}, RowOperand{w, {}, 1, true}, RowOperand{bias, {}, 1, true}},
                  {RowOperand{out, {}, outPlane}}, rows, [&](uint64_t first, uint32_t n) {
                    codegen::CodeletSpec spec;
-                   spec.function = "popc_conv_transpose_" + ir::detail::shortDType(t);
-                   spec.name = fmt::format("ConvTranspose{}d_r{}_{}", nd, n, ir::detail::shortDType(t));
+                   spec.function = function + "_" + ir::detail::shortDType(t);
+                   spec.name = fmt::format("{}{}d_r{}_{}", op.type, nd, n, ir::detail::shortDType(t));
                    spec.fields = {codeletField("x", uint64_t(x.info.elements()), t, codegen::FieldAccess::Input),
                                   codeletField("w", uint64_t(w.info.elements()), t, codegen::FieldAccess::Input),
                                   codeletField("bias", uint64_t(outChannels), t, codegen::FieldAccess::Input),
@@ -51,6 +55,16 @@ void lowerConvTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L) {
                    spec.cycles = 10 + uint64_t(n) * outPlane * (macsPerOutput + 4);
                    return codegen::KernelSpec{spec};
                  });
+}
+
+} // namespace
+
+void lowerConvTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  lowerWindowCodelet(op, g, L, ir::convTransposeParams(op, g), "popc_conv_transpose");
+}
+
+void lowerConvNd(const ir::Op &op, const ir::Graph &g, Lowering &L) {
+  lowerWindowCodelet(op, g, L, ir::convParams(op, g), "popc_conv_nd");
 }
 
 } // namespace popc::lib

@@ -26,7 +26,9 @@ void registerRecurrentLowerings(LoweringTable &table);
 void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L);
 void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &L);
 
+// Codelet convolutions: ConvTranspose, and Conv over 1 or 3 spatial dims.
 void lowerConvTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L);
+void lowerConvNd(const ir::Op &op, const ir::Graph &g, Lowering &L);
 
 // Pooling the 2-D kernels do not cover (1-D/3-D, Indices, integer data): codelet.
 void lowerPoolNd(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax);

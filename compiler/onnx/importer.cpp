@@ -6,6 +6,7 @@
 #include "support/log.h"
 
 #include <onnx/checker.h>
+#include <onnx/version_converter/convert.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
@@ -214,7 +215,19 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
   auto logger = log::get("onnx");
   ::onnx::ModelProto model = readModel(path);
-  const int64_t opset = aiOnnxOpset(model, path);
+  int64_t opset = aiOnnxOpset(model, path);
+  if (opset > 0 && opset < 7) {
+    // Legacy broadcast/consumed_inputs/is_test semantics: let ONNX's own
+    // version converter rewrite the model to opset 7 (as the fix in the
+    // unsupported-opset error would), and say so.
+    try {
+      model = ::onnx::version_conversion::ConvertVersion(model, 7);
+      logger->info("{}: converted from ai.onnx opset {} to 7 with the ONNX version converter", path, opset);
+      opset = 7;
+    } catch (const std::exception &e) {
+      logger->debug("{}: ONNX version converter failed: {}", path, oneLine(e.what()));
+    }
+  }
   expandStaticControlFlow(model, opset, options.frozenInputs, path);
   expandFunctionOps(model, opset, path);
   const auto names = nodeNames(model.graph());
