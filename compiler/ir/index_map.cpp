@@ -136,14 +136,16 @@ void slice(Ctx &c) {
       b = b < -dim ? -1 : b + dim;
     if (e < 0)
       e = e < -dim ? -1 : e + dim;
+    // |step| as unsigned: steps may be INT64_MIN/MAX in exported models.
+    const uint64_t mag = s > 0 ? uint64_t(s) : uint64_t(-(s + 1)) + 1;
     if (s > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      shape[size_t(a)] = e > b ? (e - b + s - 1) / s : 0;
+      shape[size_t(a)] = e > b ? int64_t(1 + uint64_t(e - b - 1) / mag) : 0;
     } else {
       b = std::clamp<int64_t>(b, -1, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      shape[size_t(a)] = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+      shape[size_t(a)] = b > e ? int64_t(1 + uint64_t(b - e - 1) / mag) : 0;
     }
     first[size_t(a)] = b;
     step[size_t(a)] = s;
@@ -791,6 +793,18 @@ const std::map<std::string, std::function<void(Ctx &)>> &resolvers() {
 
 } // namespace
 
+void checkTensorSize(const Op &op, const Shape &shape) {
+  constexpr int64_t kMaxElements = int64_t(1) << 32;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      failOp(op, "output shape {} has a negative dimension", shapeToString(shape));
+    if (d != 0 && n > kMaxElements / d)
+      failOp(op, "output shape {} is too large (more than 2^32 elements)", shapeToString(shape));
+    n *= d;
+  }
+}
+
 bool isMovementOp(const std::string &type) { return resolvers().count(type) != 0; }
 
 MovementResult resolveMovement(const Op &op, const Graph &graph, bool wantMaps) {
@@ -801,6 +815,8 @@ MovementResult resolveMovement(const Op &op, const Graph &graph, bool wantMaps) 
   it->second(c);
   if (c.r.outputs.size() != op.outputs.size())
     failOp(op, "has {} outputs, expected {}", op.outputs.size(), c.r.outputs.size());
+  for (const TensorInfo &info : c.r.outputs)
+    checkTensorSize(op, info.shape);
   return std::move(c.r);
 }
 

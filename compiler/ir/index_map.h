@@ -47,6 +47,10 @@ bool isMovementOp(const std::string &type);
 // known at run time.
 MovementResult resolveMovement(const Op &op, const Graph &graph, bool wantMaps);
 
+// Fails naming `op` when `shape` has a negative dim or over 2^32 elements
+// (a shape computed from data must not make the compiler allocate blindly).
+void checkTensorSize(const Op &op, const Shape &shape);
+
 // Calls fn(int64_t src) for output elements [begin, end) of `map` in order;
 // src is the input element or kFill.
 template <typename Fn> void forEachSource(const IndexMap &map, uint64_t begin, uint64_t end, Fn &&fn) {

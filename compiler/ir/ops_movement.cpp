@@ -36,6 +36,7 @@ std::vector<TensorInfo> inferConstantOfShape(const Op &op, const Graph &graph) {
   for (int64_t d : dims)
     if (d < 0)
       failOp(op, "shape {} has a negative dimension", shapeToString(dims));
+  checkTensorSize(op, dims);
   DType dtype = DType::F32;
   if (op.attrs.has("value")) {
     auto v = op.attrs.getTensor("value");
@@ -61,7 +62,10 @@ std::vector<TensorInfo> inferRange(const Op &op, const Graph &graph) {
   }
   if (v[2] == 0)
     failOp(op, "delta must not be 0");
-  const int64_t n = std::max<int64_t>(int64_t(std::ceil((v[1] - v[0]) / v[2])), 0);
+  const double count = std::ceil((v[1] - v[0]) / v[2]);
+  if (!(count < 4294967296.0)) // also NaN
+    failOp(op, "start {}, limit {}, delta {} give too many elements", v[0], v[1], v[2]);
+  const int64_t n = std::max<int64_t>(int64_t(count), 0);
   return {TensorInfo{dtype, {n}}};
 }
 

@@ -115,3 +115,18 @@ TEST_CASE("Reshape infers through an exported shape subgraph", "[ir][movement]")
   infer(g, withAttr(makeOp("Concat", "cat", {"n1", "m1"}, {"spec"}), "axis", int64_t(0)));
   CHECK(inferShape(g, makeOp("Reshape", "rs", {"x", "spec"}, {"y"})) == Shape{6, 4});
 }
+
+TEST_CASE("extreme Slice steps and oversized shapes are handled, not crashed on", "[ir][movement]") {
+  Graph g;
+  addInput(g, "x", {7});
+  addConstInts(g, "s", {0});
+  addConstInts(g, "e", {INT64_MAX});
+  addConstInts(g, "a", {0});
+  addConstInts(g, "big", {INT64_MAX});
+  CHECK(inferShape(g, makeOp("Slice", "s1", {"x", "s", "e", "a", "big"}, {"y1"})) == Shape{1});
+  addConstInts(g, "last", {-1});
+  addConstInts(g, "min", {INT64_MIN});
+  CHECK(inferShape(g, makeOp("Slice", "s2", {"x", "last", "min", "a", "min"}, {"y2"})) == Shape{1});
+  addConstInts(g, "huge", {1 << 20, 1 << 20, 1 << 20});
+  CHECK_THROWS_WITH(infer(g, makeOp("ConstantOfShape", "c", {"huge"}, {"c"})), Contains("too large"));
+}
