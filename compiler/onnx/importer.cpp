@@ -218,12 +218,15 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
   int64_t opset = aiOnnxOpset(model, path);
   if (opset > 0 && opset < 7) {
     // Legacy broadcast/consumed_inputs/is_test semantics: let ONNX's own
-    // version converter rewrite the model to opset 7 (as the fix in the
-    // unsupported-opset error would), and say so.
+    // version converter rewrite the model (as the fix in the unsupported-opset
+    // error would), and say so. Opset 9, not 7: exporters of that era already
+    // emitted int64 Constants, which opset 9 allows. The converter needs shapes.
     try {
-      model = ::onnx::version_conversion::ConvertVersion(model, 7);
-      logger->info("{}: converted from ai.onnx opset {} to 7 with the ONNX version converter", path, opset);
-      opset = 7;
+      ::onnx::ModelProto typed = model;
+      ::onnx::shape_inference::InferShapes(typed);
+      model = ::onnx::version_conversion::ConvertVersion(typed, 9);
+      logger->info("{}: converted from ai.onnx opset {} to 9 with the ONNX version converter", path, opset);
+      opset = 9;
     } catch (const std::exception &e) {
       logger->debug("{}: ONNX version converter failed: {}", path, oneLine(e.what()));
     }
