@@ -667,23 +667,32 @@ double nearestRound(const std::string &mode, double v) {
   return std::round(v);
 }
 
-void resize(Ctx &c) {
-  const Op &op = c.op;
-  const Graph &g = c.g;
+} // namespace
+
+ResizeParams resizeParams(const Op &op, const Graph &g) {
   const TensorInfo &x = inputInfo(op, g, 0);
   const size_t rank = x.shape.size();
   const bool upsample = op.type == "Upsample";
-  const std::string mode = op.attrs.getString("mode", "nearest");
-  if (mode != "nearest")
-    failOp(op, "mode '{}' is not supported (only nearest: it is a pure data movement)", mode);
-  std::string ctm = op.attrs.getString("coordinate_transformation_mode", "half_pixel");
-  std::string nearest = op.attrs.getString("nearest_mode", "round_prefer_floor");
-  // Upsample and Resize-10 floor x_out / scale.
+  ResizeParams p;
+  p.mode = op.attrs.getString("mode", "nearest");
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    failOp(op, "mode '{}' must be nearest, linear or cubic", p.mode);
+  p.transform = op.attrs.getString("coordinate_transformation_mode", "half_pixel");
+  p.nearestMode = op.attrs.getString("nearest_mode", "round_prefer_floor");
+  p.cubicA = op.attrs.getFloat("cubic_coeff_a", -0.75);
+  p.excludeOutside = op.attrs.getInt("exclude_outside", 0) != 0;
+  p.extrapolation = op.attrs.getFloat("extrapolation_value", 0.0);
+  // Upsample and Resize-10: x_in = x_out / scale, nearest floors.
   const bool legacy = upsample || g.opset < 11;
   if (legacy) {
-    ctm = "asymmetric";
-    nearest = "floor";
+    p.transform = "asymmetric";
+    p.nearestMode = "floor";
   }
+  static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                     "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (std::find_if(std::begin(transforms), std::end(transforms), [&](const char *t) { return p.transform == t; }) ==
+      std::end(transforms))
+    failOp(op, "coordinate_transformation_mode '{}' is not supported", p.transform);
   std::vector<double> scales;
   std::vector<int64_t> sizes;
   auto floatsOf = [&](size_t i) -> std::optional<std::vector<double>> {
@@ -691,28 +700,28 @@ void resize(Ctx &c) {
       return std::nullopt;
     auto v = constantValue(g, op.inputs[i]);
     if (!v)
-      detail::failNotConstant(op, g, i, i == 1 ? "roi" : "scales");
+      detail::failNotConstant(op, g, i, i == 1 && !legacy ? "roi" : "scales");
     return v->toDoubles();
   };
   if (upsample && g.opset < 9) {
     scales = op.attrs.getFloats("scales");
   } else {
-    const size_t scalesAt = legacy ? 1 : 2;
-    if (auto s = floatsOf(scalesAt))
+    if (auto s = floatsOf(legacy ? 1 : 2))
       scales = *s;
     if (!legacy && op.hasInput(3))
       sizes = detail::constantInputInts(op, g, 3, "sizes");
   }
   if (!sizes.empty() && !scales.empty())
     failOp(op, "scales and sizes cannot both be given");
-  Shape shape(rank);
-  std::vector<double> scale(rank, 1.0);
+  p.in = x.shape;
+  p.out.resize(rank);
+  p.scale.assign(rank, 1.0);
   if (!sizes.empty()) {
     if (sizes.size() != rank)
       failOp(op, "sizes has {} values, expected {}", sizes.size(), rank);
     for (size_t d = 0; d < rank; ++d) {
-      shape[d] = sizes[d];
-      scale[d] = x.shape[d] ? double(sizes[d]) / double(x.shape[d]) : 1.0;
+      p.out[d] = sizes[d];
+      p.scale[d] = x.shape[d] ? double(sizes[d]) / double(x.shape[d]) : 1.0;
     }
   } else {
     if (scales.size() != rank)
@@ -720,53 +729,66 @@ void resize(Ctx &c) {
     for (size_t d = 0; d < rank; ++d) {
       if (!(scales[d] > 0))
         failOp(op, "scales must be > 0, got {}", scales[d]);
-      scale[d] = scales[d];
-      shape[d] = int64_t(std::floor(double(x.shape[d]) * float(scales[d])));
+      p.scale[d] = double(float(scales[d]));
+      p.out[d] = int64_t(std::floor(double(x.shape[d]) * p.scale[d]));
     }
   }
-  c.out({x.dtype, shape});
-  if (!c.wantMaps)
-    return;
-  std::vector<double> roi;
-  if (ctm == "tf_crop_and_resize") {
+  if (p.transform == "tf_crop_and_resize") {
     if (auto r = floatsOf(1))
-      roi = *r;
-    if (roi.size() != 2 * rank)
+      p.roi = *r;
+    if (p.roi.size() != 2 * rank)
       failOp(op, "tf_crop_and_resize needs roi with {} values", 2 * rank);
   }
+  return p;
+}
+
+std::optional<double> resizeSource(const ResizeParams &p, size_t d, int64_t i) {
+  // As the ONNX reference: the "output width" is scale * in, not the rounded size.
+  const double in = double(p.in[d]), s = p.scale[d], outWidth = s * in, x = double(i);
+  const std::string &t = p.transform;
+  if (t == "half_pixel")
+    return (x + 0.5) / s - 0.5;
+  if (t == "pytorch_half_pixel")
+    return outWidth == 1 ? -0.5 : (x + 0.5) / s - 0.5;
+  if (t == "align_corners")
+    return outWidth == 1 ? 0.0 : x * (in - 1) / (outWidth - 1);
+  if (t == "asymmetric")
+    return x / s;
+  if (t == "tf_half_pixel_for_nn")
+    return (x + 0.5) / s;
+  const size_t rank = p.in.size();
+  const double b = p.roi[d], e = p.roi[d + rank];
+  const double o = outWidth == 1 ? 0.5 * (b + e) * (in - 1) : b * (in - 1) + x * (e - b) * (in - 1) / (outWidth - 1);
+  if (o < 0 || o > in - 1)
+    return std::nullopt; // extrapolation_value
+  return o;
+}
+
+namespace {
+
+void resize(Ctx &c) {
+  const Op &op = c.op;
+  const TensorInfo &x = inputInfo(op, c.g, 0);
+  const ResizeParams p = resizeParams(op, c.g);
+  c.out({x.dtype, p.out});
+  if (!c.wantMaps)
+    return;
+  if (p.mode != "nearest")
+    failOp(op, "mode '{}' is not a data movement; the resize-decomposition pass rewrites it (float types only)",
+           p.mode);
   IndexMap m;
-  m.walk = shape;
+  m.walk = p.out;
   const auto st = strides(x.shape);
-  for (size_t d = 0; d < rank; ++d) {
-    const double in = double(x.shape[d]), out = double(shape[d]), s = scale[d];
-    std::vector<int64_t> t(size_t(shape[d]));
-    for (int64_t i = 0; i < shape[d]; ++i) {
-      double o;
-      if (ctm == "half_pixel")
-        o = (i + 0.5) / s - 0.5;
-      else if (ctm == "pytorch_half_pixel")
-        o = out > 1 ? (i + 0.5) / s - 0.5 : 0;
-      else if (ctm == "align_corners")
-        o = out == 1 ? 0 : i * (in - 1) / (out - 1);
-      else if (ctm == "asymmetric")
-        o = i / s;
-      else if (ctm == "tf_half_pixel_for_nn")
-        o = (i + 0.5) / s;
-      else if (ctm == "tf_crop_and_resize") {
-        const double b = roi[d], e = roi[d + rank];
-        o = out > 1 ? b * (in - 1) + i * (e - b) * (in - 1) / (out - 1) : 0.5 * (b + e) * (in - 1);
-        if (o < 0 || o > in - 1) {
-          t[size_t(i)] = kFill;
-          continue;
-        }
-      } else
-        failOp(op, "coordinate_transformation_mode '{}' is not supported", ctm);
-      const int64_t src = std::clamp<int64_t>(int64_t(nearestRound(nearest, o)), 0, x.shape[d] - 1);
-      t[size_t(i)] = src * st[d];
+  for (size_t d = 0; d < p.out.size(); ++d) {
+    std::vector<int64_t> t(static_cast<size_t>(p.out[d]));
+    for (int64_t i = 0; i < p.out[d]; ++i) {
+      const auto o = resizeSource(p, d, i);
+      t[size_t(i)] = !o ? kFill
+                        : std::clamp<int64_t>(int64_t(nearestRound(p.nearestMode, *o)), 0, x.shape[d] - 1) * st[d];
     }
     m.table.push_back(std::move(t));
   }
-  m.fillBytes = scalarBytes(x.dtype, op.attrs.getFloat("extrapolation_value", 0.0));
+  m.fillBytes = scalarBytes(x.dtype, p.extrapolation);
   c.maps({m});
 }
 

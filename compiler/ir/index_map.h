@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace popc::ir {
@@ -46,6 +47,22 @@ bool isMovementOp(const std::string &type);
 // the op on invalid attributes/inputs, or when a shape-like input is only
 // known at run time.
 MovementResult resolveMovement(const Op &op, const Graph &graph, bool wantMaps);
+
+// Resize / Upsample geometry (ONNX reference semantics, opset 10..13 and
+// Upsample 7/9), shared by the nearest lowering here and the linear/cubic
+// decomposition pass.
+struct ResizeParams {
+  std::string mode, transform, nearestMode;
+  double cubicA = -0.75, extrapolation = 0.0;
+  bool excludeOutside = false;
+  Shape in, out;
+  std::vector<double> scale; // per dim
+  std::vector<double> roi;   // tf_crop_and_resize only
+};
+ResizeParams resizeParams(const Op &op, const Graph &graph);
+// Source coordinate of output index i along dim d; nullopt when it falls
+// outside the input (tf_crop_and_resize: the element is extrapolation_value).
+std::optional<double> resizeSource(const ResizeParams &p, size_t d, int64_t i);
 
 // Fails naming `op` when `shape` has a negative dim or over 2^32 elements
 // (a shape computed from data must not make the compiler allocate blindly).

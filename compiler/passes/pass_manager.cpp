@@ -128,6 +128,7 @@ void PassManager::run(ir::Ir &ir) {
 PassManager makeDefaultPipeline(const PassOptions &options) {
   PassManager pm(options);
   pm.addCheckpoint("FWD0");
+  pm.addPass("resize-decomposition", decomposeResize); // before folding: constant images fold too
   pm.addPass("constant-folding", foldConstants);
   pm.addPass("noop-removal", removeNoOps);
   pm.addPass("conv-bn-fold", foldConvBatchNorm); // before BN decomposition

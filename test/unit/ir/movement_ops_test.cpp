@@ -77,9 +77,12 @@ TEST_CASE("DepthToSpace / SpaceToDepth / Resize shapes", "[ir][movement]") {
                     Contains("not divisible by blocksize 2"));
   addConstInts(g, "sizes", {1, 8, 5, 7});
   CHECK(inferShape(g, makeOp("Resize", "r", {"x", "", "", "sizes"}, {"r"})) == Shape{1, 8, 5, 7});
-  CHECK_THROWS_WITH(infer(g, withAttr(makeOp("Resize", "lin", {"x", "", "", "sizes"}, {"lin"}), "mode",
-                                      std::string("linear"))),
-                    Contains("mode 'linear' is not supported"));
+  // linear/cubic infer like nearest (the resize-decomposition pass lowers them).
+  CHECK(inferShape(g, withAttr(makeOp("Resize", "lin", {"x", "", "", "sizes"}, {"lin"}), "mode",
+                               std::string("linear"))) == Shape{1, 8, 5, 7});
+  CHECK_THROWS_WITH(infer(g, withAttr(makeOp("Resize", "ar", {"x", "", "", "sizes"}, {"ar"}), "mode",
+                                      std::string("area"))),
+                    Contains("mode 'area' must be nearest, linear or cubic"));
 }
 
 TEST_CASE("Shape, Size, Range, ConstantOfShape shapes; Range needs known bounds", "[ir][movement]") {

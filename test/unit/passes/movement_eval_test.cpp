@@ -211,3 +211,28 @@ TEST_CASE("a shape-like input only known at run time is refused by name", "[pass
                     Catch::Contains("Tile 'tile': repeats (input 1 'reps') depends on run-time data; popc needs "
                                     "static shapes"));
 }
+
+TEST_CASE("resize-decomposition: linear and cubic Resize become Gather/Mul/Add with reference values",
+          "[passes][movement]") {
+  ir::Ir ir;
+  ir::Graph &g = ir.main;
+  addF32(g, "x", {1, 2}, {0, 1});
+  addF32(g, "sc", {2}, {1, 2});
+  addOp(g, "Resize", "lin", {"x", "", "sc"}, {"y"}, attr("mode", std::string("linear")));
+  addOp(g, "Resize", "cub", {"x", "", "sc"}, {"z"}, attr("mode", std::string("cubic")));
+  g.outputs = {"y", "z"};
+  CHECK(decomposeResize(ir) == 2);
+  ir::inferGraph(g);
+  const auto types = opTypes(g);
+  CHECK(std::count(types.begin(), types.end(), "Resize") == 0);
+  foldConstants(ir);
+  REQUIRE(g.ops().empty());
+  // half_pixel: x_in = (i + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25, edge-clamped.
+  CHECK(values<float>(g.tensor("y")) == std::vector<float>{0, 0.25f, 0.75f, 1});
+  const auto z = values<float>(g.tensor("z"));
+  REQUIRE(z.size() == 4);
+  CHECK(z[0] == Approx(-0.10546875)); // ONNX reference values (cubic A=-0.75 overshoots at the edges)
+  CHECK(z[1] == Approx(0.2265625));
+  CHECK(z[2] == Approx(0.7734375));
+  CHECK(z[3] == Approx(1.10546875));
+}
