@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <deque>
 #include <vector>
 
 namespace popc::graph {
@@ -117,7 +118,7 @@ public:
   TensorId addTensor(std::string name, DType dtype, Shape shape, TensorRole role);
   DeviceTensor &tensor(TensorId id) { return tensors_.at(id); }
   const DeviceTensor &tensor(TensorId id) const { return tensors_.at(id); }
-  const std::vector<DeviceTensor> &tensors() const { return tensors_; }
+  const std::deque<DeviceTensor> &tensors() const { return tensors_; }
 
   // Mapping. setMapping checks the intervals cover the tensor exactly once.
   void setMapping(TensorId id, std::vector<Interval> mapping);
@@ -154,7 +155,8 @@ public:
 
 private:
   Target target_;
-  std::vector<DeviceTensor> tensors_;
+  // A deque: references to tensors stay valid while lowerings add temporaries.
+  std::deque<DeviceTensor> tensors_;
   std::vector<ComputeSet> computeSets_;
   std::vector<ExchangeStep> exchanges_;
   std::vector<HostStream> streams_;

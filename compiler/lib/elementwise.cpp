@@ -43,7 +43,8 @@ Value lowerElementwise(Lowering &L, const std::string &name, const std::string &
 
   OpBuilder b(L, name);
   const size_t es = out.elemSize();
-  const auto &mapping = g.tensor(out.tensor).mapping;
+  // A copy: gather() adds temporaries to the graph, which may move its tensors.
+  const std::vector<graph::Interval> mapping = g.tensor(out.tensor).mapping;
   for (auto [tile, blockBytes] : g.blockSizes(out.tensor)) {
     const uint64_t elems = blockBytes / es;
     std::vector<graph::FieldRef> inFields;
