@@ -101,6 +101,11 @@ void lowerOutput(const ir::Op &op, const ir::Graph &g, Lowering &L, OpBuilder &b
 void lowerMovement(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   if (lowerIndexMap(op, g, L))
     return;
+  // Indices known only at run time: codelet vertices read them on the device.
+  if (op.type == "Gather")
+    return lowerDynamicGather(op, g, L);
+  if (op.type == "GatherElements")
+    return lowerDynamicGatherElements(op, g, L);
   fail("{}: input 1 '{}' is only known at run time; popc lowers {} with compile-time (constant) indices "
        "only for now",
        ir::describeOp(op), op.inputs.size() > 1 ? op.inputs[1] : "", op.type);
