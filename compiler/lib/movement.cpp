@@ -106,6 +106,13 @@ void lowerMovement(const ir::Op &op, const ir::Graph &g, Lowering &L) {
     return lowerDynamicGather(op, g, L);
   if (op.type == "GatherElements")
     return lowerDynamicGatherElements(op, g, L);
+  // ReverseSequence has no run-time path: its lengths can be frozen instead.
+  const std::string lens = op.inputs.size() > 1 ? op.inputs[1] : "";
+  if (op.type == "ReverseSequence" && g.hasTensor(lens) && g.tensor(lens).kind == ir::TensorKind::Input)
+    throw Error(fmt::format("{}: sequence_lens (input 1 '{}') is only known at run time; popc needs it at compile "
+                            "time: give its value with --freeze-input {}=FILE.npy",
+                            ir::describeOp(op), lens, lens),
+                lens);
   fail("{}: input 1 '{}' is only known at run time; popc lowers {} with compile-time (constant) indices "
        "only for now",
        ir::describeOp(op), op.inputs.size() > 1 ? op.inputs[1] : "", op.type);
