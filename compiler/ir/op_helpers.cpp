@@ -3,6 +3,7 @@
 #include "compiler/ir/host_eval.h"
 
 #include <cstring>
+#include <set>
 
 namespace popc::ir {
 
@@ -147,6 +148,34 @@ const TensorInfo &inputInfo(const Op &op, const Graph &graph, size_t i) {
   return graph.tensor(op.inputs[i]).info;
 }
 
+namespace {
+// Graph inputs whose data `name` depends on, when it is computed from them and
+// constants by ops the host evaluator runs; false otherwise.
+bool dataInputsOf(const Graph &graph, const std::string &name, std::set<std::string> &inputs, int &budget) {
+  if (--budget < 0)
+    return false;
+  const Tensor &t = graph.tensor(name);
+  if (t.kind == TensorKind::Constant)
+    return true;
+  if (t.kind == TensorKind::Input) {
+    inputs.insert(name);
+    return true;
+  }
+  auto p = graph.producer(name);
+  if (!p)
+    return false;
+  const Op &producer = *graph.ops()[*p];
+  if (!(producer.domain.empty() || producer.domain == "ai.onnx") || !hostEvalSupports(producer.type))
+    return false;
+  if (hostEvalNeedsOnlyInfo(producer.type))
+    return true;
+  for (const std::string &in : producer.inputs)
+    if (!in.empty() && (!graph.hasTensor(in) || !dataInputsOf(graph, in, inputs, budget)))
+      return false;
+  return true;
+}
+} // namespace
+
 void failNotConstant(const Op &op, const Graph &graph, size_t i, const char *what) {
   const std::string &name = op.inputs[i];
   const std::string message = fmt::format("{}: {} (input {} '{}') depends on run-time data; popc needs static shapes (a compile-time constant)",
@@ -155,6 +184,15 @@ void failNotConstant(const Op &op, const Graph &graph, size_t i, const char *wha
     throw Error(fmt::format("{}; it is a graph input: give its value at compile time with --freeze-input {}=FILE.npy",
                             message, name),
                 name);
+  // Computed on the host from one graph input (e.g. Range's limit from a
+  // window size): freezing that input makes it known.
+  std::set<std::string> inputs;
+  int budget = 256;
+  if (graph.hasTensor(name) && dataInputsOf(graph, name, inputs, budget) && inputs.size() == 1)
+    throw Error(fmt::format("{}; it is computed from graph input '{}': give that value at compile time with "
+                            "--freeze-input {}=FILE.npy",
+                            message, *inputs.begin(), *inputs.begin()),
+                *inputs.begin());
   throw Error(message);
 }
 

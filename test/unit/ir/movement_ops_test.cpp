@@ -133,3 +133,20 @@ TEST_CASE("extreme Slice steps and oversized shapes are handled, not crashed on"
   addConstInts(g, "huge", {1 << 20, 1 << 20, 1 << 20});
   CHECK_THROWS_WITH(infer(g, makeOp("ConstantOfShape", "c", {"huge"}, {"c"})), Contains("too large"));
 }
+
+TEST_CASE("a shape-like value computed from a graph input names that input (for --freeze-input)", "[ir][movement]") {
+  Graph g;
+  addInput(g, "n", {}, DType::I64);
+  Tensor &one = addConstInts(g, "one", {1});
+  one.info.shape = {};
+  infer(g, makeOp("Add", "plus", {"n", "one"}, {"limit"}));
+  Tensor &zero = addConstInts(g, "zero", {0});
+  zero.info.shape = {};
+  try {
+    infer(g, makeOp("Range", "r", {"zero", "limit", "one"}, {"r"}));
+    FAIL("expected an error");
+  } catch (const Error &e) {
+    CHECK_THAT(e.what(), Contains("it is computed from graph input 'n'"));
+    CHECK(e.inputNeedingValue() == "n");
+  }
+}
