@@ -70,7 +70,7 @@ void lowerOutput(const ir::Op &op, const ir::Graph &g, Lowering &L, OpBuilder &b
     } else {
       POPC_ASSERT(map.fillBytes.size() == es);
       fillElems = std::min(longestFill, kMaxFillElems);
-      Value fill = L.newValue(op.name + "/fill", {info.dtype, {int64_t(fillElems)}}, graph::TensorRole::Constant);
+      Value fill = L.newValue(name + "/fill", {info.dtype, {int64_t(fillElems)}}, graph::TensorRole::Constant);
       auto &data = L.graph.tensor(fill.tensor).constData;
       for (uint64_t i = 0; i < fillElems; ++i)
         data.insert(data.end(), map.fillBytes.begin(), map.fillBytes.end());
