@@ -7,6 +7,8 @@
 #include "compiler/passes/passes.h"
 #include "support/log.h"
 
+#include <set>
+
 namespace popc::passes {
 
 namespace {
@@ -25,9 +27,19 @@ bool foldable(const ir::Graph &g, const ir::Op &op) {
   // Shapes are static, so Shape/Size/EyeLike fold whatever their input is.
   if (hostEvalNeedsOnlyInfo(op.type))
     return op.hasInput(0) && g.hasTensor(op.inputs[0]);
-  for (const auto &in : op.inputs)
+  uint64_t inBytes = 0, outBytes = 0;
+  for (const auto &in : op.inputs) {
     if (!in.empty() && !(g.hasTensor(in) && g.tensor(in).kind == ir::TensorKind::Constant))
       return false;
+    inBytes += in.empty() ? 0 : g.tensor(in).info.bytes();
+  }
+  for (const auto &out : op.outputs)
+    outBytes += out.empty() ? 0 : g.tensor(out).info.bytes();
+  // A broadcast of a small constant into a big one stays on the device (copies
+  // from the small constant) rather than bloating the executable.
+  static const std::set<std::string> expanding = {"Expand", "Tile", "Pad", "Resize", "Upsample"};
+  if (expanding.count(op.type) && outBytes > (uint64_t(1) << 20) && outBytes > 2 * inBytes)
+    return false;
   return true;
 }
 

@@ -236,3 +236,17 @@ TEST_CASE("resize-decomposition: linear and cubic Resize become Gather/Mul/Add w
   CHECK(z[2] == Approx(0.7734375));
   CHECK(z[3] == Approx(1.10546875));
 }
+
+TEST_CASE("constant folding leaves big broadcasts of small constants to the device", "[passes][movement]") {
+  ir::Ir ir;
+  ir::Graph &g = ir.main;
+  addF32(g, "c", {1}, {2});
+  addI64(g, "big", {2}, {1024, 1024});
+  addI64(g, "small", {2}, {4, 4});
+  addOp(g, "Expand", "huge", {"c", "big"}, {"y"});
+  addOp(g, "Expand", "tiny", {"c", "small"}, {"z"});
+  g.outputs = {"y", "z"};
+  CHECK(foldConstants(ir) == 1);
+  CHECK(opTypes(g) == std::vector<std::string>{"Expand"});
+  CHECK(values<float>(g.tensor("z")) == std::vector<float>(16, 2.0f));
+}
