@@ -11,7 +11,8 @@ namespace popc::ir {
 //  - Add/Sub/Mul/Div before opset 7 with broadcast=1: B's dims are aligned
 //    with A's starting at `axis` (default: trailing) and padded with 1s.
 //  - PRelu before opset 7: a 1-D slope of A's channel count is per channel
-//    (axis 1), as PyTorch exports it.
+//    (axis 1), as PyTorch exports it; at later opsets too when numpy
+//    broadcasting cannot apply (models upgraded by the ONNX version converter).
 // Every other operand keeps its shape. Throws popc::Error (naming the op) when
 // the legacy attributes do not fit the shapes.
 Shape elementwiseOperandShape(const Op &op, const Graph &graph, size_t i);

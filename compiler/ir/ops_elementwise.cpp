@@ -116,10 +116,10 @@ DType castTarget(const Op &op) {
   };
   static const Entry kTypes[] = {
       {1, "FLOAT", DType::F32},     {2, "UINT8", DType::U8},          {3, "INT8", DType::I8},
-      {4, "UINT16", std::nullopt},  {5, "INT16", DType::I16},         {6, "INT32", DType::I32},
+      {4, "UINT16", DType::U16},  {5, "INT16", DType::I16},         {6, "INT32", DType::I32},
       {7, "INT64", DType::I64},     {8, "STRING", std::nullopt},      {9, "BOOL", DType::Bool},
-      {10, "FLOAT16", DType::F16},  {11, "DOUBLE", DType::F64},       {12, "UINT32", std::nullopt},
-      {13, "UINT64", std::nullopt}, {14, "COMPLEX64", std::nullopt},  {15, "COMPLEX128", std::nullopt},
+      {10, "FLOAT16", DType::F16},  {11, "DOUBLE", DType::F64},       {12, "UINT32", DType::U32},
+      {13, "UINT64", DType::U64}, {14, "COMPLEX64", std::nullopt},  {15, "COMPLEX128", std::nullopt},
       {16, "BFLOAT16", std::nullopt},
   };
   if (!op.attrs.has("to"))
@@ -131,7 +131,7 @@ DType castTarget(const Op &op) {
     if (name ? *name == e.name : number == e.number) {
       if (!e.dtype)
         failOp(op, "casting to {} is not supported (supported: float, float16, double, int8, int16, int32, "
-                   "int64, uint8, bool)",
+                   "int64, uint8, uint16, uint32, uint64, bool)",
                e.name);
       return *e.dtype;
     }
@@ -263,9 +263,12 @@ Shape elementwiseOperandShape(const Op &op, const Graph &graph, size_t i) {
   }
   if (arith && op.attrs.has("axis") && op.attrs.getInt("broadcast", 0) == 0)
     failOp(op, "attribute 'axis' needs broadcast=1 (opset < 7)");
-  if (op.type == "PRelu" && i == 1 && graph.opset < 7) {
+  if (op.type == "PRelu" && i == 1) {
+    // Also at later opsets when numpy broadcasting cannot apply: the ONNX
+    // version converter upgrades PRelu-6 models without reshaping the slope.
     const Shape &x = detail::inputInfo(op, graph, 0).shape;
-    if (shape.size() == 1 && x.size() > 2 && shape[0] == x[1] && shape[0] != 1) {
+    const bool perChannel = shape.size() == 1 && x.size() > 2 && shape[0] == x[1] && shape[0] != 1;
+    if (perChannel && (graph.opset < 7 || shape[0] != x.back())) {
       Shape out(x.size() - 1, 1);
       out[0] = shape[0];
       return out;

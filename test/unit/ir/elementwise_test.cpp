@@ -1,5 +1,7 @@
 #include "ir_test_util.h"
 
+#include "compiler/ir/elementwise_shapes.h"
+
 using namespace popc;
 using namespace popc::ir;
 using namespace popc::ir::test;
@@ -130,8 +132,12 @@ TEST_CASE("opset < 7 broadcast attributes and per-channel PRelu slopes", "[ir]")
   CHECK_THROWS_WITH(inferShape(g, withAttr(makeOp("Sub", "sub", {"a", "r"}, {"sub"}), "axis", int64_t(0))),
                     Contains("'axis' needs broadcast=1"));
   CHECK(inferShape(g, makeOp("PRelu", "pr", {"a", "c"}, {"pr"})) == Shape{2, 3, 4});
-  Graph h; // opset 13: numpy broadcasting, [3] does not broadcast to [2,3,4]
+  Graph h; // opset 13: numpy broadcasting first; per channel only when that cannot apply
   addInput(h, "a", {2, 3, 4});
+  addInput(h, "b", {2, 3, 3});
   addInput(h, "c", {3});
-  CHECK_THROWS_WITH(infer(h, makeOp("PRelu", "pr", {"a", "c"}, {"pr"})), Contains("not broadcastable"));
+  addInput(h, "d", {2});
+  CHECK(elementwiseOperandShape(h.appendOp(makeOp("PRelu", "p1", {"a", "c"}, {"p1"})), h, 1) == Shape{3, 1});
+  CHECK(elementwiseOperandShape(h.appendOp(makeOp("PRelu", "p2", {"b", "c"}, {"p2"})), h, 1) == Shape{3});
+  CHECK_THROWS_WITH(infer(h, makeOp("PRelu", "p3", {"a", "d"}, {"p3"})), Contains("not broadcastable"));
 }
