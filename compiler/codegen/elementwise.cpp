@@ -81,7 +81,7 @@ const std::map<std::string, OpInfo> &ops() {
 unsigned dtypeClass(DType t) {
   if (isFloatDType(t)) return kF;
   if (isSignedDType(t)) return kS;
-  return t == DType::U8 ? kU : kB;
+  return t == DType::Bool ? kB : kU;
 }
 
 // The dtypes of every input and of the output; throws for a bad combination.

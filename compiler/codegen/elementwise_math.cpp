@@ -168,7 +168,9 @@ Value *clipConst(Emitter &em, DType t, Value *x, double v, bool lower) {
   if (lower ? v <= lo : v >= hi)
     return x; // every value already satisfies the bound
   v = std::min(std::max(v, lo), hi);
-  Value *c = ConstantInt::get(computeType(em, t), sign ? uint64_t(int64_t(v)) : uint64_t(v), sign);
+  // hi of a 64-bit type is 2^63 or 2^64 as a double: not convertible, so all ones.
+  Value *c = v >= hi ? ConstantInt::get(computeType(em, t), APInt::getMaxValue(n).lshr(sign ? 1 : 0))
+                     : ConstantInt::get(computeType(em, t), sign ? uint64_t(int64_t(v)) : uint64_t(v), sign);
   return b.CreateSelect(lower ? less(em, t, x, c) : less(em, t, c, x), c, x);
 }
 
@@ -277,6 +279,15 @@ Value *convert(Emitter &em, Value *v, DType from, DType to) {
   if (fromF) {
     // Saturating (NaN → 0) so out-of-range values are defined; 8/16-bit
     // targets wrap from int32 like C and numpy casts on x86.
+    if (!isSignedDType(to) && bits(to) >= 32) {
+      // Unsigned 32/64-bit: non-negative values convert unsigned (up to
+      // 2^64), negative ones through int64 and wrap (-1 → all ones).
+      Type *i64 = b.getInt64Ty();
+      Value *s = b.CreateIntrinsic(Intrinsic::fptosi_sat, {i64, v->getType()}, {v});
+      Value *u = b.CreateIntrinsic(Intrinsic::fptoui_sat, {i64, v->getType()}, {v});
+      Value *neg = b.CreateFCmpOLT(v, ConstantFP::get(v->getType(), 0.0));
+      return b.CreateTrunc(b.CreateSelect(neg, s, u), dst);
+    }
     Type *wide = bits(to) >= 32 ? dst : b.getInt32Ty();
     Value *i = b.CreateIntrinsic(Intrinsic::fptosi_sat, {wide, v->getType()}, {v});
     return b.CreateTrunc(i, dst);

@@ -10,6 +10,7 @@ namespace popc::ir::detail {
 namespace {
 
 bool isNumeric(DType t) { return t != DType::Bool; }
+bool isUnsigned(DType t) { return dtypeName(t).substr(0, 4) == "uint"; } // uint8 .. uint64
 
 void requireNumeric(const Op &op, const TensorInfo &info, const char *what) {
   if (!isNumeric(info.dtype))
@@ -64,7 +65,7 @@ std::vector<TensorInfo> inferPRelu(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const TensorInfo &slope = inputInfo(op, graph, 1);
   requireSameDType(op, x, slope, "X", "slope");
-  if (!isFloat(x.dtype) && !(isInteger(x.dtype) && x.dtype != DType::U8))
+  if (!isFloat(x.dtype) && !(isInteger(x.dtype) && !isUnsigned(x.dtype)))
     failOp(op, "input type {} is not supported (float or signed integer)", dtypeName(x.dtype));
   if (broadcastShapes(x.shape, elementwiseOperandShape(op, graph, 1)) != x.shape)
     failOp(op, "slope shape {} does not broadcast to X shape {}", shapeToString(slope.shape),
@@ -115,13 +116,24 @@ DType castTarget(const Op &op) {
     std::optional<DType> dtype;
   };
   static const Entry kTypes[] = {
-      {1, "FLOAT", DType::F32},     {2, "UINT8", DType::U8},          {3, "INT8", DType::I8},
-      {4, "UINT16", DType::U16},  {5, "INT16", DType::I16},         {6, "INT32", DType::I32},
-      {7, "INT64", DType::I64},     {8, "STRING", std::nullopt},      {9, "BOOL", DType::Bool},
-      {10, "FLOAT16", DType::F16},  {11, "DOUBLE", DType::F64},       {12, "UINT32", DType::U32},
-      {13, "UINT64", DType::U64}, {14, "COMPLEX64", std::nullopt},  {15, "COMPLEX128", std::nullopt},
+      {1, "FLOAT", DType::F32},
+      {2, "UINT8", DType::U8},
+      {3, "INT8", DType::I8},
+      {4, "UINT16", dtypeFromName("uint16")}, // by name: nullopt where the type is not built in
+      {5, "INT16", DType::I16},
+      {6, "INT32", DType::I32},
+      {7, "INT64", DType::I64},
+      {8, "STRING", std::nullopt},
+      {9, "BOOL", DType::Bool},
+      {10, "FLOAT16", DType::F16},
+      {11, "DOUBLE", DType::F64},
+      {12, "UINT32", dtypeFromName("uint32")},
+      {13, "UINT64", dtypeFromName("uint64")},
+      {14, "COMPLEX64", std::nullopt},
+      {15, "COMPLEX128", std::nullopt},
       {16, "BFLOAT16", std::nullopt},
   };
+
   if (!op.attrs.has("to"))
     failOp(op, "attribute 'to' is missing");
   const AttrValue &v = op.attrs.all().at("to");
