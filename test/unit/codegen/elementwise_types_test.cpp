@@ -331,3 +331,24 @@ TEST_CASE("variadic Max/Min/Mean read any number of inputs", "[codegen][elementw
   CHECK_THROWS_WITH(VertexCodegen().getOrCreate(spec("Mean", DType::I32, 2, 2)),
                     "codegen: Mean not supported for int32");
 }
+
+TEST_CASE("unsigned 16/32/64-bit types are unsigned throughout", "[codegen][elementwise]") {
+  // Named at run time so the test builds whether or not these dtypes exist.
+  const auto u16 = dtypeFromName("uint16"), u32 = dtypeFromName("uint32"), u64 = dtypeFromName("uint64");
+  if (!u16 || !u32 || !u64)
+    return;
+  std::vector<float> f = {3e9f, -1.0f, std::nanf(""), 7.9f, 1e20f};
+  CHECK(run<uint32_t>(castSpec(DType::F32, *u32, 5), f) ==
+        std::vector<uint32_t>{3000000000u, 4294967295u, 0, 7, uint32_t(UINT64_MAX)});
+  std::vector<double> d = {1.8e19, -2.0, 5.5};
+  CHECK(run<uint64_t>(castSpec(DType::F64, *u64, 3), d) == std::vector<uint64_t>{18000000000000000000ull, UINT64_MAX - 1, 5});
+  std::vector<uint64_t> a = {UINT64_MAX, 10, 7}, b = {1, 0, 3};
+  CHECK(run<uint64_t>(spec("Max", *u64, 3, 2), a, b) == std::vector<uint64_t>{UINT64_MAX, 10, 7});
+  CHECK(run<uint64_t>(spec("Div", *u64, 3, 2), a, b) == std::vector<uint64_t>{UINT64_MAX, 0, 2});
+  CHECK(run<uint8_t>(spec("Greater", *u64, 3, 2), a, b) == std::vector<uint8_t>{1, 1, 1});
+  std::vector<uint16_t> x = {65535, 3}, y = {2, 65535};
+  CHECK(run<uint16_t>(spec("Mod", *u16, 2, 2, {0}), x, y) == std::vector<uint16_t>{1, 3});
+  CHECK(run<uint16_t>(spec("Add", *u16, 2, 2), x, y) == std::vector<uint16_t>{1, 2});
+  CHECK(run<uint32_t>(castSpec(*u16, *u32, 2), x) == std::vector<uint32_t>{65535, 3});
+  CHECK(run<float>(castSpec(*u64, DType::F32, 3), a) == std::vector<float>{1.8446744e19f, 10, 7});
+}
