@@ -14,6 +14,7 @@ constexpr DTypeInfo kTypes[] = {
     {DType::F32, 4, "float32"}, {DType::F16, 2, "float16"}, {DType::F64, 8, "float64"},
     {DType::I8, 1, "int8"},     {DType::I16, 2, "int16"},   {DType::I32, 4, "int32"},
     {DType::I64, 8, "int64"},   {DType::U8, 1, "uint8"},    {DType::Bool, 1, "bool"},
+    {DType::U16, 2, "uint16"},  {DType::U32, 4, "uint32"},  {DType::U64, 8, "uint64"},
 };
 const DTypeInfo &info(DType t) {
   for (const auto &i : kTypes)

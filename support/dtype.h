@@ -20,6 +20,9 @@ enum class DType : uint8_t {
   I64 = 6,
   U8 = 7,
   Bool = 8,
+  U16 = 9,
+  U32 = 10,
+  U64 = 11,
 };
 
 size_t dtypeSize(DType t);

@@ -50,6 +50,9 @@ double element(const runtime::HostTensor &t, size_t i) {
   case DType::I32: return load(int32_t());
   case DType::I64: return load(int64_t());
   case DType::U8: return load(uint8_t());
+  case DType::U16: return load(uint16_t());
+  case DType::U32: return load(uint32_t());
+  case DType::U64: return double(load(uint64_t()));
   case DType::Bool: return *p ? 1.0 : 0.0;
   }
   return 0;

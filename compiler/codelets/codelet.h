@@ -61,6 +61,9 @@ template <typename T> inline bool isNan(T) { return false; }
   MACRO(int32_t, i32)                                                                                   \
   MACRO(int64_t, i64)                                                                                   \
   MACRO(uint8_t, u8)                                                                                    \
+  MACRO(uint16_t, u16)                                                                                  \
+  MACRO(uint32_t, u32)                                                                                  \
+  MACRO(uint64_t, u64)                                                                                  \
   MACRO(bool, bool)
 
 // Element types by size, for ops that only move elements.

@@ -513,6 +513,9 @@ template <typename R> static std::vector<R> decodeAs(DType t, const Bytes &data)
     case DType::I32: v[i] = R(load<int32_t>(p)); break;
     case DType::I64: v[i] = R(load<int64_t>(p)); break;
     case DType::U8: v[i] = R(load<uint8_t>(p)); break;
+    case DType::U16: v[i] = R(load<uint16_t>(p)); break;
+    case DType::U32: v[i] = R(load<uint32_t>(p)); break;
+    case DType::U64: v[i] = R(load<uint64_t>(p)); break;
     case DType::Bool: v[i] = R(load<uint8_t>(p) != 0); break;
     }
   }
@@ -533,6 +536,9 @@ template <typename V> static Bytes encodeAs(DType t, const std::vector<V> &v) {
     case DType::I32: store<int32_t>(p, int32_t(v[i])); break;
     case DType::I64: store<int64_t>(p, int64_t(v[i])); break;
     case DType::U8: store<uint8_t>(p, uint8_t(v[i])); break;
+    case DType::U16: store<uint16_t>(p, uint16_t(v[i])); break;
+    case DType::U32: store<uint32_t>(p, uint32_t(v[i])); break;
+    case DType::U64: store<uint64_t>(p, uint64_t(v[i])); break;
     case DType::Bool: store<uint8_t>(p, uint8_t(v[i] != 0)); break;
     }
   }

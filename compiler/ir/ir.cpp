@@ -60,6 +60,9 @@ template <typename Out> std::vector<Out> convertData(const Tensor &t) {
   case DType::I32: convertAll<Out, int32_t>(t, out); break;
   case DType::I64: convertAll<Out, int64_t>(t, out); break;
   case DType::U8: convertAll<Out, uint8_t>(t, out); break;
+  case DType::U16: convertAll<Out, uint16_t>(t, out); break;
+  case DType::U32: convertAll<Out, uint32_t>(t, out); break;
+  case DType::U64: convertAll<Out, uint64_t>(t, out); break;
   case DType::Bool: convertAll<Out, uint8_t>(t, out); break;
   case DType::F16: {
     std::vector<uint16_t> bits;

@@ -212,7 +212,8 @@ std::vector<int64_t> constantInputInts(const Op &op, const Graph &graph, size_t 
 
 bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64; }
 bool isInteger(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8;
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8 ||
+         t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 
 void requireFloat(const Op &op, const TensorInfo &info, const char *what) {
@@ -242,6 +243,9 @@ std::string shortDType(DType t) {
   case DType::I32: return "i32";
   case DType::I64: return "i64";
   case DType::U8: return "u8";
+  case DType::U16: return "u16";
+  case DType::U32: return "u32";
+  case DType::U64: return "u64";
   case DType::Bool: return "bool";
   }
   return "?";

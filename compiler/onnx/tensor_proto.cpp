@@ -18,6 +18,9 @@ DType dtypeFromOnnx(int32_t elemType, const std::string &context) {
   case TensorProto::INT32: return DType::I32;
   case TensorProto::INT64: return DType::I64;
   case TensorProto::UINT8: return DType::U8;
+  case TensorProto::UINT16: return DType::U16;
+  case TensorProto::UINT32: return DType::U32;
+  case TensorProto::UINT64: return DType::U64;
   case TensorProto::BOOL: return DType::Bool;
   default: break;
   }
@@ -25,7 +28,7 @@ DType dtypeFromOnnx(int32_t elemType, const std::string &context) {
                                ? TensorProto::DataType_Name(TensorProto::DataType(elemType))
                                : std::to_string(elemType);
   fail("{}: element type {} is not supported (supported: float, float16, double, int8, int16, "
-       "int32, int64, uint8, bool)",
+       "int32, int64, uint8, uint16, uint32, uint64, bool)",
        context, name);
 }
 
@@ -75,6 +78,9 @@ ir::Tensor tensorFromProto(const TensorProto &proto, const std::string &context)
   case DType::I16: copyTyped<int16_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
   case DType::I8: copyTyped<int8_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
   case DType::U8: copyTyped<uint8_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
+  case DType::U16: copyTyped<uint16_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
+  case DType::U32: copyTyped<uint32_t>(proto.uint64_data(), n, t.data, context, "uint64_data"); break;
+  case DType::U64: copyTyped<uint64_t>(proto.uint64_data(), n, t.data, context, "uint64_data"); break;
   case DType::Bool: copyTyped<uint8_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
   // float16 values are stored as their bit patterns in int32_data.
   case DType::F16: copyTyped<uint16_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;

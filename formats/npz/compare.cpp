@@ -36,6 +36,9 @@ int64_t integerElement(DType dtype, std::span<const uint8_t> data, uint64_t i) {
   case DType::I32: return load<int32_t>(data, i);
   case DType::I64: return load<int64_t>(data, i);
   case DType::U8: return load<uint8_t>(data, i);
+  case DType::U16: return load<uint16_t>(data, i);
+  case DType::U32: return load<uint32_t>(data, i);
+  case DType::U64: return load<uint64_t>(data, i);
   case DType::Bool: return load<uint8_t>(data, i) != 0;
   default: return 0;
   }

@@ -141,7 +141,7 @@ struct DescrInfo {
 };
 constexpr DescrInfo kDescrs[] = {
     {"f4", DType::F32}, {"f8", DType::F64}, {"f2", DType::F16}, {"i1", DType::I8},  {"i2", DType::I16},
-    {"i4", DType::I32}, {"i8", DType::I64}, {"u1", DType::U8},  {"b1", DType::Bool},
+    {"i4", DType::I32}, {"i8", DType::I64}, {"u1", DType::U8}, {"u2", DType::U16}, {"u4", DType::U32}, {"u8", DType::U64},  {"b1", DType::Bool},
 };
 
 } // namespace

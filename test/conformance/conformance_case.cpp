@@ -132,6 +132,9 @@ runtime::HostTensor readTensor(const std::string &path) {
   case TensorProto::INT32: t.dtype = DType::I32; break;
   case TensorProto::INT64: t.dtype = DType::I64; break;
   case TensorProto::UINT8: t.dtype = DType::U8; break;
+  case TensorProto::UINT16: t.dtype = DType::U16; break;
+  case TensorProto::UINT32: t.dtype = DType::U32; break;
+  case TensorProto::UINT64: t.dtype = DType::U64; break;
   case TensorProto::BOOL: t.dtype = DType::Bool; break;
   default:
     throw DataUnsupported(fmt::format(
@@ -160,6 +163,9 @@ runtime::HostTensor readTensor(const std::string &path) {
   case DType::I16: copyField<int16_t>(proto.int32_data(), n, t.data, path); break;
   case DType::I32: copyField<int32_t>(proto.int32_data(), n, t.data, path); break;
   case DType::U8: copyField<uint8_t>(proto.int32_data(), n, t.data, path); break;
+  case DType::U16: copyField<uint16_t>(proto.int32_data(), n, t.data, path); break;
+  case DType::U32: copyField<uint32_t>(proto.uint64_data(), n, t.data, path); break;
+  case DType::U64: copyField<uint64_t>(proto.uint64_data(), n, t.data, path); break;
   case DType::Bool: copyField<uint8_t>(proto.int32_data(), n, t.data, path); break;
   }
   return t;
