@@ -64,7 +64,8 @@ TEST_CASE("Conv auto_pad resolves explicit pads", "[ir]") {
 TEST_CASE("Conv errors", "[ir]") {
   CHECK_THROWS_WITH(conv({{1, 3, 8, 8}, {8, 4, 3, 3}, {}}),
                     "Conv 'conv1': input channels 3 != weights' channels per group 4 x group 1");
-  CHECK_THROWS_WITH(conv({{1, 3, 8}, {8, 3, 3}, {}}), Contains("only 2-D convolution"));
+  CHECK_THROWS_WITH(conv({{1, 3}, {8, 3}, {}}), Contains("1 to 3 spatial dims"));
+  CHECK_THROWS_WITH(conv({{1, 3, 8}, {8, 3, 3, 3}, {}}), Contains("weights W must have rank 3"));
   CHECK_THROWS_WITH(conv({{1, 3, 8, 8}, {8, 3, 3, 3}, {{"kernel_shape", Ints{5, 5}}}}),
                     Contains("'kernel_shape' [5,5] does not match"));
   CHECK_THROWS_WITH(conv({{1, 3, 8, 8}, {8, 3, 3, 3}, {{"pads", Ints{1, 1}}}}),
@@ -220,6 +221,12 @@ TEST_CASE("Dropout passes through, optional mask", "[ir]") {
   tm.info = {DType::Bool, {}};
   tm.data = {1};
   k.addTensor(tm);
-  CHECK_THROWS_WITH(infer(k, makeOp("Dropout", "d", {"x", "ratio", "tm"})),
-                    Contains("training_mode=true is not supported"));
+  // Training mode with ratio 0 keeps every element; any other ratio is random.
+  CHECK(infer(k, makeOp("Dropout", "d", {"x", "ratio", "tm"})).shape == Shape{2, 3});
+  Tensor half = ratio;
+  half.name = "half";
+  const float v = 0.5f;
+  std::memcpy(half.data.data(), &v, 4);
+  k.addTensor(half);
+  CHECK_THROWS_WITH(infer(k, makeOp("Dropout", "d2", {"x", "half", "tm"})), Contains("drops random elements"));
 }
