@@ -75,14 +75,19 @@ void resolveWindow(const Op &op, const Shape &inSpatial, WindowParams &p) {
 }
 } // namespace
 
+// Spatial dims of a Conv/ConvTranspose input X (1 to 3) with weights W of the same rank.
+static size_t convSpatialDims(const Op &op, const TensorInfo &x, const TensorInfo &w, const char *weightLayout) {
+  if (x.shape.size() < 3 || x.shape.size() > 5)
+    failOp(op, "input X must have 1 to 3 spatial dims [N,C,D...], got {}", shapeToString(x.shape));
+  if (w.shape.size() != x.shape.size())
+    failOp(op, "weights W must have rank {} [{}], got {}", x.shape.size(), weightLayout, shapeToString(w.shape));
+  return x.shape.size() - 2;
+}
+
 WindowParams convParams(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const TensorInfo &w = inputInfo(op, graph, 1);
-  if (x.shape.size() < 3 || x.shape.size() > 5)
-    failOp(op, "input X must have 1 to 3 spatial dims [N,C,D...], got {}", shapeToString(x.shape));
-  const size_t nd = x.shape.size() - 2;
-  if (w.shape.size() != x.shape.size())
-    failOp(op, "weights W must have rank {} [M,C/group,k...], got {}", x.shape.size(), shapeToString(w.shape));
+  const size_t nd = convSpatialDims(op, x, w, "M,C/group,k...");
   WindowParams p;
   p.kernel = Shape(w.shape.begin() + 2, w.shape.end());
   if (op.attrs.has("kernel_shape") && op.attrs.getInts("kernel_shape") != p.kernel)
@@ -100,11 +105,7 @@ WindowParams convParams(const Op &op, const Graph &graph) {
 WindowParams convTransposeParams(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const TensorInfo &w = inputInfo(op, graph, 1);
-  if (x.shape.size() < 3 || x.shape.size() > 5)
-    failOp(op, "input X must have 1 to 3 spatial dims [N,C,D...], got {}", shapeToString(x.shape));
-  const size_t nd = x.shape.size() - 2;
-  if (w.shape.size() != x.shape.size())
-    failOp(op, "weights W must have rank {} [C, M/group, k...], got {}", x.shape.size(), shapeToString(w.shape));
+  const size_t nd = convSpatialDims(op, x, w, "C,M/group,k...");
   WindowParams p;
   p.group = op.attrs.getInt("group", 1);
   if (p.group < 1 || x.shape[1] % p.group != 0 || w.shape[0] != x.shape[1])

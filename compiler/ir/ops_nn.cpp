@@ -5,6 +5,19 @@
 namespace popc::ir::detail {
 
 namespace {
+// Conv/ConvTranspose output [N, M, spatial...], after checking the optional bias B [M].
+TensorInfo convOutput(const Op &op, const Graph &graph, const TensorInfo &x, int64_t M, const WindowParams &p) {
+  if (op.hasInput(2)) {
+    const TensorInfo &b = inputInfo(op, graph, 2);
+    requireSameDType(op, x, b, "input X", "bias B");
+    if (b.shape != Shape{M})
+      failOp(op, "bias B must have shape [{}], got {}", M, shapeToString(b.shape));
+  }
+  Shape out{x.shape[0], M};
+  out.insert(out.end(), p.outSpatial.begin(), p.outSpatial.end());
+  return TensorInfo{x.dtype, out};
+}
+
 std::vector<TensorInfo> inferConv(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const TensorInfo &w = inputInfo(op, graph, 1);
@@ -17,15 +30,7 @@ std::vector<TensorInfo> inferConv(const Op &op, const Graph &graph) {
            p.group);
   if (M % p.group != 0)
     failOp(op, "output channels {} are not divisible by group {}", M, p.group);
-  if (op.hasInput(2)) {
-    const TensorInfo &b = inputInfo(op, graph, 2);
-    requireSameDType(op, x, b, "input X", "bias B");
-    if (b.shape != Shape{M})
-      failOp(op, "bias B must have shape [{}], got {}", M, shapeToString(b.shape));
-  }
-  Shape out{x.shape[0], M};
-  out.insert(out.end(), p.outSpatial.begin(), p.outSpatial.end());
-  return {TensorInfo{x.dtype, out}};
+  return {convOutput(op, graph, x, M, p)};
 }
 
 std::vector<TensorInfo> inferConvTranspose(const Op &op, const Graph &graph) {
@@ -36,15 +41,7 @@ std::vector<TensorInfo> inferConvTranspose(const Op &op, const Graph &graph) {
   requireSameDType(op, x, w, "input X", "weights W");
   const WindowParams p = convTransposeParams(op, graph);
   const int64_t M = w.shape[1] * p.group;
-  if (op.hasInput(2)) {
-    const TensorInfo &b = inputInfo(op, graph, 2);
-    requireSameDType(op, x, b, "input X", "bias B");
-    if (b.shape != Shape{M})
-      failOp(op, "bias B must have shape [{}], got {}", M, shapeToString(b.shape));
-  }
-  Shape out{x.shape[0], M};
-  out.insert(out.end(), p.outSpatial.begin(), p.outSpatial.end());
-  return {TensorInfo{x.dtype, out}};
+  return {convOutput(op, graph, x, M, p)};
 }
 
 std::vector<TensorInfo> inferPool(const Op &op, const Graph &graph) {
