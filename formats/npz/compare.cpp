@@ -60,6 +60,8 @@ std::string valueString(DType dtype, std::span<const uint8_t> data, uint64_t i) 
     return fmt::format("{:.9g}", elementAsDouble(dtype, data, i));
   if (dtype == DType::Bool)
     return integerElement(dtype, data, i) ? "true" : "false";
+  if (dtype == DType::U64) // integerElement wraps values >= 2^63
+    return fmt::format("{}", load<uint64_t>(data, i));
   return fmt::format("{}", integerElement(dtype, data, i));
 }
 
@@ -72,6 +74,7 @@ double elementAsDouble(DType dtype, std::span<const uint8_t> data, uint64_t i) {
   case DType::F32: return load<float>(data, i);
   case DType::F64: return load<double>(data, i);
   case DType::F16: return halfToDouble(load<uint16_t>(data, i));
+  case DType::U64: return double(load<uint64_t>(data, i));
   default: return double(integerElement(dtype, data, i));
   }
 }

@@ -58,3 +58,12 @@ TEST_CASE("compare: integers and bool exact; dtype and shape must match", "[npz]
   CHECK(d.message == "got int32 [2], expected int64 [2]");
   CHECK_FALSE(cmp(arr<float>(DType::F32, {1, 2}, {1, 2}), arr<float>(DType::F32, {2}, {1, 2})).ok);
 }
+
+TEST_CASE("compare: uint64 above 2^63 exact and printed unsigned", "[npz][compare]") {
+  const uint64_t big = (uint64_t(1) << 63) + 5;
+  auto e = arr<uint64_t>(DType::U64, {1}, {big});
+  CHECK(cmp(arr<uint64_t>(DType::U64, {1}, {big}), e).ok);
+  auto r = cmp(arr<uint64_t>(DType::U64, {1}, {big + 1}), e);
+  CHECK_FALSE(r.ok);
+  CHECK(r.message.find("9223372036854775814 vs 9223372036854775813") != std::string::npos);
+}
