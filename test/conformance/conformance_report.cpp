@@ -16,13 +16,19 @@ namespace {
 constexpr Status kStatuses[] = {Status::Pass, Status::Mismatch, Status::Unsupported, Status::Error,
                                 Status::DataUnsupported};
 
+// A pass that needed inputs frozen to the test's values (conformance_case.cpp says so in the reason).
+bool frozenPass(const Outcome &o) {
+  return o.status == Status::Pass && o.reason.rfind("compiled with --freeze-input", 0) == 0;
+}
+
 struct Counts {
-  size_t total = 0, refused = 0, crashes = 0;
+  size_t total = 0, refused = 0, crashes = 0, frozen = 0;
   size_t by[5] = {};
   size_t pass() const { return by[0]; }
   void add(const Outcome &o, bool refused_) {
     ++total;
     ++by[size_t(o.status)];
+    frozen += frozenPass(o);
     crashes += o.crashOrTimeout;
     refused += refused_ && o.status != Status::Pass;
   }
@@ -102,11 +108,11 @@ std::vector<std::string> readList(const std::string &path, bool wholeLine) {
 }
 
 void printTable(const RunResults &r) {
-  fmt::print("\n{:<20} {:>6} {:>6} {:>9} {:>12} {:>6} {:>17} {:>8} {:>8}\n", "suite", "tests", "pass",
-             "mismatch", "unsupported", "error", "data-unsupported", "refused", "pass %");
+  fmt::print("\n{:<20} {:>6} {:>6} {:>7} {:>9} {:>12} {:>6} {:>17} {:>8} {:>8}\n", "suite", "tests", "pass",
+             "frozen", "mismatch", "unsupported", "error", "data-unsupported", "refused", "pass %");
   auto row = [](const std::string &name, const Counts &c) {
-    fmt::print("{:<20} {:>6} {:>6} {:>9} {:>12} {:>6} {:>17} {:>8} {:>8}\n", name, c.total, c.by[0], c.by[1],
-               c.by[2], c.by[3], c.by[4], c.refused, percent(c.pass(), c.total));
+    fmt::print("{:<20} {:>6} {:>6} {:>7} {:>9} {:>12} {:>6} {:>17} {:>8} {:>8}\n", name, c.total, c.by[0], c.frozen,
+               c.by[1], c.by[2], c.by[3], c.by[4], c.refused, percent(c.pass(), c.total));
   };
   for (const auto &s : r.suites)
     row(s, countSuite(r, s));
@@ -144,12 +150,15 @@ void writeMarkdown(const RunResults &r, const std::string &path) {
         "**data-unsupported** (the test feeds or returns sequences, optionals, strings, bfloat16 or\n"
         "other types host tensors cannot carry). *Refused* counts failing tests listed in\n"
         "`test/conformance/refusals.txt` with a principled reason (shown below).\n\n"
+        "Inputs the compiler needs at compile time (a shape, axes, count or condition) are frozen to\n"
+        "the test's value, as a user would with `popc-onnx --freeze-input`, when every data set feeds\n"
+        "the same value; such passes are counted as *frozen* and name the inputs.\n\n"
         "## Summary per suite\n\n"
-        "| suite | tests | pass | mismatch | unsupported | error | data-unsupported | refused | pass % |\n"
-        "|---|---|---|---|---|---|---|---|---|\n";
+        "| suite | tests | pass | of which frozen | mismatch | unsupported | error | data-unsupported | refused | pass % |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
   auto row = [&](const std::string &name, const Counts &c) {
-    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, c.total, c.by[0], c.by[1], c.by[2],
-                      c.by[3], c.by[4], c.refused, percent(c.pass(), c.total));
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, c.total, c.by[0], c.frozen,
+                      c.by[1], c.by[2], c.by[3], c.by[4], c.refused, percent(c.pass(), c.total));
   };
   for (const auto &s : r.suites)
     row(s, countSuite(r, s));

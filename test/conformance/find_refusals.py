@@ -1,7 +1,10 @@
 #!/usr/bin/python3
-"""List candidate principled refusals: tests whose output shape depends on input data
-(a shape-determining operand is fed by the test as a graph input, not a constant) or whose
-outputs are random. Prints "suite/test reason" lines for test/conformance/refusals.txt.
+"""List candidate principled refusals: tests whose output shape depends on the values of
+the data (NonZero, Unique, NonMaxSuppression) or whose outputs are random. Prints
+"suite/test reason" lines for test/conformance/refusals.txt.
+
+Shape, axes, count or condition inputs fed as graph inputs are not refusals: the runner
+freezes them to the test's value (what a user does with popc-onnx --freeze-input).
 
 Usage: find_refusals.py [DATA_ROOT]   (default /usr/share/libonnx-testdata/data)
 Review the output before committing it: a refusal is a claim that popc cannot support the
@@ -12,21 +15,6 @@ import sys
 
 import onnx
 
-# op type -> (operand index, what it fixes), for operands that decide an output's shape.
-SHAPE_OPERANDS = {
-    "Reshape": [(1, "shape")], "Expand": [(1, "shape")], "Tile": [(1, "repeats")],
-    "ConstantOfShape": [(0, "shape")], "Range": [(0, "start"), (1, "limit"), (2, "delta")],
-    "Slice": [(1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")], "Pad": [(1, "pads"), (3, "axes")],
-    "Resize": [(2, "scales"), (3, "sizes")], "Upsample": [(1, "scales")], "TopK": [(1, "K")],
-    "OneHot": [(1, "depth")], "Squeeze": [(1, "axes")], "Unsqueeze": [(1, "axes")],
-    "Split": [(1, "split")], "Compress": [(1, "condition")], "CenterCropPad": [(1, "shape")],
-    "DFT": [(1, "dft_length")], "STFT": [(2, "window"), (3, "frame_length")],
-    "HannWindow": [(0, "size")], "HammingWindow": [(0, "size")], "BlackmanWindow": [(0, "size")],
-    "MelWeightMatrix": [(0, "num_mel_bins"), (1, "dft_length")], "Col2Im": [(1, "image_shape"), (2, "block_shape")],
-}
-for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"):
-    SHAPE_OPERANDS[op] = [(1, "axes")]
 DATA_DEPENDENT = {"NonZero": "the number of non-zero elements", "Unique": "the number of unique values",
                   "NonMaxSuppression": "the number of selected boxes"}
 RANDOM = {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"}
@@ -59,10 +47,6 @@ def reason(model, test_dir):
             ratio = fed_value(test_dir, ordered, node.input[1]) if node.input[1] in inputs else None
             if ratio is None or float(ratio) != 0.0:  # ratio 0 keeps everything: deterministic
                 return "random output (training-mode Dropout with a non-zero ratio)"
-        for idx, what in SHAPE_OPERANDS.get(node.op_type, []):
-            if idx < len(node.input) and node.input[idx] in inputs:
-                return (f"output shape depends on input data ({node.op_type} {what} "
-                        f"'{node.input[idx]}' is a graph input, not a constant)")
     return None
 
 
