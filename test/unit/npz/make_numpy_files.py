@@ -23,7 +23,7 @@ f = np.arange(6, dtype=np.float32).reshape(2, 3)
 np.savez(os.path.join(bad, "fortran.npz"), x=np.asfortranarray(f))
 np.savez(os.path.join(bad, "object.npz"), x=np.array([1, "a", None], dtype=object))
 np.savez(os.path.join(bad, "bigendian.npz"), x=f.astype(">f4"))
-np.savez(os.path.join(bad, "uint32.npz"), x=f.astype(np.uint32))
+np.savez(os.path.join(bad, "complex64.npz"), x=f.astype(np.complex64))
 np.savez(os.path.join(bad, "structured.npz"), x=np.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")]))
 with open(os.path.join(bad, "not_a_zip.npz"), "w") as fh:
     fh.write("hello, this is not a zip file\n" * 4)
