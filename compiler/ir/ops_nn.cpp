@@ -85,8 +85,13 @@ std::vector<TensorInfo> inferBatchNorm(const Op &op, const Graph &graph) {
   size_t requested = 0;
   for (size_t i = 1; i < op.outputs.size(); ++i)
     requested += op.outputs[i].empty() ? 0 : 1;
-  if (requested > 0 || op.attrs.getInt("training_mode", 0) != 0)
-    failOp(op, "training mode (running mean/var or saved statistics outputs) is not supported; "
+  // Training mode (opset 14+): batch statistics, plus the running mean/var
+  // outputs; the bn-decomposition pass rewrites it into reductions.
+  const bool training = op.attrs.getInt("training_mode", 0) != 0;
+  if (training && (graph.opset < 14 || op.outputs.size() > 3))
+    failOp(op, "training mode is supported from opset 14 with at most 3 outputs (Y, running_mean, running_var)");
+  if (!training && requested > 0)
+    failOp(op, "running mean/var or saved statistics outputs need training_mode=1 (opset 14+); "
                "export the model in inference mode (1 output)");
   if (op.attrs.getInt("spatial", 1) != 1)
     failOp(op, "spatial=0 (per-activation statistics) is not supported");
@@ -98,7 +103,8 @@ std::vector<TensorInfo> inferBatchNorm(const Op &op, const Graph &graph) {
     if (t.shape != Shape{C})
       failOp(op, "{} must have shape [{}] (channels), got {}", names[i], C, shapeToString(t.shape));
   }
-  std::vector<TensorInfo> result(op.outputs.size(), x); // unrequested outputs are ""
+  std::vector<TensorInfo> result(op.outputs.size(), TensorInfo{x.dtype, {C}}); // unrequested outputs are ""
+  result[0] = x;
   return result;
 }
 

@@ -7,7 +7,70 @@
 #include "compiler/passes/passes.h"
 #include "support/log.h"
 
+#include <cstring>
+
 namespace popc::passes {
+
+namespace {
+
+// Training-mode BatchNormalization (opset 14+) on batch statistics:
+//   mean = ReduceMean(X), var = ReduceMean((X - mean)^2) over all but the channel axis,
+//   Y = (X - mean) / sqrt(var + epsilon) * scale + B,
+//   running_mean = input_mean * momentum + mean * (1 - momentum), likewise running_var
+// (population variance, as the ONNX reference). Replaces the op at `index`;
+// returns how many ops now stand in its place.
+size_t decomposeTrainingBatchNorm(ir::Graph &g, size_t index, const std::set<std::string> &captured) {
+  const ir::Op bn = *g.ops()[index];
+  const ir::TensorInfo x = g.tensor(bn.inputs[0]).info;
+  const int64_t C = x.shape[1];
+  std::vector<int64_t> axes{0};
+  for (int64_t d = 2; d < int64_t(x.shape.size()); ++d)
+    axes.push_back(d);
+  Shape cshape(x.shape.size() - 1, 1);
+  cshape[0] = C;
+  const double eps = bn.attrs.getFloat("epsilon", 1e-5), momentum = bn.attrs.getFloat("momentum", 0.9);
+  const std::vector<std::string> outputs = bn.outputs;
+  removeOpAndDeadOutputs(g, index, captured);
+  size_t at = index;
+  auto emit = [&](const std::string &type, std::vector<std::string> inputs, const std::string &out,
+                  ir::Attributes attrs = {}) {
+    ir::Op op;
+    op.type = type;
+    op.name = uniqueOpName(g, bn.name + "_" + type);
+    op.inputs = std::move(inputs);
+    op.outputs = {out.empty() ? g.uniqueName(bn.name + "_" + type + "_out") : out};
+    op.attrs = std::move(attrs);
+    op.ipu = bn.ipu;
+    ir::inferAndSetOutputs(g.insertOpBefore(at++, std::move(op)), g);
+    return g.ops()[at - 1]->outputs[0];
+  };
+  auto shapeConst = [&](const Shape &shape) {
+    std::vector<uint8_t> data(shape.size() * 8);
+    std::memcpy(data.data(), shape.data(), data.size());
+    return addConstant(g, bn.name + "_shape", {DType::I64, {int64_t(shape.size())}}, data);
+  };
+  auto scalar = [&](const char *what, double v) { return addFloatConstant(g, bn.name + what, x.dtype, {}, {v}); };
+  ir::Attributes reduce;
+  reduce.set("axes", axes);
+  reduce.set("keepdims", int64_t(1));
+  const std::string mean = emit("ReduceMean", {bn.inputs[0]}, "", reduce);
+  const std::string centred = emit("Sub", {bn.inputs[0], mean}, "");
+  const std::string var = emit("ReduceMean", {emit("Mul", {centred, centred}, "")}, "", reduce);
+  const std::string stddev = emit("Sqrt", {emit("Add", {var, scalar("_epsilon", eps)}, "")}, "");
+  const std::string normed = emit("Div", {centred, stddev}, "");
+  const std::string scaled = emit("Mul", {normed, emit("Reshape", {bn.inputs[1], shapeConst(cshape)}, "")}, "");
+  emit("Add", {scaled, emit("Reshape", {bn.inputs[2], shapeConst(cshape)}, "")}, outputs[0]);
+  const std::string keep = scalar("_momentum", momentum), take = scalar("_one_minus_momentum", 1.0 - momentum);
+  for (size_t k : {size_t(1), size_t(2)}) {
+    if (k >= outputs.size() || outputs[k].empty())
+      continue;
+    const std::string batch = emit("Reshape", {k == 1 ? mean : var, shapeConst({C})}, "");
+    emit("Add", {emit("Mul", {bn.inputs[k + 2], keep}, ""), emit("Mul", {batch, take}, "")}, outputs[k]);
+  }
+  return at - index;
+}
+
+} // namespace
 
 size_t decomposeBatchNorm(ir::Ir &ir) {
   ir::Graph &g = ir.main;
@@ -20,6 +83,11 @@ size_t decomposeBatchNorm(ir::Ir &ir) {
     const ir::TensorInfo x = g.tensor(bn.inputs[0]).info;
     if ((x.dtype != DType::F32 && x.dtype != DType::F64) || x.shape.size() < 2)
       continue;
+    if (bn.attrs.getInt("training_mode", 0) != 0) {
+      i += decomposeTrainingBatchNorm(g, i, captured) - 1;
+      ++count;
+      continue;
+    }
     auto affine = constantBatchNormAffine(g, bn, captured);
     if (!affine || int64_t(affine->scale.size()) != x.shape[1])
       continue;
