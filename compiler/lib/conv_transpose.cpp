@@ -28,18 +28,12 @@ void lowerWindowCodelet(const ir::Op &op, const ir::Graph &g, Lowering &L, const
   const Value bias = op.hasInput(2) ? L.value(op.inputs[2])
                                     : constantTensor(L, op.name + "/bias", ir::TensorInfo{t, {outChannels}});
   const size_t nd = x.info.shape.size() - 2;
-  auto dims3 = [&](const std::vector<int64_t> &v, int64_t fill) {
-    std::vector<int64_t> r(3 - nd, fill);
-    r.insert(r.end(), v.begin(), v.end());
-    return r;
-  };
-  const auto in = dims3(Shape(x.info.shape.begin() + 2, x.info.shape.end()), 1), o = dims3(p.outSpatial, 1),
-             k = dims3(p.kernel, 1), s = dims3(p.strides, 1), pad = dims3(p.padsBegin, 0),
-             d = dims3(p.dilations, 1);
+  uint64_t kernelVolume = 1;
+  const std::vector<int64_t> geometry =
+      windowArgs3(Shape(x.info.shape.begin() + 2, x.info.shape.end()), p, kernelVolume);
   const uint64_t rows = uint64_t(outInfo.shape[0] * outChannels);
   const uint64_t outPlane = uint64_t(outInfo.elements()) / rows;
-  const uint64_t macsPerOutput = uint64_t(op.type == "Conv" ? w.info.shape[1] : channels / p.group) *
-                                 uint64_t(k[0] * k[1] * k[2]);
+  const uint64_t macsPerOutput = uint64_t(op.type == "Conv" ? w.info.shape[1] : channels / p.group) * kernelVolume;
   lowerRowWiseAt(L, op.name, {RowOperand{x, {}, 1, true}, RowOperand{w, {}, 1, true}, RowOperand{bias, {}, 1, true}},
                  {RowOperand{out, {}, outPlane}}, rows, [&](uint64_t first, uint32_t n) {
                    codegen::CodeletSpec spec;
@@ -50,8 +44,7 @@ void lowerWindowCodelet(const ir::Op &op, const ir::Graph &g, Lowering &L, const
                                   codeletField("bias", uint64_t(outChannels), t, codegen::FieldAccess::Input),
                                   codeletField("y", n * outPlane, t, codegen::FieldAccess::Output)};
                    spec.args = {int64_t(n), int64_t(first), channels, outChannels, p.group};
-                   for (const auto *v : {&in, &o, &k, &s, &pad, &d})
-                     spec.args.insert(spec.args.end(), v->begin(), v->end());
+                   spec.args.insert(spec.args.end(), geometry.begin(), geometry.end());
                    spec.cycles = 10 + uint64_t(n) * outPlane * (macsPerOutput + 4);
                    return codegen::KernelSpec{spec};
                  });

@@ -30,15 +30,8 @@ void lowerPoolNd(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax) 
   const uint64_t outPlane = rows ? uint64_t(outInfo.elements()) / rows : 0;
   if (outInfo.elements() == 0)
     return;
-  // Geometry padded to 3 dims (leading 1s).
-  auto dims3 = [&](const std::vector<int64_t> &v, int64_t fill) {
-    std::vector<int64_t> r(3 - nd, fill);
-    r.insert(r.end(), v.begin(), v.end());
-    return r;
-  };
-  const auto in = dims3(Shape(shape.begin() + 2, shape.end()), 1), o = dims3(p.outSpatial, 1),
-             k = dims3(p.kernel, 1), s = dims3(p.strides, 1), pad = dims3(p.padsBegin, 0),
-             d = dims3(p.dilations, 1);
+  uint64_t kernelVolume = 1;
+  const std::vector<int64_t> geometry = windowArgs3(Shape(shape.begin() + 2, shape.end()), p, kernelVolume);
   const int64_t storageOrder = op.attrs.getInt("storage_order", 0);
   const DType t = x.info.dtype;
   lowerRowWiseAt(L, op.name, {RowOperand{x, {}, inPlane}}, {RowOperand{out, {}, outPlane}, RowOperand{indices, {}, outPlane}}, rows, [&](uint64_t first, uint32_t n) {
@@ -50,9 +43,8 @@ void lowerPoolNd(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax) 
                    codeletField("indices", n * outPlane, DType::I64, codegen::FieldAccess::Output)};
     spec.args = {int64_t(n), int64_t(first), isMax ? 1 : 0, p.countIncludePad ? 1 : 0, storageOrder,
                  wantIndices ? 1 : 0};
-    for (const auto *v : {&in, &o, &k, &s, &pad, &d})
-      spec.args.insert(spec.args.end(), v->begin(), v->end());
-    spec.cycles = 10 + uint64_t(n) * outPlane * uint64_t(k[0] * k[1] * k[2] + 4);
+    spec.args.insert(spec.args.end(), geometry.begin(), geometry.end());
+    spec.cycles = 10 + uint64_t(n) * outPlane * (kernelVolume + 4);
     return codegen::KernelSpec{spec};
   });
 }

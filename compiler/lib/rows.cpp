@@ -14,6 +14,23 @@ Value constantTensor(Lowering &L, const std::string &name, const ir::TensorInfo 
   return v;
 }
 
+std::vector<int64_t> windowArgs3(const Shape &inSpatial, const ir::WindowParams &p, uint64_t &kernelVolume) {
+  const size_t lead = 3 - inSpatial.size();
+  std::vector<int64_t> args;
+  auto add = [&](const std::vector<int64_t> &v, int64_t fill) {
+    args.insert(args.end(), lead, fill);
+    args.insert(args.end(), v.begin(), v.end());
+  };
+  add(inSpatial, 1);
+  add(p.outSpatial, 1);
+  add(p.kernel, 1);
+  add(p.strides, 1);
+  add(p.padsBegin, 0);
+  add(p.dilations, 1);
+  kernelVolume = uint64_t(numElements(p.kernel));
+  return args;
+}
+
 std::vector<int64_t> axesLastPerm(size_t rank, const std::vector<int64_t> &axes) {
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < int64_t(rank); ++d)

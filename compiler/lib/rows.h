@@ -4,6 +4,7 @@
 // whole and split over each tile's worker contexts; one vertex per worker
 // reads its rows (gathered by the exchange) and writes its rows of every output.
 #pragma once
+#include "compiler/ir/op_attrs.h"
 #include "compiler/lib/lowering.h"
 
 #include <functional>
@@ -36,6 +37,11 @@ void lowerRowWiseAt(Lowering &L, const std::string &name, const std::vector<RowO
 // A constant device tensor holding `data` (zero-filled to the tensor's size),
 // e.g. for an omitted optional input a codelet still needs a field for.
 Value constantTensor(Lowering &L, const std::string &name, const ir::TensorInfo &info, std::vector<uint8_t> data = {});
+
+// The window codelets' geometry arguments: input dims, output dims, kernel,
+// strides, begin pads and dilations, each padded to 3 spatial dims with leading
+// size-1 dims (pads 0). Also returns the kernel volume in `kernelVolume`.
+std::vector<int64_t> windowArgs3(const Shape &inSpatial, const ir::WindowParams &p, uint64_t &kernelVolume);
 
 // A field description for codelet specs.
 inline codegen::FieldInfo codeletField(const std::string &name, uint64_t elements, DType dtype,
