@@ -9,6 +9,7 @@
 #include "support/log.h"
 #include "support/version.h"
 
+#include "tools/cache_options.h"
 #include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>
@@ -29,8 +30,8 @@ int main(int argc, char **argv) {
   driver::CompileOptions options;
   std::vector<std::string> inputShapes, frozenInputs;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
-  bool stats = false, noCache = false;
-  std::string cacheDir, cacheMaxSize = "5G", remoteCache;
+  bool stats = false;
+  popc::tools::CacheOptions cacheOptions;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
   app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
   app.add_option("--arch", options.arch, "Target architecture: ipu1 (GC2) or ipu2 (GC200)")
@@ -55,18 +56,8 @@ int main(int argc, char **argv) {
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.add_flag("--stats", stats, "Print compile-time statistics");
-  app.add_option("--cache-dir", cacheDir,
-                 "Content-addressed cache directory: a compile of the same model bytes, external data, "
-                 "options and compiler is copied from it instead of recompiled (see docs/cache.md)")
-      ->envname("POPC_CACHE_DIR");
-  app.add_option("--cache-max-size", cacheMaxSize,
-                 "Evict least recently used cache entries above this size: bytes or K/M/G/T (default 5G)")
-      ->envname("POPC_CACHE_MAX_SIZE");
-  app.add_option("--remote-cache", remoteCache,
-                 "Shared HTTP cache (WebDAV/nginx or bazel-remote style) consulted after --cache-dir; "
-                 "failures only warn")
-      ->envname("POPC_REMOTE_CACHE");
-  app.add_flag("--no-cache", noCache, "Compile without reading or writing any cache");
+  cacheOptions.add(app, "Content-addressed cache directory: a compile of the same model bytes, external data, "
+                        "options and compiler is copied from it instead of recompiled");
   app.set_version_flag("--version", compilerVersion());
 
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
@@ -87,8 +78,7 @@ int main(int argc, char **argv) {
     // one copy, with no ONNX parse and no LLVM.
     std::shared_ptr<cache::Store> store;
     std::optional<driver::ExecutableKey> key;
-    if (!noCache && (!cacheDir.empty() || !remoteCache.empty())) {
-      store = cache::openStore(cacheDir, cache::parseSize(cacheMaxSize, "--cache-max-size"), remoteCache);
+    if ((store = cacheOptions.open())) {
       key = driver::executableCacheKey(model, options);
     }
     auto log = log::get("popc-onnx");

@@ -10,6 +10,7 @@
 #include "support/log.h"
 #include "support/version.h"
 
+#include "tools/cache_options.h"
 #include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>
@@ -153,8 +154,8 @@ int main(int argc, char **argv) {
   std::string model, inputsPath, outputsPath, logLevel;
   uint64_t iterations = 1;
   unsigned threads = 0;
-  bool report = false, preload = false, noCache = false;
-  std::string cacheDir, cacheMaxSize = "5G", remoteCache;
+  bool report = false, preload = false;
+  popc::tools::CacheOptions cacheOptions;
   app.add_option("model", model, "Executable to run (.popef)")->required();
   app.add_option("--inputs", inputsPath, "Model inputs (.npz, one array per input name)");
   app.add_option("--outputs", outputsPath, "Write the model outputs to this .npz (default: print a summary)");
@@ -166,15 +167,7 @@ int main(int argc, char **argv) {
                "Load and JIT the executable before reading inputs (like POPART_PRELOAD_POPEF). Without "
                "--inputs it only warms the JIT object cache (--cache-dir) and exits 0")
       ->envname("POPC_PRELOAD_POPEF");
-  app.add_option("--cache-dir", cacheDir,
-                 "Cache JIT-compiled machine code here (shared with popc-onnx --cache-dir; see docs/cache.md)")
-      ->envname("POPC_CACHE_DIR");
-  app.add_option("--cache-max-size", cacheMaxSize,
-                 "Evict least recently used cache entries above this size: bytes or K/M/G/T (default 5G)")
-      ->envname("POPC_CACHE_MAX_SIZE");
-  app.add_option("--remote-cache", remoteCache, "Shared HTTP cache consulted after --cache-dir; failures only warn")
-      ->envname("POPC_REMOTE_CACHE");
-  app.add_flag("--no-cache", noCache, "JIT without reading or writing any cache");
+  cacheOptions.add(app, "Cache JIT-compiled machine code here (shared with popc-onnx --cache-dir)");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.set_version_flag("--version", compilerVersion());
 
@@ -188,9 +181,8 @@ int main(int argc, char **argv) {
     auto executable = popc::popef::Executable::open(model);
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-    if (!noCache && (!cacheDir.empty() || !remoteCache.empty()))
-      runtime::setObjectCache(std::make_shared<StoreObjectCache>(
-          cache::openStore(cacheDir, cache::parseSize(cacheMaxSize, "--cache-max-size"), remoteCache)));
+    if (auto store = cacheOptions.open())
+      runtime::setObjectCache(std::make_shared<StoreObjectCache>(store));
 
     // --preload: load and JIT before the inputs are read, so a later run (or
     // this one's inputs) finds the machine code ready.

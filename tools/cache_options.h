@@ -1,0 +1,39 @@
+// The cache flags popc-onnx and poprun-lite share (--cache-dir, --cache-max-size,
+// --remote-cache, --no-cache with their POPC_* variables), and opening the store.
+#pragma once
+#include "cache/size.h"
+#include "cache/tiered_store.h"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+namespace popc::tools {
+
+struct CacheOptions {
+  std::string dir, maxSize = "5G", remote;
+  bool disabled = false;
+
+  // `dirHelp` says what this tool keeps in the directory.
+  void add(CLI::App &app, const std::string &dirHelp) {
+    app.add_option("--cache-dir", dir, dirHelp + " (see docs/cache.md)")->envname("POPC_CACHE_DIR");
+    app.add_option("--cache-max-size", maxSize,
+                   "Evict least recently used cache entries above this size: bytes or K/M/G/T (default 5G)")
+        ->envname("POPC_CACHE_MAX_SIZE");
+    app.add_option("--remote-cache", remote,
+                   "Shared HTTP cache (WebDAV/nginx or bazel-remote style) consulted after --cache-dir; "
+                   "failures only warn")
+        ->envname("POPC_REMOTE_CACHE");
+    app.add_flag("--no-cache", disabled, "Neither read nor write any cache");
+  }
+
+  // The configured store, or null when no cache is asked for.
+  std::shared_ptr<cache::Store> open() const {
+    if (disabled || (dir.empty() && remote.empty()))
+      return nullptr;
+    return cache::openStore(dir, cache::parseSize(maxSize, "--cache-max-size"), remote);
+  }
+};
+
+} // namespace popc::tools
