@@ -27,8 +27,8 @@ const int kMaxUnrolledIterations = 4096;
 class ControlFlowExpander {
 public:
   ControlFlowExpander(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
-                      const std::string &path)
-      : model_(model), opset_(opset), frozen_(frozen), path_(path) {}
+                      const ControlValueEvaluator &evaluate, const std::string &path)
+      : model_(model), opset_(opset), frozen_(frozen), evaluate_(evaluate), path_(path) {}
 
   int run() {
     int expanded = 0;
@@ -37,7 +37,8 @@ public:
       collectConstants(graph);
       GraphProto rebuilt;
       bool changed = false;
-      for (const NodeProto &node : graph.node()) {
+      for (current_ = 0; current_ < graph.node_size(); ++current_) {
+        const NodeProto &node = graph.node(current_);
         const bool ai = node.domain().empty() || node.domain() == "ai.onnx";
         if (ai && node.op_type() == "If") {
           expandIf(node, rebuilt);
@@ -75,38 +76,63 @@ private:
     const std::string message = fmt::format("{}: {} node '{}': {} '{}' must be known at compile time (popc has no "
                                             "run-time control flow yet)",
                                             path_, node.op_type(), node.name(), what, input);
-    for (const auto &in : model_.graph().input())
-      if (in.name() == input && !constants_.count(input))
-        throw Error(fmt::format("{}; it is a graph input: give its value at compile time with --freeze-input "
-                                "{}=FILE.npy",
-                                message, input),
-                    input);
+    const std::string source = graphInputFeeding(input);
+    if (!source.empty())
+      throw Error(fmt::format("{}; it {} graph input '{}': give its value at compile time with --freeze-input "
+                              "{}=FILE.npy",
+                              message, source == input ? "is" : "is computed from", source, source),
+                  source);
     fail("{}", message);
   }
 
-  // Integer value of a scalar control input (bool or integer).
-  int64_t scalar(const NodeProto &node, const std::string &name, const char *what) {
-    if (auto it = frozen_.find(name); it != frozen_.end()) {
-      const ir::Tensor &t = it->second;
-      if (t.info.elements() != 1)
-        fail("{}: {} node '{}': {} '{}' must hold one value", path_, node.op_type(), node.name(), what, name);
-      if (t.info.dtype == DType::I64)
-        return *reinterpret_cast<const int64_t *>(t.data.data());
-      if (t.info.dtype == DType::I32)
-        return *reinterpret_cast<const int32_t *>(t.data.data());
-      return t.data[0] != 0; // bool / uint8
+  // A graph input (not frozen, not an initializer) that `name` is or is computed
+  // from, searching producers depth first; "" if none.
+  std::string graphInputFeeding(const std::string &name) {
+    std::map<std::string, const NodeProto *> producer;
+    for (const auto &n : model_.graph().node())
+      for (const auto &o : n.output())
+        producer[o] = &n;
+    std::set<std::string> seen;
+    std::vector<std::string> todo{name};
+    while (!todo.empty()) {
+      const std::string t = todo.back();
+      todo.pop_back();
+      if (t.empty() || !seen.insert(t).second)
+        continue;
+      for (const auto &in : model_.graph().input())
+        if (in.name() == t && !constants_.count(t) && !frozen_.count(t))
+          return t;
+      if (auto it = producer.find(t); it != producer.end())
+        for (const auto &i : it->second->input())
+          todo.push_back(i);
     }
-    auto it = constants_.find(name);
-    if (it == constants_.end())
-      failNotConstant(node, name, what);
-    const ir::Tensor t = tensorFromProto(*it->second, fmt::format("{}: {} '{}'", path_, what, name));
+    return "";
+  }
+
+  int64_t scalarOf(const NodeProto &node, const ir::Tensor &t, const std::string &name, const char *what) {
     if (t.info.elements() != 1 || t.data.empty())
       fail("{}: {} node '{}': {} '{}' must hold one value", path_, node.op_type(), node.name(), what, name);
-    if (t.info.dtype == DType::I64)
-      return *reinterpret_cast<const int64_t *>(t.data.data());
-    if (t.info.dtype == DType::I32)
-      return *reinterpret_cast<const int32_t *>(t.data.data());
-    return t.data[0] != 0;
+    switch (t.info.dtype) {
+    case DType::I64: return *reinterpret_cast<const int64_t *>(t.data.data());
+    case DType::I32: return *reinterpret_cast<const int32_t *>(t.data.data());
+    case DType::F32: return int64_t(*reinterpret_cast<const float *>(t.data.data()));
+    case DType::F64: return int64_t(*reinterpret_cast<const double *>(t.data.data()));
+    default: return t.data[0] != 0; // bool / uint8
+    }
+  }
+
+  // Integer value of a scalar control input (bool or integer).
+  // Integer value of a scalar control input: frozen, a constant, or computed at
+  // compile time from the nodes before this one (e.g. a trip count from shapes).
+  int64_t scalar(const NodeProto &node, const std::string &name, const char *what) {
+    if (auto it = frozen_.find(name); it != frozen_.end())
+      return scalarOf(node, it->second, name, what);
+    if (auto it = constants_.find(name); it != constants_.end())
+      return scalarOf(node, tensorFromProto(*it->second, fmt::format("{}: {} '{}'", path_, what, name)), name, what);
+    if (evaluate_)
+      if (auto value = evaluate_(name, current_))
+        return scalarOf(node, *value, name, what);
+    failNotConstant(node, name, what);
   }
 
   const GraphProto &graphAttr(const NodeProto &node, const char *name) {
@@ -324,15 +350,17 @@ private:
   ::onnx::ModelProto &model_;
   int64_t opset_;
   const std::map<std::string, ir::Tensor> &frozen_;
+  const ControlValueEvaluator &evaluate_;
   const std::string &path_;
   std::map<std::string, const ::onnx::TensorProto *> constants_;
+  int current_ = 0; // index of the node being expanded
 };
 
 } // namespace
 
 int expandStaticControlFlow(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
-                            const std::string &path) {
-  return ControlFlowExpander(model, opset, frozen, path).run();
+                            const ControlValueEvaluator &evaluate, const std::string &path) {
+  return ControlFlowExpander(model, opset, frozen, evaluate, path).run();
 }
 
 } // namespace popc::onnx::detail

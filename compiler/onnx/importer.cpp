@@ -231,7 +231,24 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
       logger->debug("{}: ONNX version converter failed: {}", path, oneLine(e.what()));
     }
   }
-  expandStaticControlFlow(model, opset, options.frozenInputs, path);
+  // Control values computed from other tensors (a Loop's trip count from
+  // shapes or frozen inputs): import the nodes before the control-flow op and
+  // fold the value with the IR's constant evaluation.
+  const ControlValueEvaluator evaluate = [&](const std::string &name, int nodes) -> std::optional<ir::Tensor> {
+    try {
+      ::onnx::ModelProto prefix = model;
+      auto *g = prefix.mutable_graph();
+      while (g->node_size() > nodes)
+        g->mutable_node()->RemoveLast();
+      g->clear_output();
+      g->add_output()->set_name(name);
+      const ir::Ir ir = buildIr(prefix, nodeNames(prefix.graph()), opset, options.frozenInputs, path);
+      return ir::constantValue(ir.main, name);
+    } catch (const Error &) {
+      return std::nullopt;
+    }
+  };
+  expandStaticControlFlow(model, opset, options.frozenInputs, evaluate, path);
   expandFunctionOps(model, opset, path);
   const auto names = nodeNames(model.graph());
   checkSupportedOps(model, names, opset, path);

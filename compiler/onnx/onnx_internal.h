@@ -4,7 +4,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +38,12 @@ int expandFunctionOps(::onnx::ModelProto &model, int64_t opset, const std::strin
 // control_flow.cpp: If with a compile-time condition → its branch; Loop with a
 // compile-time trip count and a constant condition → unrolled. Others are
 // refused (the error carries a graph input to freeze when that would help).
+// `evaluate(name, n)` computes tensor `name` from the graph's first n nodes at
+// compile time, or returns nullopt.
+using ControlValueEvaluator = std::function<std::optional<ir::Tensor>(const std::string &name, int nodes)>;
 int expandStaticControlFlow(::onnx::ModelProto &model, int64_t opset,
-                            const std::map<std::string, ir::Tensor> &frozen, const std::string &path);
+                            const std::map<std::string, ir::Tensor> &frozen, const ControlValueEvaluator &evaluate,
+                            const std::string &path);
 
 // input_shapes.cpp
 // Names of the graph inputs that are not initializers, in order.
