@@ -31,19 +31,7 @@ size_t decomposeTrainingBatchNorm(ir::Graph &g, size_t index, const std::set<std
   const double eps = bn.attrs.getFloat("epsilon", 1e-5), momentum = bn.attrs.getFloat("momentum", 0.9);
   const std::vector<std::string> outputs = bn.outputs;
   removeOpAndDeadOutputs(g, index, captured);
-  size_t at = index;
-  auto emit = [&](const std::string &type, std::vector<std::string> inputs, const std::string &out,
-                  ir::Attributes attrs = {}) {
-    ir::Op op;
-    op.type = type;
-    op.name = uniqueOpName(g, bn.name + "_" + type);
-    op.inputs = std::move(inputs);
-    op.outputs = {out.empty() ? g.uniqueName(bn.name + "_" + type + "_out") : out};
-    op.attrs = std::move(attrs);
-    op.ipu = bn.ipu;
-    ir::inferAndSetOutputs(g.insertOpBefore(at++, std::move(op)), g);
-    return g.ops()[at - 1]->outputs[0];
-  };
+  OpInserter ops(g, index, bn.name, bn.ipu);
   auto shapeConst = [&](const Shape &shape) {
     std::vector<uint8_t> data(shape.size() * 8);
     std::memcpy(data.data(), shape.data(), data.size());
@@ -53,21 +41,21 @@ size_t decomposeTrainingBatchNorm(ir::Graph &g, size_t index, const std::set<std
   ir::Attributes reduce;
   reduce.set("axes", axes);
   reduce.set("keepdims", int64_t(1));
-  const std::string mean = emit("ReduceMean", {bn.inputs[0]}, "", reduce);
-  const std::string centred = emit("Sub", {bn.inputs[0], mean}, "");
-  const std::string var = emit("ReduceMean", {emit("Mul", {centred, centred}, "")}, "", reduce);
-  const std::string stddev = emit("Sqrt", {emit("Add", {var, scalar("_epsilon", eps)}, "")}, "");
-  const std::string normed = emit("Div", {centred, stddev}, "");
-  const std::string scaled = emit("Mul", {normed, emit("Reshape", {bn.inputs[1], shapeConst(cshape)}, "")}, "");
-  emit("Add", {scaled, emit("Reshape", {bn.inputs[2], shapeConst(cshape)}, "")}, outputs[0]);
+  const std::string mean = ops.add("ReduceMean", {bn.inputs[0]}, "", reduce);
+  const std::string centred = ops.add("Sub", {bn.inputs[0], mean}, "");
+  const std::string var = ops.add("ReduceMean", {ops.add("Mul", {centred, centred}, "")}, "", reduce);
+  const std::string stddev = ops.add("Sqrt", {ops.add("Add", {var, scalar("_epsilon", eps)}, "")}, "");
+  const std::string normed = ops.add("Div", {centred, stddev}, "");
+  const std::string scaled = ops.add("Mul", {normed, ops.add("Reshape", {bn.inputs[1], shapeConst(cshape)}, "")}, "");
+  ops.add("Add", {scaled, ops.add("Reshape", {bn.inputs[2], shapeConst(cshape)}, "")}, outputs[0]);
   const std::string keep = scalar("_momentum", momentum), take = scalar("_one_minus_momentum", 1.0 - momentum);
   for (size_t k : {size_t(1), size_t(2)}) {
     if (k >= outputs.size() || outputs[k].empty())
       continue;
-    const std::string batch = emit("Reshape", {k == 1 ? mean : var, shapeConst({C})}, "");
-    emit("Add", {emit("Mul", {bn.inputs[k + 2], keep}, ""), emit("Mul", {batch, take}, "")}, outputs[k]);
+    const std::string batch = ops.add("Reshape", {k == 1 ? mean : var, shapeConst({C})}, "");
+    ops.add("Add", {ops.add("Mul", {bn.inputs[k + 2], keep}, ""), ops.add("Mul", {batch, take}, "")}, outputs[k]);
   }
-  return at - index;
+  return ops.next() - index;
 }
 
 } // namespace

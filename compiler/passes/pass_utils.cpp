@@ -1,5 +1,7 @@
 #include "compiler/passes/pass_utils.h"
 
+#include "compiler/ir/op_registry.h"
+
 #include "compiler/passes/host_eval.h"
 #include "support/error.h"
 
@@ -106,6 +108,19 @@ std::optional<ChannelAffine> constantBatchNormAffine(const ir::Graph &g, const i
     a.shift.push_back(p[1][c] - p[2][c] * s);
   }
   return a;
+}
+
+std::string OpInserter::add(const std::string &type, std::vector<std::string> inputs, std::string output,
+                            ir::Attributes attrs) {
+  ir::Op op;
+  op.type = type;
+  op.name = uniqueOpName(g_, base_ + "_" + type);
+  op.inputs = std::move(inputs);
+  op.outputs = {output.empty() ? g_.uniqueName(base_ + "_" + type + "_out") : std::move(output)};
+  op.attrs = std::move(attrs);
+  op.ipu = ipu_;
+  ir::inferAndSetOutputs(g_.insertOpBefore(at_++, std::move(op)), g_);
+  return g_.ops()[at_ - 1]->outputs[0];
 }
 
 std::string uniqueOpName(const ir::Graph &g, const std::string &base) {

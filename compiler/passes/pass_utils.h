@@ -57,4 +57,22 @@ std::optional<ChannelAffine> constantBatchNormAffine(const ir::Graph &g, const i
 // An op name not used by any op of the graph: base, base_1, base_2 ...
 std::string uniqueOpName(const ir::Graph &g, const std::string &base);
 
+// Inserts ops one after another from index `at`, named after `base` and placed
+// on `ipu` (those of the op they replace), inferring each as it goes in.
+class OpInserter {
+public:
+  OpInserter(ir::Graph &g, size_t at, std::string base, int64_t ipu)
+      : g_(g), at_(at), base_(std::move(base)), ipu_(ipu) {}
+  // Adds `type`(inputs) writing `output` (a fresh name when empty); returns the output.
+  std::string add(const std::string &type, std::vector<std::string> inputs, std::string output = "",
+                  ir::Attributes attrs = {});
+  size_t next() const { return at_; } // index after the last inserted op
+
+private:
+  ir::Graph &g_;
+  size_t at_;
+  std::string base_;
+  int64_t ipu_;
+};
+
 } // namespace popc::passes

@@ -106,20 +106,9 @@ size_t decomposeResize(ir::Ir &ir) {
     const std::string out = op.outputs[0], name = op.name;
     const int64_t ipu = op.ipu;
     removeOpAndDeadOutputs(g, i, captured);
-    size_t at = i;
-    auto emit = [&](const std::string &type, std::vector<std::string> ins, const std::string &result,
-                    ir::Attributes attrs = {}) {
-      ir::Op o;
-      o.type = type;
-      o.name = uniqueOpName(g, name + "_" + type);
-      o.inputs = std::move(ins);
-      o.outputs = {result};
-      o.attrs = std::move(attrs);
-      o.ipu = ipu;
-      ir::inferAndSetOutputs(g.insertOpBefore(at++, std::move(o)), g);
-    };
+    OpInserter ops(g, i, name, ipu);
     if (dims.empty())
-      emit("Identity", {cur}, out);
+      ops.add("Identity", {cur}, out);
     for (size_t k = 0; k < dims.size(); ++k) {
       const size_t d = dims[k];
       const AxisTaps taps = tapsOf(p, d);
@@ -136,23 +125,23 @@ size_t decomposeResize(ir::Ir &ir) {
         ir::Attributes axis;
         axis.set("axis", int64_t(d));
         const std::string gathered = g.uniqueName(name + "_tap");
-        emit("Gather", {cur, ind}, gathered, axis);
+        ops.add("Gather", {cur, ind}, gathered, axis);
         const std::string weighted = g.uniqueName(name + "_tapw");
         const bool last = t + 1 == taps.index.size() && !taps.anyBias;
-        emit("Mul", {gathered, w}, sum.empty() && last ? result : weighted);
+        ops.add("Mul", {gathered, w}, sum.empty() && last ? result : weighted);
         if (!sum.empty()) {
           const std::string next = last ? result : g.uniqueName(name + "_sum");
-          emit("Add", {sum, weighted}, next);
+          ops.add("Add", {sum, weighted}, next);
           sum = next;
         } else {
           sum = weighted;
         }
       }
       if (taps.anyBias)
-        emit("Add", {sum, addFloatConstant(g, name + "_extrapolation", x.dtype, wshape, taps.bias)}, result);
+        ops.add("Add", {sum, addFloatConstant(g, name + "_extrapolation", x.dtype, wshape, taps.bias)}, result);
       cur = result;
     }
-    i = at - 1;
+    i = ops.next() - 1;
     log::get("passes")->trace("resize decomposition: {} ({} axes)", name, dims.size());
     ++count;
   }
