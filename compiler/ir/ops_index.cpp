@@ -38,18 +38,11 @@ int64_t oneHotDepth(const Op &op, const Graph &graph) {
     detail::failNotConstant(op, graph, 1, "depth");
   if (value->info.elements() != 1)
     detail::failOp(op, "depth must hold one value, got shape {}", shapeToString(value->info.shape));
-  double depth = 0;
-  const uint8_t *p = value->data.data();
-  switch (value->info.dtype) {
-  case DType::F32: depth = *reinterpret_cast<const float *>(p); break;
-  case DType::F64: depth = *reinterpret_cast<const double *>(p); break;
-  case DType::I32: depth = double(*reinterpret_cast<const int32_t *>(p)); break;
-  case DType::I64: depth = double(*reinterpret_cast<const int64_t *>(p)); break;
-  case DType::I8: depth = *reinterpret_cast<const int8_t *>(p); break;
-  case DType::I16: depth = *reinterpret_cast<const int16_t *>(p); break;
-  case DType::U8: depth = *p; break;
-  default: detail::failOp(op, "depth has unsupported dtype {}", dtypeName(value->info.dtype));
-  }
+  const DType t = value->info.dtype;
+  if (t != DType::F32 && t != DType::F64 && t != DType::I8 && t != DType::I16 && t != DType::I32 &&
+      t != DType::I64 && t != DType::U8)
+    detail::failOp(op, "depth has unsupported dtype {}", dtypeName(t));
+  const double depth = value->toDoubles()[0];
   if (!(depth >= 1 && depth <= double(1 << 24)))
     detail::failOp(op, "depth {} must be between 1 and 2^24", depth);
   return int64_t(depth);
