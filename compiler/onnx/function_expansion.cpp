@@ -181,15 +181,18 @@ int expandFunctionOps(::onnx::ModelProto &model, int64_t opset, const std::strin
           isAiOnnx(node.domain()) && !registry.find(node.op_type())
               ? ::onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset), "")
               : nullptr;
-      std::optional<::onnx::FunctionProto> body;
-      if (schema)
-        body = functionBody(withDefaults(node, *schema), *schema, types, path);
+      if (!schema) {
+        *rebuilt.add_node() = node;
+        continue;
+      }
+      const ::onnx::NodeProto call = withDefaults(node, *schema);
+      const std::optional<::onnx::FunctionProto> body = functionBody(call, *schema, types, path);
       if (!body) {
         *rebuilt.add_node() = node;
         continue;
       }
       const std::string prefix = (node.name().empty() ? node.op_type() + std::to_string(i) : node.name()) + "/";
-      inlineFunction(withDefaults(node, *schema), *body, rebuilt, prefix, path);
+      inlineFunction(call, *body, rebuilt, prefix, path);
       log::get("onnx")->debug("{}: expanded {} '{}' into its ONNX function body ({} nodes)", path,
                               node.op_type(), node.name(), body->node_size());
       changed = true;
