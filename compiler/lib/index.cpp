@@ -21,7 +21,6 @@ using ir::detail::shortDType;
 
 std::string indexSuffix(const Value &indices) { return indices.info.dtype == DType::I32 ? "i32" : "i64"; }
 
-uint64_t bytesOf(const Value &v) { return uint64_t(v.info.elements()) * v.elemSize(); }
 
 // Shape padded to the codelets' 8 dims.
 std::vector<int64_t> dims8(const Shape &shape) {
@@ -29,26 +28,6 @@ std::vector<int64_t> dims8(const Shape &shape) {
   std::vector<int64_t> d(shape.begin(), shape.end());
   d.resize(8, 1);
   return d;
-}
-
-// Ops that need all of their operands at once: one vertex on one tile, which
-// also holds the outputs. Tile memory bounds the size (the memory planner
-// reports a tensor too large for it like any other out-of-memory).
-void lowerOnOneTile(Lowering &L, const std::string &name, const std::vector<Value> &inputs,
-                    const std::vector<Value> &outputs, const codegen::CodeletSpec &spec) {
-  const uint32_t tile = L.allocTiles(1);
-  OpBuilder builder(L, name);
-  std::vector<graph::FieldRef> fields;
-  for (const Value &in : inputs) {
-    RunList all;
-    all.add(0, bytesOf(in));
-    fields.push_back(builder.gather(in.tensor, all, tile, "in"));
-  }
-  for (const Value &out : outputs) {
-    L.graph.mapToTile(out.tensor, tile);
-    fields.push_back({out.tensor, tile, 0, bytesOf(out)});
-  }
-  builder.addVertex(spec, tile, std::move(fields));
 }
 
 void lowerTopK(const ir::Op &op, const ir::Graph &g, Lowering &L) {
@@ -202,9 +181,9 @@ void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &
   spec.function = fmt::format("popc_gather_elements_e{}_{}", es, indexSuffix(indices));
   spec.name = fmt::format("GatherElements_{}_{}_e{}", shapeToString(data.info.shape),
                           shapeToString(indices.info.shape), es);
-  spec.fields = {{"data", uint32_t(bytesOf(data)), FieldAccess::Input},
-                 {"indices", uint32_t(bytesOf(indices)), FieldAccess::Input},
-                 {"out", uint32_t(bytesOf(out)), FieldAccess::Output}};
+  spec.fields = {{"data", uint32_t(data.info.bytes()), FieldAccess::Input},
+                 {"indices", uint32_t(indices.info.bytes()), FieldAccess::Input},
+                 {"out", uint32_t(out.info.bytes()), FieldAccess::Output}};
   spec.args = {ir::normalizeAxis(op, op.attrs.getInt("axis", 0), rank), rank};
   for (int64_t d : dims8(data.info.shape))
     spec.args.push_back(d);

@@ -70,19 +70,7 @@ void lowerRecurrent(const ir::Op &op, const ir::Graph &g, Lowering &L) {
                p.layout, p.linearBeforeReset ? 1 : 0, std::bit_cast<int64_t>(p.clip)};
   spec.cycles = 20 + uint64_t(p.seq * p.dirs * p.batch * p.gates * p.hidden * (p.input + p.hidden + 20));
 
-  const uint32_t tile = L.allocTiles(1);
-  OpBuilder builder(L, op.name);
-  std::vector<graph::FieldRef> fields;
-  for (const Value &in : inputs) {
-    RunList all;
-    all.add(0, in.info.bytes());
-    fields.push_back(builder.gather(in.tensor, all, tile, "in"));
-  }
-  for (const Value &out : outputs) {
-    L.graph.mapToTile(out.tensor, tile);
-    fields.push_back({out.tensor, tile, 0, out.info.bytes()});
-  }
-  builder.addVertex(spec, tile, std::move(fields));
+  lowerOnOneTile(L, op.name, inputs, outputs, spec);
 }
 
 } // namespace

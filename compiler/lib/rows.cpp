@@ -31,6 +31,23 @@ std::vector<int64_t> windowArgs3(const Shape &inSpatial, const ir::WindowParams 
   return args;
 }
 
+void lowerOnOneTile(Lowering &L, const std::string &name, const std::vector<Value> &inputs,
+                    const std::vector<Value> &outputs, const codegen::KernelSpec &spec) {
+  const uint32_t tile = L.allocTiles(1);
+  OpBuilder builder(L, name);
+  std::vector<graph::FieldRef> fields;
+  for (const Value &in : inputs) {
+    RunList all;
+    all.add(0, in.info.bytes());
+    fields.push_back(builder.gather(in.tensor, all, tile, "in"));
+  }
+  for (const Value &out : outputs) {
+    L.graph.mapToTile(out.tensor, tile);
+    fields.push_back({out.tensor, tile, 0, out.info.bytes()});
+  }
+  builder.addVertex(spec, tile, std::move(fields));
+}
+
 std::vector<int64_t> axesLastPerm(size_t rank, const std::vector<int64_t> &axes) {
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < int64_t(rank); ++d)

@@ -43,6 +43,12 @@ Value constantTensor(Lowering &L, const std::string &name, const ir::TensorInfo 
 // size-1 dims (pads 0). Also returns the kernel volume in `kernelVolume`.
 std::vector<int64_t> windowArgs3(const Shape &inSpatial, const ir::WindowParams &p, uint64_t &kernelVolume);
 
+// Ops that need all of their operands at once: one vertex on one tile, which
+// also holds the outputs. Tile memory bounds the size (the memory planner
+// reports a tensor too large for it like any other out-of-memory).
+void lowerOnOneTile(Lowering &L, const std::string &name, const std::vector<Value> &inputs,
+                    const std::vector<Value> &outputs, const codegen::KernelSpec &spec);
+
 // A field description for codelet specs.
 inline codegen::FieldInfo codeletField(const std::string &name, uint64_t elements, DType dtype,
                                        codegen::FieldAccess access) {
