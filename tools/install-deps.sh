@@ -18,6 +18,8 @@ PACKAGES=(
   catch2 libonnx-testdata
   # remote-cache tests: a local WebDAV server
   nginx-core
+  # HTML profile report tests: a real headless browser
+  chromium
   # model generation and reference outputs (used by /usr/bin/python3 only)
   python3 python3-onnx python3-numpy python3-torch python3-torchvision
 )
