@@ -113,6 +113,8 @@ struct Engine::Impl {
   std::vector<bool> streamed;
   uint8_t sinkForEmpty[1] = {};
   Report report;
+  const std::atomic<bool> *stop = nullptr;
+  bool jitted = false;
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
@@ -122,10 +124,16 @@ struct Engine::Impl {
     report.clockHz = target.clock_hz();
     report.threads = pool->size();
 
+    stop = options.stop;
     auto t0 = Clock::now();
-    compile();
+    if (options.skipJit) {
+      typeFns.assign(len(root.vertex_types()), nullptr);
+    } else {
+      compile();
+      jitted = true;
+      report.hostCpu = jit->hostCpu();
+    }
     report.jitSeconds = secondsSince(t0);
-    report.hostCpu = jit->hostCpu();
 
     t0 = Clock::now();
     memory = std::make_unique<DeviceMemory>(target.num_ipus() * target.tiles_per_ipu(),
@@ -405,7 +413,13 @@ struct Engine::Impl {
     report.seconds.host += secondsSince(t0);
   }
 
+  void checkStop() {
+    if (stop && stop->load(std::memory_order_relaxed))
+      throw Stopped(fmt::format("{}: run stopped between steps (the stop flag was set)", label));
+  }
+
   void exec(const fb::Program &p) {
+    checkStop();
     switch (p.kind()) {
     case fb::ProgramKind::Sequence:
       if (p.children())
@@ -413,9 +427,11 @@ struct Engine::Impl {
           exec(*c);
       break;
     case fb::ProgramKind::Repeat:
-      for (uint32_t i = 0; i < p.count() && p.children(); ++i)
+      for (uint32_t i = 0; i < p.count() && p.children(); ++i) {
+        checkStop();
         for (const fb::Program *c : *p.children())
           exec(*c);
+      }
       break;
     case fb::ProgramKind::Execute: execute(p.index()); break;
     case fb::ProgramKind::Exchange: exchange(p.index()); break;
@@ -456,6 +472,8 @@ struct Engine::Impl {
   }
 
   HostTensorMap run(const HostTensorMap &given) {
+    if (!jitted)
+      fail("{}: engine was built with skipJit; it cannot run", label);
     checkInputs(given);
     auto t0 = Clock::now();
     const fb::Metadata *m = root.metadata();

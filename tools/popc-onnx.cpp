@@ -11,6 +11,7 @@
 
 #include "tools/cache_options.h"
 #include "tools/cli_common.h"
+#include "tools/run_guard.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -32,6 +33,7 @@ int main(int argc, char **argv) {
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
   bool stats = false;
   popc::tools::CacheOptions cacheOptions;
+  popc::tools::RunGuardOptions guard;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
   app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
   app.add_option("--arch", options.arch, "Target architecture: ipu1 (GC2) or ipu2 (GC200)")
@@ -58,6 +60,7 @@ int main(int argc, char **argv) {
   app.add_flag("--stats", stats, "Print compile-time statistics");
   cacheOptions.add(app, "Content-addressed cache directory: a compile of the same model bytes, external data, "
                         "options and compiler is copied from it instead of recompiled");
+  guard.addMaxMemory(app, "Refuse a model with a tensor whose declared size exceeds this");
   app.set_version_flag("--version", compilerVersion());
 
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
@@ -65,6 +68,7 @@ int main(int argc, char **argv) {
 
   return popc::tools::runTool("popc-onnx", [&]() -> int {
     popc::tools::applyLogLevel(logLevel);
+    limits::setMemoryBudget(guard.maxMemoryBytes());
     if (tilesPerIpu)
       options.tilesPerIpu = tilesPerIpu;
     if (bytesPerTile)
