@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every case of the hostile-executable corpus through poprun-lite:
+# Runs every case of the hostile-executable corpus through poprun-lite (and popef-info):
 #   run_hostile.sh BIN_DIR SCRATCH_DIR
 # Each case must end with its expected exit code within a wall-clock bound
 # (never a crash, a signal or a hang); a refused case must print exactly one
@@ -29,6 +29,10 @@ while IFS=$'\t' read -r name rc want args; do
     grep -qF -- "$want" "$name.stderr" || problem="${problem:+$problem; }error lacks '$want'"
     [ -e "$name.out.npz" ] && problem="${problem:+$problem; }an output file was written"
   fi
+  # popef-info reads every case too: a description (0) or the same refusal (1).
+  timeout -s KILL "$LIMIT" "$BIN/popef-info" "corpus/$name.popef" >/dev/null 2>"$name.info.stderr"
+  info=$?
+  [ "$info" -le 1 ] || problem="${problem:+$problem; }popef-info exit code $info"
   if [ -n "$problem" ]; then
     failed=$((failed + 1))
     printf 'FAIL %-32s %6.2fs  %s\n' "$name" "$secs" "$problem"
