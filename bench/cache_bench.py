@@ -88,7 +88,8 @@ def bench_model(name, model, inputs, bindir, repeats, threads, work):
     for _ in range(repeats):
         rwarm.append(start(cache))
     med = statistics.median
-    return dict(name=name, onnx_mb=onnx_mb, popef_mb=popef_mb, cold=med(cold), hit=med(hit),
+    startup = med(run([os.path.join(bindir, "popc-onnx"), "--version"], env)[0] for _ in range(repeats))
+    return dict(name=name, onnx_mb=onnx_mb, popef_mb=popef_mb, cold=med(cold), hit=med(hit), startup=startup,
                 run_cold=med(t for t, _ in rcold), jit_cold=med(j for _, j in rcold),
                 run_warm=med(t for t, _ in rwarm), jit_warm=med(j for _, j in rwarm))
 
@@ -116,11 +117,12 @@ def main():
         shutil.rmtree(work)
     print(f"load average {load0:.1f} before, {load1:.1f} after; {a.threads} threads; median of {a.repeats} "
           "(cold runs of models over 10 MB: 1)\n")
-    print("| model | ONNX MB | popef MB | popc-onnx cold | popc-onnx cache hit | speed-up | "
+    print("| model | ONNX MB | popef MB | popc-onnx cold | popc-onnx cache hit (process start) | speed-up | "
           "poprun-lite cold start (JIT) | poprun-lite warm start (JIT) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['name']} | {r['onnx_mb']:.1f} | {r['popef_mb']:.1f} | {r['cold']:.3f} s | {r['hit']:.3f} s | "
+        print(f"| {r['name']} | {r['onnx_mb']:.1f} | {r['popef_mb']:.1f} | {r['cold']:.3f} s | "
+              f"{r['hit']:.3f} s ({r['startup']:.3f} s) | "
               f"{r['cold'] / r['hit']:.0f}x | {r['run_cold']:.3f} s ({r['jit_cold']:.3f} s) | "
               f"{r['run_warm']:.3f} s ({r['jit_warm']:.3f} s) |")
 
