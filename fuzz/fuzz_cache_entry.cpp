@@ -1,10 +1,12 @@
-// Fuzz target: a cache entry file as LocalStore reads it (cache/local_store.cpp:
-// open, fstat, mmap, header + XXH3-128 checks, discard when bad) and as the
-// remote store checks a body (checkEntry). The first input byte picks what is
-// repaired so mutations get past the checks they could not forge: bit 0 the
-// payload hash, bit 1 the key, bit 2 the payload size. Invariants: a hit
-// returns exactly the payload, only sound entries are served (a bad one is
-// deleted), getToFile agrees with get, and nothing but popc::Error escapes.
+// Fuzz target: a cache entry as LocalStore reads it from disk (cache/local_store.cpp:
+// the <key>.meta sidecar holding the header and maybe a verification stamp, the
+// bare payload file; header, size, key and XXH3-128 checks; a bad entry deleted)
+// and as a remote body is checked (checkEntry, header + payload in one).
+// Input: a mode byte, the 64-byte header, 32 stamp bytes if mode bit 3, then the
+// payload. Mode bits 0-2 repair what mutations could not forge: the payload
+// hash, the key, the payload size. Invariants: a hit returns exactly the
+// payload, only sound entries are served (a bad one is deleted), getToFile
+// agrees with get, and nothing but popc::Error escapes.
 #include "cache/entry.h"
 #include "cache/hash.h"
 #include "cache/local_store.h"
@@ -28,6 +30,11 @@ const fs::path &scratch() {
     fs::path d = fs::temp_directory_path() / ("popc-fuzz-cache-" + std::to_string(::getpid()));
     fs::remove_all(d);
     fs::create_directories(d);
+    static const fs::path *const keep = new fs::path(d); // outlives static destructors
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(*keep, ec);
+    });
     return d;
   }();
   return dir;
@@ -43,6 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   const uint8_t mode = data[0];
   std::vector<uint8_t> entry(data + 1, data + size);
+  std::vector<uint8_t> stamp;
+  constexpr size_t kStamp = 32;
+  if ((mode & 8) && entry.size() >= popc::cache::kHeaderSize + kStamp) {
+    stamp.assign(entry.begin() + popc::cache::kHeaderSize, entry.begin() + popc::cache::kHeaderSize + kStamp);
+    entry.erase(entry.begin() + popc::cache::kHeaderSize, entry.begin() + popc::cache::kHeaderSize + kStamp);
+  }
   popc::cache::Digest key;
   for (int i = 0; i < 16; ++i)
     key.bytes[i] = uint8_t(0x11 * (i + 1));
@@ -61,9 +74,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   const std::string hex = key.hex();
   const fs::path dir = scratch();
-  const fs::path file = dir / "exe" / hex.substr(0, 2) / hex;
+  const fs::path file = dir / "exe" / hex.substr(0, 2) / hex, meta = file.string() + ".meta";
   fs::create_directories(file.parent_path());
-  std::ofstream(file, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char *>(entry.data()), entry.size());
+  fs::remove(file);
+  fs::remove(meta);
+  const size_t headerBytes = std::min(entry.size(), popc::cache::kHeaderSize);
+  {
+    std::ofstream m(meta, std::ios::binary);
+    m.write(reinterpret_cast<const char *>(entry.data()), headerBytes);
+    m.write(reinterpret_cast<const char *>(stamp.data()), stamp.size());
+  }
+  std::ofstream(file, std::ios::binary)
+      .write(reinterpret_cast<const char *>(entry.data() + headerBytes), entry.size() - headerBytes);
   try {
     popc::cache::LocalStore store(dir, 1ull << 40);
     auto blob = store.get("exe", hex);
@@ -72,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (blob && (blob->size() != entry.size() - popc::cache::kHeaderSize ||
                  (blob->size() && std::memcmp(blob->bytes().data(), entry.data() + popc::cache::kHeaderSize, blob->size()))))
       std::abort(); // a hit must be exactly the payload
-    if (!sound && fs::exists(file))
+    if (!sound && fs::exists(meta))
       std::abort(); // a bad entry is deleted, never served again
     if (sound) {
       const fs::path out = dir / "out.bin";
