@@ -429,27 +429,36 @@ uint64_t CodeletLibrary::estimate(const CodeletClass &c, const std::vector<uint3
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto m = parse(*ctx, modules_[c.module], c.name);
-  llvm::Function *est = m->getFunction("__popc_estimate_" + c.name);
-  if (!est)
-    fail("{}: getCycleEstimate entry missing from the codelet module", c.name);
-  addCaller(*m, "__popc_estimate_call", est, bytes, false);
-  auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit)
-    fail("{}: cannot create a JIT for getCycleEstimate: {}", c.name, llvm::toString(jit.takeError()));
-  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
-  if (gen)
-    (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-  else
-    llvm::consumeError(gen.takeError());
-  m->setDataLayout((*jit)->getDataLayout());
-  if (auto e = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    fail("{}: getCycleEstimate does not compile: {}", c.name, llvm::toString(std::move(e)));
-  auto sym = (*jit)->lookup("__popc_estimate_call");
-  if (!sym)
-    fail("{}: getCycleEstimate does not link: {}", c.name, llvm::toString(sym.takeError()));
-  const uint64_t cycles = sym->toPtr<uint64_t (*)()>()();
+  using EstimateFn = uint64_t (*)(void *const *, const uint32_t *);
+  auto fit = estimateFns_.find(c.name);
+  if (fit == estimateFns_.end()) {
+    // One JIT per codelet file, holding its generic estimators (called with null field pointers).
+    if (jits_.size() <= c.module)
+      jits_.resize(c.module + 1);
+    if (!jits_[c.module]) {
+      auto ctx = std::make_unique<llvm::LLVMContext>();
+      auto m = parse(*ctx, modules_[c.module], c.name);
+      auto jit = llvm::orc::LLJITBuilder().create();
+      if (!jit)
+        fail("{}: cannot create a JIT for getCycleEstimate: {}", c.name, llvm::toString(jit.takeError()));
+      auto gen =
+          llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+      if (gen)
+        (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+      else
+        llvm::consumeError(gen.takeError());
+      m->setDataLayout((*jit)->getDataLayout());
+      if (auto e = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+        fail("{}: getCycleEstimate does not compile: {}", c.name, llvm::toString(std::move(e)));
+      jits_[c.module] = std::move(*jit);
+    }
+    auto sym = jits_[c.module]->lookup("__popc_estimate_" + c.name);
+    if (!sym)
+      fail("{}: getCycleEstimate does not link: {}", c.name, llvm::toString(sym.takeError()));
+    fit = estimateFns_.emplace(c.name, sym->toPtr<void *>()).first;
+  }
+  std::vector<void *> nulls(std::max<size_t>(1, bytes.size()), nullptr);
+  const uint64_t cycles = reinterpret_cast<EstimateFn>(fit->second)(nulls.data(), bytes.data());
   estimates_[key] = cycles;
   return cycles;
 }

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm::orc {
+class LLJIT;
+}
+
 namespace popc::api::detail {
 
 struct CodeletField {
@@ -65,6 +69,8 @@ private:
   std::vector<std::vector<uint8_t>> modules_;
   std::vector<CodeletClass> classes_;
   std::map<std::pair<std::string, std::vector<uint32_t>>, uint64_t> estimates_;
+  std::vector<std::unique_ptr<llvm::orc::LLJIT>> jits_; // per module, for getCycleEstimate
+  std::map<std::string, void *> estimateFns_;
 };
 
 // Links two bitcode modules into one (vertex code of the generator + user codelets).

@@ -206,7 +206,11 @@ private:
       auto [tile0, off0] = G.dg.locate(r.var, b0);
       bool ok = tile0 == tile;
       uint64_t expect = off0;
-      for (size_t i = 0; ok && i < dt.mapping.size(); ++i) {
+      auto first = std::upper_bound(dt.mapping.begin(), dt.mapping.end(), b0,
+                                    [](uint64_t b, const graph::Interval &iv) { return b < iv.begin; });
+      for (size_t i = size_t(first - dt.mapping.begin()) - 1; ok && i < dt.mapping.size(); ++i) {
+        if (dt.mapping[i].begin >= b1)
+          break;
         const auto &iv = dt.mapping[i];
         if (iv.end <= b0 || iv.begin >= b1)
           continue;
@@ -252,6 +256,7 @@ struct RestoreGraph {
 
 std::vector<uint8_t> compile(GraphImpl &G, const std::vector<program::Program> &programs,
                              const std::map<std::string, std::string> &options) {
+  G.flushMappings();
   RestoreGraph restore(G);
   // Stream buffers nobody mapped: spread linearly (the exchange moves them).
   for (const StreamRec &s : G.streams)

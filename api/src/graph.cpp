@@ -35,7 +35,38 @@ std::string GraphImpl::uniqueName(const std::string &base, const char *fallback)
   return base.empty() ? fmt::format("{}{}", fallback, counter++) : base;
 }
 
+std::vector<int32_t> &GraphImpl::elementTiles(uint32_t var) {
+  auto it = tileOfElement.find(var);
+  if (it != tileOfElement.end())
+    return it->second;
+  const auto &dt = dg.tensor(var);
+  const uint64_t es = dtypeSize(dt.dtype);
+  std::vector<int32_t> v(dt.bytes / es, -1);
+  for (const auto &iv : dt.mapping)
+    std::fill(v.begin() + long(iv.begin / es), v.begin() + long(iv.end / es), int32_t(iv.tile));
+  return tileOfElement.emplace(var, std::move(v)).first->second;
+}
+
+void GraphImpl::flushMappings() const {
+  auto &self = const_cast<GraphImpl &>(*this);
+  for (uint32_t var : dirtyMappings) {
+    const std::vector<int32_t> &v = self.tileOfElement.at(var);
+    if (std::find(v.begin(), v.end(), -1) != v.end())
+      continue; // partly mapped
+    const uint64_t es = dtypeSize(dg.tensor(var).dtype);
+    std::vector<graph::Interval> ivs;
+    for (uint64_t e = 0; e < v.size(); ++e)
+      if (!ivs.empty() && ivs.back().tile == uint32_t(v[e]))
+        ivs.back().end += es;
+      else
+        ivs.push_back({e * es, (e + 1) * es, uint32_t(v[e])});
+    self.dg.setMapping(var, std::move(ivs));
+  }
+  self.dirtyMappings.clear();
+}
+
 void GraphImpl::checkMapped(const Tensor &t, const std::string &what) const {
+  flushMappings();
   for (const Region &r : t.regions())
     if (!dg.isMapped(r.var))
       fail("{}: tensor '{}' has no tile mapping; call graph.setTileMapping(...) or mapLinearly(...) first", what,
@@ -161,6 +192,7 @@ void Graph::setInitialValueBytes(const Tensor &t, const std::vector<uint8_t> &by
 }
 
 Tensor Graph::clone(const Tensor &t, const std::string &name) {
+  impl_->flushMappings();
   Tensor c = addVariable(t.elementType(), t.shape(), name);
   bool mapped = true;
   for (const Region &r : t.regions())
@@ -177,57 +209,37 @@ void Graph::setTileMapping(const Tensor &t, unsigned tile) {
   setTileMapping(t, m);
 }
 
-// Maps the listed elements of a view; a variable's mapping is complete once
-// every element has a tile (then it goes to the DeviceGraph).
+// Maps the listed elements of a view. Element tiles are kept per variable
+// and become the DeviceGraph mapping (intervals) once every element has one
+// (flushMappings, before anything reads the mapping).
 void Graph::setTileMapping(const Tensor &t, const TileMapping &mapping) {
   auto &g = *impl_;
   const uint32_t numTiles = g.dg.target().numTiles();
-  const std::size_t es = typeSize(t.elementType());
-  // Element → tile for every variable touched, starting from its current mapping.
-  std::map<uint32_t, std::vector<int64_t>> tiles;
-  auto tilesOf = [&](uint32_t var) -> std::vector<int64_t> & {
-    auto it = tiles.find(var);
-    if (it != tiles.end())
-      return it->second;
-    if (auto p = g.pendingTiles.find(var); p != g.pendingTiles.end())
-      return tiles.emplace(var, p->second).first->second;
-    const auto &dt = g.dg.tensor(var);
-    std::vector<int64_t> v(dt.bytes / dtypeSize(dt.dtype), -1);
-    for (const auto &iv : dt.mapping)
-      for (uint64_t b = iv.begin; b < iv.end; b += dtypeSize(dt.dtype))
-        v[b / dtypeSize(dt.dtype)] = iv.tile;
-    return tiles.emplace(var, std::move(v)).first->second;
-  };
-  // View element index → (var, element).
-  std::vector<std::pair<uint32_t, uint64_t>> elems;
-  for (const Region &r : t.regions())
-    for (uint64_t i = 0; i < r.count; ++i)
-      elems.emplace_back(r.var, r.begin + i);
+  std::vector<uint64_t> starts;
+  uint64_t pos = 0;
+  for (const Region &r : t.regions()) {
+    starts.push_back(pos);
+    pos += r.count;
+  }
   for (uint32_t tile = 0; tile < mapping.size(); ++tile)
     for (const Interval &iv : mapping[tile]) {
       if (tile >= numTiles)
         fail("setTileMapping: tile {} does not exist (the target has {} tiles)", tile, numTiles);
-      if (iv.end > elems.size() || iv.begin > iv.end)
-        fail("setTileMapping: interval [{}, {}) out of range for {} elements", iv.begin, iv.end, elems.size());
-      for (std::size_t e = iv.begin; e < iv.end; ++e)
-        tilesOf(elems[e].first)[elems[e].second] = tile;
+      if (iv.end > pos || iv.begin > iv.end)
+        fail("setTileMapping: interval [{}, {}) out of range for {} elements", iv.begin, iv.end, pos);
+      if (iv.begin == iv.end)
+        continue;
+      size_t r = size_t(std::upper_bound(starts.begin(), starts.end(), iv.begin) - starts.begin()) - 1;
+      for (std::size_t e = iv.begin; e < iv.end;) {
+        const Region &reg = t.regions()[r];
+        const uint64_t off = e - starts[r], n = std::min<uint64_t>(reg.count - off, iv.end - e);
+        std::vector<int32_t> &tiles = g.elementTiles(reg.var);
+        std::fill(tiles.begin() + long(reg.begin + off), tiles.begin() + long(reg.begin + off + n), int32_t(tile));
+        g.dirtyMappings.insert(reg.var);
+        e += n;
+        ++r;
+      }
     }
-  for (auto &[var, v] : tiles) {
-    if (std::find(v.begin(), v.end(), -1) != v.end())
-      continue; // partly mapped: wait for the rest
-    g.pendingTiles.erase(var);
-    std::vector<graph::Interval> ivs;
-    for (uint64_t e = 0; e < v.size(); ++e)
-      if (!ivs.empty() && ivs.back().tile == uint32_t(v[e]))
-        ivs.back().end += es;
-      else
-        ivs.push_back({e * es, (e + 1) * es, uint32_t(v[e])});
-    g.dg.setMapping(var, std::move(ivs));
-  }
-  // Partial mappings wait in pendingTiles for the calls that complete them.
-  for (auto &[var, v] : tiles)
-    if (std::find(v.begin(), v.end(), -1) != v.end())
-      g.pendingTiles[var] = v;
 }
 
 TileMapping Graph::getTileMapping(const Tensor &t) const {

@@ -12,6 +12,7 @@
 #include "support/dtype.h"
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,7 +69,12 @@ struct GraphImpl {
   // Copies for every element of src to dst (same element count and type).
   void addCopies(const Tensor &src, const Tensor &dst, uint32_t exchange);
   uint32_t counter = 0;
-  std::map<uint32_t, std::vector<int64_t>> pendingTiles; // element -> tile (-1 unmapped) of partly mapped variables
+  // Tile of every element (-1: not yet) of variables mapped through the API;
+  // dirty ones become DeviceGraph mappings in flushMappings (once complete).
+  std::map<uint32_t, std::vector<int32_t>> tileOfElement;
+  std::set<uint32_t> dirtyMappings;
+  std::vector<int32_t> &elementTiles(uint32_t var);
+  void flushMappings() const;
 };
 
 // Wraps `steps` as a Device program node.

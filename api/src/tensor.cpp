@@ -88,18 +88,29 @@ Tensor Tensor::fromElements(Type t, std::vector<std::size_t> shape,
   return Tensor(t, std::move(shape), std::move(regions));
 }
 
-// Generic gather: out element i comes from view element source(i).
-template <typename F> static Tensor gatherView(const Tensor &t, Type type, std::vector<std::size_t> shape,
-                                               const std::vector<std::pair<uint32_t, uint64_t>> &elems, F source) {
-  std::vector<std::pair<uint32_t, uint64_t>> out(product(shape));
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = elems[source(i)];
+// Generic gather: out element i comes from view element source(i); view
+// elements are found by binary search over the regions (no expansion).
+template <typename F> static Tensor gatherView(const Tensor &t, Type type, std::vector<std::size_t> shape, F source) {
+  const auto &regs = t.regions();
+  std::vector<uint64_t> starts(regs.size());
+  uint64_t pos = 0;
+  for (size_t r = 0; r < regs.size(); ++r) {
+    starts[r] = pos;
+    pos += regs[r].count;
+  }
   std::vector<Region> regions;
-  for (const auto &[var, e] : out) {
-    if (!regions.empty() && regions.back().var == var && regions.back().begin + regions.back().count == e)
+  const size_t n = product(shape);
+  size_t r = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t e = source(i);
+    if (!(r < regs.size() && e >= starts[r] && e < starts[r] + regs[r].count))
+      r = size_t(std::upper_bound(starts.begin(), starts.end(), e) - starts.begin()) - 1;
+    const uint32_t var = regs[r].var;
+    const uint64_t elem = regs[r].begin + (e - starts[r]);
+    if (!regions.empty() && regions.back().var == var && regions.back().begin + regions.back().count == elem)
       ++regions.back().count;
     else
-      regions.push_back({var, e, 1});
+      regions.push_back({var, elem, 1});
   }
   return Tensor(type, std::move(shape), std::move(regions));
 }
@@ -114,9 +125,8 @@ Tensor Tensor::slice(std::vector<std::size_t> begin, std::vector<std::size_t> en
       fail("Tensor::slice: [{}, {}) out of range for dimension {} of {}", begin[d], end[d], d, shapeString());
     shape[d] = end[d] - begin[d];
   }
-  const auto elems = elements();
   const auto inStride = stridesOf(shape_), outStride = stridesOf(shape);
-  return gatherView(*this, type_, shape, elems, [&](size_t i) {
+  return gatherView(*this, type_, shape, [&](size_t i) {
     size_t src = 0;
     for (size_t d = 0; d < shape.size(); ++d)
       src += ((i / outStride[d]) % shape[d] + begin[d]) * inStride[d];
@@ -172,9 +182,8 @@ Tensor Tensor::dimShuffle(std::vector<unsigned> perm) const {
     seen[perm[d]] = true;
     shape[d] = shape_[perm[d]];
   }
-  const auto elems = elements();
   const auto inStride = stridesOf(shape_), outStride = stridesOf(shape);
-  return gatherView(*this, type_, shape, elems, [&](size_t i) {
+  return gatherView(*this, type_, shape, [&](size_t i) {
     size_t src = 0;
     for (size_t d = 0; d < shape.size(); ++d)
       src += ((i / outStride[d]) % shape[d]) * inStride[perm[d]];
@@ -213,9 +222,8 @@ Tensor Tensor::squeeze(std::vector<std::size_t> dims) const {
 Tensor Tensor::reverse(unsigned dim) const {
   if (dim >= rank())
     fail("Tensor::reverse: dimension {} out of range for {}", dim, shapeString());
-  const auto elems = elements();
   const auto st = stridesOf(shape_);
-  return gatherView(*this, type_, shape_, elems, [&](size_t i) {
+  return gatherView(*this, type_, shape_, [&](size_t i) {
     const size_t k = (i / st[dim]) % shape_[dim];
     return i + (shape_[dim] - 1 - 2 * k) * st[dim];
   });
