@@ -261,7 +261,7 @@ std::vector<uint8_t> compile(GraphImpl &G, const std::vector<program::Program> &
   // Stream buffers nobody mapped: spread linearly (the exchange moves them).
   for (const StreamRec &s : G.streams)
     if (!G.dg.isMapped(s.buffer) && G.dg.tensor(s.buffer).bytes)
-      G.lowering.mapLinearly(lib::Value{s.buffer, ir::TensorInfo{toDType(s.type), {int64_t(s.elements)}}});
+      G.dg.mapLinearly(s.buffer, 0, G.dg.target().tilesPerIpu, 1, 64); // same tiles every compile
   Compiler c(G);
   c.resolveVertices();
   graph::Program main = graph::Program::sequence("main");
