@@ -270,9 +270,20 @@ private:
       const fb::Copy *c = ex->copies()->Get(j);
       if (!c->bytes())
         continue;
-      // First destination on src_tile ending after src_offset.
-      auto it = std::lower_bound(order.begin(), order.end(), std::pair(c->src_tile(), 0u),
+      // Destinations on src_tile from src_offset on; destinations do not overlap each
+      // other (checked above), so of those before it only the last non-empty one can
+      // reach into the source. (Scanning from the tile's first destination was
+      // quadratic for steps with many copies per tile.)
+      auto it = std::lower_bound(order.begin(), order.end(), std::pair(c->src_tile(), c->src_offset()),
                                  [&](uint32_t k, std::pair<uint32_t, uint32_t> v) { return key(k) < v; });
+      while (it != order.begin()) {
+        auto prev = std::prev(it);
+        if (key(*prev).first != c->src_tile())
+          break;
+        it = prev;
+        if (ex->copies()->Get(*prev)->bytes())
+          break;
+      }
       for (; it != order.end(); ++it) {
         const fb::Copy *d = ex->copies()->Get(*it);
         if (d->dst_tile() != c->src_tile() || d->dst_offset() >= uint64_t(c->src_offset()) + c->bytes())
