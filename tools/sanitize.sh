@@ -34,7 +34,7 @@ for preset in "${PRESETS[@]}"; do
   else
     targets=("${QUICK_TARGETS[@]}")
     if [ "$preset" != tsan ]; then
-      targets+=(make_hostile poprun-lite npz-compare)
+      targets+=(make_hostile poprun-lite popef-info npz-compare)
       labels='unit|fuzz-smoke|hardening'
     fi
     ninja -C "$dir" -j"$JOBS" "${targets[@]}"

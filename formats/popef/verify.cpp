@@ -329,10 +329,30 @@ private:
       deepest = std::max(deepest, depth + checkFunction(p->index()));
       break;
     case fb::ProgramKind::Sync: break;
+    case fb::ProgramKind::If:
+    case fb::ProgramKind::RepeatWhileTrue:
+    case fb::ProgramKind::Switch: {
+      if (p->tensor() >= len(exe_.tensors()))
+        bad(where, "{} tensor {} out of range ({} tensors)", fb::EnumNameProgramKind(p->kind()), p->tensor(),
+            len(exe_.tensors()));
+      const uint32_t want = p->kind() == fb::ProgramKind::Switch ? len(p->case_values()) + 1 : 2;
+      if (len(p->children()) != want)
+        bad(where, "{} needs {} children, has {}", fb::EnumNameProgramKind(p->kind()), want, len(p->children()));
+      if (tensorBytes(*exe_.tensors()->Get(p->tensor())) == 0)
+        bad(where, "{} reads empty tensor {}", fb::EnumNameProgramKind(p->kind()), p->tensor());
+      for (uint32_t i = 0; i < len(p->children()); ++i)
+        deepest = std::max(deepest, checkProgram(p->children()->Get(i),
+                                                 fmt::format("{}.children[{}]", where, i), depth + 1));
+      return deepest;
+    }
+    case fb::ProgramKind::PrintTensor:
+      if (p->tensor() >= len(exe_.tensors()))
+        bad(where, "PrintTensor tensor {} out of range ({} tensors)", p->tensor(), len(exe_.tensors()));
+      break;
     default: bad(where, "invalid program kind code {}", static_cast<int>(p->kind()));
     }
     if (len(p->children()) != 0)
-      bad(where, "{} must not have children (only Sequence and Repeat do)",
+      bad(where, "{} must not have children (only Sequence, Repeat, If, RepeatWhileTrue and Switch do)",
           fb::EnumNameProgramKind(p->kind()));
     return deepest;
   }

@@ -427,6 +427,29 @@ int main(int argc, char **argv) {
     e.main->children.push_back(sampleProgram(fb::ProgramKind::Call, 3));
     w.exe("call_out_of_range", e, 1, "Call index 3 out of range (0 functions)");
   }
+  {
+    // RepeatWhileTrue on the constant b (nonzero): a data-dependent loop that
+    // never ends; --timeout stops it between steps.
+    auto e = sample();
+    auto loop = sampleProgram(fb::ProgramKind::RepeatWhileTrue);
+    loop->tensor = 1;
+    loop->children.push_back(sampleProgram(fb::ProgramKind::Sequence));
+    loop->children.push_back(sampleProgram(fb::ProgramKind::Sync));
+    e.main->children.insert(e.main->children.begin() + 1, std::move(loop));
+    w.exe("repeat_while_true_forever", e, 3, "stopped by --timeout 1 s", "--timeout 1");
+  }
+  {
+    // PrintTensor of a verified empty tensor whose first dimension is 2^38.
+    auto e = sample();
+    auto empty = popc::test::sampleTensor("empty", fb::TensorRole::Intermediate, {});
+    empty->shape = {int64_t(1) << 38, 0};
+    e.tensors.push_back(std::move(empty));
+    auto print = sampleProgram(fb::ProgramKind::PrintTensor);
+    print->tensor = 4;
+    print->name = "empty";
+    e.main->children.push_back(std::move(print));
+    w.exe("print_empty_tensor_2pow38_rows", e, 0, "expected.npz", "--timeout 20");
+  }
   w.bytes("program_depth_100", deepProgram(sample(), 100), 1, "children[0]: program tree deeper than 64");
   w.bytes("program_depth_100000", deepProgram(sample(), 100000), 1,
           "corrupt popef file (flatbuffer verification failed)");
