@@ -56,6 +56,8 @@ struct Report {
   PhaseSeconds seconds;
   std::vector<ComputeSetReport> computeSets; // index = popef compute set index
   std::vector<ExchangeReport> exchanges;     // index = popef exchange index
+  uint32_t replicas = 1;                     // replicated graphs running side by side
+  uint64_t interIpuBytes = 0;                // bytes moved over IPU-links (all replicas)
 };
 
 } // namespace popc::runtime
