@@ -175,8 +175,8 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     auto anchor = options.anchors.find(name);
     if (anchor != options.anchors.end() && anchor->second.kind == Anchor::Kind::Sum && options.iterations > 1) {
       if (!L.has(name))
-        streamOutput(name, g, L, streamed); // constant outputs: bind them first
-      else {
+        bindConstant(g.tensor(name), L); // a constant output sums like any other
+      {
         Value acc = sumAccumulator(name, L.value(name), L, cut, stage);
         graph::DeviceTensor &t = dg.tensor(acc.tensor);
         t.role = graph::TensorRole::Output;

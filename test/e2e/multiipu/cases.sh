@@ -127,6 +127,11 @@ pipeline_auto_stages)
   run c.popef --inputs in.npz --outputs c.npz
   py expect cnn in.npz expect.npz --bps 6 --repl 2 --anchor EVERYN:3
   same c.npz expect.npz
+  compile c.onnx -o sum.popef --tiles-per-ipu 32 --auto-shard 3 --pipeline --batches-per-step 6 \
+    --replication-factor 2 --anchor y=SUM
+  run sum.popef --inputs in.npz --outputs sum.npz
+  py expect cnn in.npz expect_sum.npz --bps 6 --repl 2 --anchor SUM
+  same sum.npz expect_sum.npz
   # __ipu_number alone gives the stages.
   py model mlp m.onnx --ipus 2 && py inputs mlp in4.npz --lead 4 && py expect mlp in4.npz e4.npz --bps 4
   compile m.onnx -o m.popef $T --num-ipus 2 --pipeline --batches-per-step 4
