@@ -227,8 +227,11 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   std::optional<graph::MemoryPlan> plan;
   try {
     uint32_t stages = 1;
-    if (options.autoShard)
+    if (options.autoShard) {
       lib::autoShard(ir, target, options.autoShard);
+      for (auto &op : ir.main.ops()) // its stages replace any __pipeline_stage
+        op->pipelineStage = -1;
+    }
     if (options.pipeline)
       stages = lib::assignPipelineStages(ir, target.numIpus);
     lib::LowerOptions lowerOptions;

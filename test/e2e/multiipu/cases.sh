@@ -132,6 +132,15 @@ pipeline_auto_stages)
   run sum.popef --inputs in.npz --outputs sum.npz
   py expect cnn in.npz expect_sum.npz --bps 6 --repl 2 --anchor SUM
   same sum.npz expect_sum.npz
+  # Deterministic, and --auto-shard's stages replace __pipeline_stage annotations.
+  py model cnn annotated.onnx --stages 4
+  compile annotated.onnx -o d1.popef --tiles-per-ipu 32 --auto-shard 3 --pipeline --batches-per-step 6 \
+    --replication-factor 2 --anchor y=SUM
+  compile annotated.onnx -o d2.popef --tiles-per-ipu 32 --auto-shard 3 --pipeline --batches-per-step 6 \
+    --replication-factor 2 --anchor y=SUM
+  cmp d1.popef d2.popef || die "two compiles differ"
+  run d1.popef --inputs in.npz --outputs d1.npz
+  same d1.npz expect_sum.npz
   # __ipu_number alone gives the stages.
   py model mlp m.onnx --ipus 2 && py inputs mlp in4.npz --lead 4 && py expect mlp in4.npz e4.npz --bps 4
   compile m.onnx -o m.popef $T --num-ipus 2 --pipeline --batches-per-step 4
