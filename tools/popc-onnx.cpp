@@ -81,7 +81,11 @@ int main(int argc, char **argv) {
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.add_flag("--stats", stats, "Print compile-time statistics");
   cacheOptions.add(app, "Content-addressed cache directory: a compile of the same model bytes, external data, "
-                        "options and compiler is copied from it instead of recompiled");
+                        "options and compiler is taken from it instead of recompiled");
+  app.add_flag("--cache-copy", cacheOptions.copyHits,
+               "Copy cache hits to -o instead of hard-linking them (a link is instant for any size and "
+               "read-only; a copy is independent of the cache)")
+      ->envname("POPC_CACHE_COPY");
   app.set_version_flag("--version", compilerVersion());
 
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
