@@ -8,6 +8,7 @@
 #include "support/log.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace popc::lib {
@@ -112,6 +113,14 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
   dg.modelName = ir.modelName;
   SegmentCutter cut{dg, {}, 0};
   auto stageOf = [&](const ir::Op &op) { return options.pipeline ? std::max<int64_t>(op.pipelineStage, 0) : 0; };
+  // Pipelining: each stage's IPU (one per stage, assignPipelineStages checks).
+  std::map<int64_t, int64_t> stageOfIpu, ipuOfStage;
+  if (options.pipeline)
+    for (const auto &op : g.ops()) {
+      stageOfIpu.emplace(op->ipu, stageOf(*op));
+      ipuOfStage.emplace(stageOf(*op), op->ipu);
+    }
+  std::map<std::pair<std::string, int64_t>, Value> forwarded; // (IR value, stage) -> copy on that stage's IPU
   // Where a graph input or output lives: with the op that consumes or produces
   // it, so a sharded model sends no tensor over the links twice.
   auto firstConsumer = [&](const std::string &name) -> const ir::Op * {
@@ -161,8 +170,46 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     const LowerFn *lower = findLowering(op->type);
     if (!lower)
       fail("{} '{}': no device lowering for this operator yet", op->type, op->name);
+    // A value from two or more stages back is forwarded stage by stage (PopART
+    // stashes it): a stage may only read its own and the previous stage's IPU.
+    std::map<std::string, Value> originals;
+    if (options.pipeline)
+      for (const std::string &in : op->inputs)
+        if (!in.empty() && !originals.count(in)) {
+          const Value v = L.value(in);
+          const auto &t = dg.tensor(v.tensor);
+          if (t.role == graph::TensorRole::Constant || t.mapping.empty())
+            continue;
+          const int64_t from = stageOfIpu.count(t.mapping.front().tile / dg.target().tilesPerIpu)
+                                   ? stageOfIpu.at(t.mapping.front().tile / dg.target().tilesPerIpu)
+                                   : stageOf(*op);
+          if (from + 1 >= stageOf(*op) || v.info.bytes() != t.bytes)
+            continue; // (a partial view: left to the stage check's error)
+          cut.cut(stageOf(*op));
+          Value cur = v;
+          for (int64_t k = from + 1; k < stageOf(*op); ++k) {
+            auto key = std::pair(in, k);
+            if (!forwarded.count(key)) {
+              L.setCurrentIpu(ipuOfStage.at(k));
+              Value next = L.newValue(fmt::format("{}/stash{}", in, k), v.info);
+              L.mapLinearly(next);
+              {
+                OpBuilder b(L, fmt::format("{}/stash{}", in, k));
+                dg.exchange(b.preExchange()).copies.push_back({cur.tensor, 0, next.tensor, 0, t.bytes});
+              }
+              cut.cut(k);
+              forwarded.emplace(key, next);
+            }
+            cur = forwarded.at(key);
+          }
+          originals.emplace(in, v);
+          L.bind(in, cur);
+        }
+    L.setCurrentIpu(op->ipu);
     log->debug("lowering {} '{}'", op->type, op->name);
     (*lower)(*op, g, L);
+    for (const auto &[name, v] : originals)
+      L.bind(name, v);
     cut.cut(stageOf(*op));
   }
 

@@ -59,7 +59,7 @@ void checkStageTiles(const graph::DeviceGraph &g, const graph::Program &p, uint3
         for (const auto &iv : src.mapping)
           if (!readable(iv.tile))
             fail("pipeline stage {} (IPU {}): exchange '{}' reads '{}' from {}: a stage can only use values of "
-                 "the stage just before it (move the producer or consumer to an adjacent stage)",
+                 "the stage just before it",
                  stage, stageIpu[stage], g.exchanges()[p.index].name, src.name, stageName(iv.tile));
     }
     break;
