@@ -47,6 +47,7 @@ struct ComputeSetPlan {
   std::vector<TileWork> tiles;
   std::vector<uint32_t> chunks; // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
   uint64_t cycles = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> ipuCycles; // (IPU, its busiest tile) for the report
 };
 
 struct CopyOp {
@@ -81,6 +82,7 @@ struct ExchangePlan {
   std::vector<CopyOp> local;        // on-IPU copies, sorted by destination
   std::vector<uint32_t> chunks;     // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
   std::vector<RemoteCopy> remote;   // cross-IPU, via IpuLink
+  std::vector<std::pair<uint32_t, uint64_t>> ipuSent, ipuReceived; // per IPU, for the report
   ExchangeCost cost;
 };
 
@@ -138,6 +140,7 @@ struct Engine::Impl {
     replicas = std::max(1u, target.replication_factor());
     tilesPerReplica = target.num_ipus() * target.tiles_per_ipu();
     report.replicas = replicas;
+    report.ipus.resize(target.num_ipus());
     memory = std::make_unique<DeviceMemory>(tilesPerReplica * replicas, target.bytes_per_tile());
     loadConstants();
     planComputeSets();
@@ -242,7 +245,12 @@ struct Engine::Impl {
         costs.clear();
         for (uint32_t k = tw.begin; k < tw.end; ++k)
           costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
-        plan.cycles = std::max(plan.cycles, tileComputeCycles(costs, target.workers_per_tile()));
+        const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
+        plan.cycles = std::max(plan.cycles, tileCycles);
+        const uint32_t ipu = cs->vertices()->Get(order[tw.begin])->tile() / target.tiles_per_ipu();
+        if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
+          plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
+        plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
         tileWork.push_back(std::accumulate(costs.begin(), costs.end(), uint64_t(0)));
         work += tileWork.back();
       }
@@ -284,6 +292,14 @@ struct Engine::Impl {
       std::vector<const fb::Copy *> local;
       for (uint32_t i = 0; i < len(step->copies()); ++i) {
         const fb::Copy *c = step->copies()->Get(i);
+        if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
+          auto add = [&](auto &list, uint32_t ipu) {
+            auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
+            (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += uint64_t(c->bytes()) * replicas;
+          };
+          add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
+          add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
+        }
         if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu())
           for (uint32_t r = 0; r < replicas; ++r)
             plan.remote.push_back(
@@ -402,6 +418,8 @@ struct Engine::Impl {
     });
     double s = secondsSince(t0);
     ComputeSetReport &rep = report.computeSets[index];
+    for (const auto &[ipu, cycles] : plan.ipuCycles)
+      report.ipus[ipu].computeCycles += cycles;
     rep.runs++;
     rep.cycles += plan.cycles;
     rep.seconds += s;
@@ -422,6 +440,10 @@ struct Engine::Impl {
       link->exchange(plan.remote, *memory);
       for (const RemoteCopy &c : plan.remote)
         report.interIpuBytes += c.bytes;
+      for (const auto &[ipu, bytes] : plan.ipuSent)
+        report.ipus[ipu].linkBytesSent += bytes;
+      for (const auto &[ipu, bytes] : plan.ipuReceived)
+        report.ipus[ipu].linkBytesReceived += bytes;
     }
     double s = secondsSince(t0);
     ExchangeReport &rep = report.exchanges[index];
@@ -592,6 +614,9 @@ void Engine::resetReport() {
     c.runs = c.cycles = 0, c.seconds = 0;
   for (auto &e : r.exchanges)
     e.runs = e.cycles = 0, e.seconds = 0;
+  r.interIpuBytes = 0;
+  for (auto &ipu : r.ipus)
+    ipu = {};
 }
 
 } // namespace popc::runtime

@@ -43,6 +43,8 @@ assert any(e['inter_ipu_bytes']>0 for e in j['exchanges'])"
   "$BIN/popef-info" two.popef | grep -q "IPU   1: .*receives" || die "popef-info text lacks per-IPU memory"
   grep -q "inter-IPU exchange [1-9][0-9]* bytes" report.txt || die "report lacks inter-IPU bytes: $(cat report.txt)"
   grep -q "inter-IPU," report.txt || die "report lacks an inter-IPU exchange step"
+  grep -q "IPU   0: compute *[1-9][0-9]* cycles, link bytes sent *[1-9]" report.txt || die "report lacks per-IPU lines"
+  grep -q "IPU   1: compute *[1-9][0-9]* cycles, link bytes sent *0, received *[1-9]" report.txt || die "report lacks IPU 1"
   ;;
 auto_shard_mlp)
   py model mlp m.onnx && py inputs mlp in.npz && py expect mlp in.npz expect.npz
