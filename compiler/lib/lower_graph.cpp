@@ -120,7 +120,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
       stageOfIpu.emplace(op->ipu, stageOf(*op));
       ipuOfStage.emplace(stageOf(*op), op->ipu);
     }
-  std::map<std::pair<std::string, int64_t>, Value> forwarded; // (IR value, stage) -> copy on that stage's IPU
+  std::map<std::pair<std::string, int64_t>, Value> forwarded; // (IR value, IPU) -> its copy on that IPU
   // Where a graph input or output lives: with the op that consumes or produces
   // it, so a sharded model sends no tensor over the links twice.
   auto firstConsumer = [&](const std::string &name) -> const ir::Op * {
@@ -170,37 +170,61 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     const LowerFn *lower = findLowering(op->type);
     if (!lower)
       fail("{} '{}': no device lowering for this operator yet", op->type, op->name);
-    // A value from two or more stages back is forwarded stage by stage (PopART
-    // stashes it): a stage may only read its own and the previous stage's IPU.
+    // Operands on another IPU cross the links once, whole, into a copy on this
+    // op's IPU (PopART's IpuCopy) that the lowering then spreads over its
+    // tiles by on-IPU exchange; constants get their own copy per IPU. When
+    // pipelining, a value from two or more stages back is forwarded stage by
+    // stage (PopART stashes it): a stage reads only its own and the previous
+    // stage's IPU.
     std::map<std::string, Value> originals;
-    if (options.pipeline)
+    if (dg.target().numIpus > 1)
       for (const std::string &in : op->inputs)
         if (!in.empty() && !originals.count(in)) {
           const Value v = L.value(in);
           const auto &t = dg.tensor(v.tensor);
-          if (t.role == graph::TensorRole::Constant || t.mapping.empty())
+          const uint32_t tpi = dg.target().tilesPerIpu;
+          if (t.mapping.empty() || v.info.bytes() != t.bytes) // (partial views: gathered as they are)
             continue;
-          const int64_t from = stageOfIpu.count(t.mapping.front().tile / dg.target().tilesPerIpu)
-                                   ? stageOfIpu.at(t.mapping.front().tile / dg.target().tilesPerIpu)
-                                   : stageOf(*op);
-          if (from + 1 >= stageOf(*op) || v.info.bytes() != t.bytes)
-            continue; // (a partial view: left to the stage check's error)
+          const int64_t fromIpu = t.mapping.front().tile / tpi;
+          if (fromIpu == op->ipu || std::any_of(t.mapping.begin(), t.mapping.end(), [&](const graph::Interval &iv) {
+                return int64_t(iv.tile / tpi) != fromIpu;
+              }))
+            continue;
           cut.cut(stageOf(*op));
           Value cur = v;
-          for (int64_t k = from + 1; k < stageOf(*op); ++k) {
-            auto key = std::pair(in, k);
+          if (t.role == graph::TensorRole::Constant) {
+            auto key = std::pair(in, op->ipu + (int64_t(1) << 32));
             if (!forwarded.count(key)) {
-              L.setCurrentIpu(ipuOfStage.at(k));
-              Value next = L.newValue(fmt::format("{}/stash{}", in, k), v.info);
-              L.mapLinearly(next);
-              {
-                OpBuilder b(L, fmt::format("{}/stash{}", in, k));
-                dg.exchange(b.preExchange()).copies.push_back({cur.tensor, 0, next.tensor, 0, t.bytes});
-              }
-              cut.cut(k);
-              forwarded.emplace(key, next);
+              Value c = L.newValue(fmt::format("{}/ipu{}", in, op->ipu), v.info, graph::TensorRole::Constant);
+              dg.tensor(c.tensor).constData = t.constData;
+              L.mapLinearly(c);
+              forwarded.emplace(key, c);
             }
             cur = forwarded.at(key);
+          } else {
+            // The hops: through each stage in between when pipelining, then here.
+            std::vector<std::pair<int64_t, std::string>> hops; // (IPU, name)
+            const int64_t from = stageOfIpu.count(fromIpu) ? stageOfIpu.at(fromIpu) : stageOf(*op);
+            if (options.pipeline)
+              for (int64_t k = from + 1; k < stageOf(*op); ++k)
+                hops.push_back({ipuOfStage.at(k), fmt::format("{}/stash{}", in, k)});
+            hops.push_back({op->ipu, fmt::format("{}/ipucopy{}", in, op->ipu)});
+            for (size_t h = 0; h < hops.size(); ++h) {
+              const auto [ipu, name] = hops[h];
+              auto key = std::pair(in, ipu);
+              if (!forwarded.count(key)) {
+                L.setCurrentIpu(ipu);
+                Value next = L.newValue(name, v.info);
+                L.mapLinearly(next);
+                {
+                  OpBuilder b(L, name);
+                  dg.exchange(b.preExchange()).copies.push_back({cur.tensor, 0, next.tensor, 0, t.bytes});
+                }
+                cut.cut(h + 1 < hops.size() ? stageOfIpu.at(ipu) : stageOf(*op));
+                forwarded.emplace(key, next);
+              }
+              cur = forwarded.at(key);
+            }
           }
           originals.emplace(in, v);
           L.bind(in, cur);
