@@ -202,6 +202,30 @@ scale_16ipus)
   rss=$(tail -1 rss.txt)
   [ "$rss" -lt 1000000 ] || die "peak RSS $rss KiB for 64 simulated IPUs: the arena is not lazy"
   ;;
+resnet18_pipeline_16ipus)
+  # ResNet-18 (skip connections across stage boundaries) pipelined over 16 full-size IPUs,
+  # against the single-IPU executable run per sample.
+  "$PY" "$SRC/test/models/export_models.py" . resnet18 >/dev/null || die "export failed"
+  "$PY" - <<'PY' || die "could not build inputs"
+import numpy as np
+x = np.load("resnet18/inputs.npz")["input"]
+rng = np.random.default_rng(0)
+xs = np.concatenate([x] + [rng.standard_normal(x.shape).astype(np.float32) for _ in range(3)])
+np.savez("in4.npz", input=xs.reshape((4,) + x.shape))
+for i in range(4):
+    np.savez(f"in_{i}.npz", input=xs[i:i + 1])
+PY
+  compile resnet18/model.onnx -o one.popef
+  for i in 0 1 2 3; do run one.popef --inputs in_$i.npz --outputs out_$i.npz; done
+  "$PY" -c "import numpy as np; np.savez('expect.npz', output=np.stack([np.load(f'out_{i}.npz')['output'] for i in range(4)]))"
+  compile resnet18/model.onnx -o p.popef --auto-shard 16 --pipeline --batches-per-step 4
+  /usr/bin/time -f "%M" -o rss.txt "$BIN/poprun-lite" p.popef --inputs in4.npz --outputs p.npz --report > report.txt \
+    || die "pipelined run failed"
+  "$BIN/npz-compare" p.npz expect.npz --rtol 1e-3 --atol 1e-4 || die "pipelined ResNet-18 differs"
+  rss=$(tail -1 rss.txt)
+  [ "$rss" -lt 3000000 ] || die "peak RSS $rss KiB"
+  grep -q "IPU  15: compute *[1-9]" report.txt || die "IPU 15 did no work: $(cat report.txt)"
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS $CASE"
