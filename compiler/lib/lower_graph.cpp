@@ -197,6 +197,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
             if (!forwarded.count(key)) {
               Value c = L.newValue(fmt::format("{}/ipu{}", in, op->ipu), v.info, graph::TensorRole::Constant);
               dg.tensor(c.tensor).constData = t.constData;
+              L.setCurrentIpu(op->ipu);
               L.mapLinearly(c);
               forwarded.emplace(key, c);
             }
