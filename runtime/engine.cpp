@@ -299,13 +299,12 @@ struct Engine::Impl {
           };
           add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
           add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
-        }
-        if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu())
           for (uint32_t r = 0; r < replicas; ++r)
             plan.remote.push_back(
                 {tileOf(c->src_tile(), r), c->src_offset(), tileOf(c->dst_tile(), r), c->dst_offset(), c->bytes()});
-        else if (c->bytes())
+        } else if (c->bytes()) {
           local.push_back(c);
+        }
       }
       std::stable_sort(local.begin(), local.end(), [](const fb::Copy *a, const fb::Copy *b) {
         return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());

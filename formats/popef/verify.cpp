@@ -404,7 +404,7 @@ private:
               elems / (chunk + 1) > (uint64_t(1) << 26))
             bad(where, "host_shape dimension {} is {}: not a step of whole tensors", d, x);
         }
-        if (chunk && (elems % chunk || elems / chunk > (uint64_t(1) << 26)))
+        if (chunk && (elems == 0 || elems % chunk || elems / chunk > (uint64_t(1) << 26)))
           bad(where, "host_shape holds {} elements, not a whole number of {}-element tensors", elems, chunk);
       }
     }
