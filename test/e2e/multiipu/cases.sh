@@ -12,6 +12,7 @@ py() { "$PY" "$M" "$@" || die "models.py $* failed"; }
 compile() { "$BIN/popc-onnx" "$@" || die "popc-onnx $* failed"; }
 run() { "$BIN/poprun-lite" "$@" || die "poprun-lite $* failed"; }
 same() { "$BIN/npz-compare" "$1" "$2" --rtol 1e-4 --atol 1e-5 || die "$1 differs from $2"; }
+exact() { "$BIN/npz-compare" "$1" "$2" --rtol 0 --atol 0 || die "$1 is not bit-identical to $2"; }
 json() { "$BIN/popef-info" "$1" --json > info.json || die "popef-info $1 failed"; "$PY" -c "import json,sys; j=json.load(open('info.json')); $2" || die "popef-info $1: check failed: $2"; }
 
 # expect_error "substring" cmd...: exit 1 with a one-line error holding the substring.
@@ -34,7 +35,7 @@ sharded_mlp_2ipu)
   compile two.onnx -o two.popef $T --num-ipus 2
   run one.popef --inputs in.npz --outputs one.npz
   run two.popef --inputs in.npz --outputs two.npz --report > report.txt
-  same one.npz expect.npz && same two.npz expect.npz && same two.npz one.npz
+  same one.npz expect.npz && same two.npz expect.npz && exact two.npz one.npz
   # Both IPUs hold memory; activations cross from IPU 0 to IPU 1 only.
   json two.popef "p=j['memory']['per_ipu']; assert len(p)==2 and all(i['total_bytes']>0 for i in p), p; \
 assert p[0]['inter_ipu_bytes_sent']>0 and p[1]['inter_ipu_bytes_received']==p[0]['inter_ipu_bytes_sent'], p; \
@@ -108,7 +109,7 @@ pipeline_cnn_4stage)
   # The same stages without pipelining: same results, more cycles.
   compile p.onnx -o s.popef --tiles-per-ipu 32 --num-ipus 4 --batches-per-step 8 --auto-shard 4
   run s.popef --inputs in.npz --outputs s.npz --report > seq.txt
-  same s.npz p.npz
+  exact s.npz p.npz
   piped=$(sed -n 's/.*cycles total \([0-9]*\).*/\1/p' piped.txt) seq=$(sed -n 's/.*cycles total \([0-9]*\).*/\1/p' seq.txt)
   [ "$piped" -lt "$seq" ] || die "pipelined run costs $piped cycles, not fewer than the sequential $seq"
   json p.popef "c=[x.get('name') for x in j['programs']['main']['children']]; \
