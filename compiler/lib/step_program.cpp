@@ -26,6 +26,13 @@ void flatten(const std::vector<Segment> &segments, int64_t stage, std::vector<gr
       out.insert(out.end(), s.programs.begin(), s.programs.end());
 }
 
+graph::Program repeat(uint32_t count, std::string name) {
+  graph::Program p = graph::Program::sequence(std::move(name));
+  p.kind = graph::ProgramKind::Repeat;
+  p.count = count;
+  return p;
+}
+
 uint32_t ipuOfTile(const graph::DeviceGraph &g, uint32_t tile) { return tile / g.target().tilesPerIpu; }
 
 // The tile rule the pipeline's memory plan relies on (see the file comment).
@@ -157,7 +164,7 @@ StepPrograms buildStepPrograms(const graph::DeviceGraph &g, const std::vector<Se
     }
     out.run = graph::Program::sequence("main");
     flatten(segments, -1, out.run.children);
-    graph::Program loop{graph::ProgramKind::Repeat, 0, n, "batches per step", {}};
+    graph::Program loop = repeat(n, "batches per step");
     flatten(segments, 0, loop.children);
     out.run.children.push_back(std::move(loop));
     return out;
@@ -192,7 +199,7 @@ StepPrograms buildStepPrograms(const graph::DeviceGraph &g, const std::vector<Se
     rampUp.children.push_back(cycle(c));
   out.run.children.push_back(std::move(rampUp));
   if (fullEnd > fullBegin) {
-    graph::Program main{graph::ProgramKind::Repeat, 0, fullEnd - fullBegin, "pipeline main", {}};
+    graph::Program main = repeat(fullEnd - fullBegin, "pipeline main");
     main.children.push_back(cycle(fullBegin));
     main.children.back().name = "pipeline cycle";
     out.run.children.push_back(std::move(main));
