@@ -48,7 +48,7 @@ void streamOutput(const std::string &name, const ir::Graph &g, Lowering &L,
   }
   streamed.insert(outTensor);
   const uint32_t stream = dg.addStream(name, outTensor, graph::StreamDirection::DeviceToHost);
-  dg.outputs.push_back({name, info.dtype, info.shape, outTensor, stream});
+  dg.outputs.push_back({name, info.dtype, info.shape, outTensor, stream, {}, {}});
 }
 
 } // namespace
@@ -146,7 +146,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     L.mapLinearly(v);
     const uint32_t stream = dg.addStream(name, v.tensor, graph::StreamDirection::HostToDevice);
     dg.main().children.push_back(graph::Program::streamCopy(stream));
-    dg.inputs.push_back({name, t.info.dtype, t.info.shape, v.tensor, stream});
+    dg.inputs.push_back({name, t.info.dtype, t.info.shape, v.tensor, stream, {}, {}});
     L.bind(name, v);
     cut.cut(user ? stageOf(*user) : 0);
   }
@@ -255,7 +255,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
         streamed.insert(acc.tensor);
         const uint32_t stream = dg.addStream(name, acc.tensor, graph::StreamDirection::DeviceToHost);
         const ir::TensorInfo &info = g.tensor(name).info;
-        dg.outputs.push_back({name, info.dtype, info.shape, acc.tensor, stream});
+        dg.outputs.push_back({name, info.dtype, info.shape, acc.tensor, stream, {}, {}});
       }
     } else {
       streamOutput(name, g, L, streamed);
