@@ -43,9 +43,10 @@ for preset in "${PRESETS[@]}"; do
   fi
   # Only tests whose binaries were built are registered (catch_discover_tests),
   # so -L unit runs exactly the unit tests built above; the tests that need the
-  # compiler (fuzz_smoke_onnx, the ONNX and ENOSPC hardening cases) are left out
+  # compiler or an install (fuzz_smoke_onnx, the ONNX and ENOSPC hardening cases,
+  # api.*) are left out
   # of the quick set.
-  exclude='fuzz_smoke_onnx|hardening\.(onnx|enospc)'
+  exclude='fuzz_smoke_onnx|hardening\.(onnx|enospc)|api\.'
   [ -n "${FULL:-}" ] && exclude='^$'
   ctest --preset "$preset" -L "$labels" -E "$exclude" -j"$JOBS" || status=1
 done
