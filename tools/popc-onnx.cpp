@@ -3,8 +3,11 @@
 #include "cache/tiered_store.h"
 #include "compiler/driver/cache_key.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/graph_profile.h"
 #include "compiler/onnx/importer.h"
 #include "formats/popef/popef.h"
+#include "profile/graph_profile.h"
+#include "profile/json_writer.h"
 #include "support/error.h"
 #include "support/log.h"
 #include "support/version.h"
@@ -31,6 +34,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputShapes, frozenInputs;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
   bool stats = false;
+  std::string profileDir;
   popc::tools::CacheOptions cacheOptions;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
   app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
@@ -56,6 +60,9 @@ int main(int argc, char **argv) {
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.add_flag("--stats", stats, "Print compile-time statistics");
+  app.add_option("--profile-dir", profileDir,
+                 "Write the graph profile DIR/graph.json (Poplar's graph profile, with liveness; "
+                 "docs/profile-format.md). Compiles even when the cache has the executable");
   cacheOptions.add(app, "Content-addressed cache directory: a compile of the same model bytes, external data, "
                         "options and compiler is copied from it instead of recompiled");
   app.set_version_flag("--version", compilerVersion());
@@ -83,7 +90,7 @@ int main(int argc, char **argv) {
     }
     auto log = log::get("popc-onnx");
     const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty();
-    if (store && key && !wantsDumps) {
+    if (store && key && !wantsDumps && profileDir.empty()) {
       auto t0 = std::chrono::steady_clock::now();
       if (auto size = store->getToFile("exe", key->key, output)) {
         log->info("cache hit {} ({}): wrote {} bytes to {} in {:.3f} s without compiling", key->key,
@@ -97,8 +104,20 @@ int main(int argc, char **argv) {
     }
 
     driver::CompileStats st;
-    const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st);
+    driver::ProfileFacts facts;
+    const std::vector<uint8_t> bytes =
+        driver::compileOnnx(model, options, &st, profileDir.empty() ? nullptr : &facts);
     popc::popef::writeFile(output, bytes);
+    if (!profileDir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(profileDir, ec);
+      if (ec)
+        fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
+      profile::Json graph = profile::graphProfile(*popc::popef::Executable::fromBytes(bytes, output));
+      graph["memory"]["liveness"] = facts.liveness;
+      graph["ir"] = facts.ir;
+      profile::writeJsonFile((std::filesystem::path(profileDir) / "graph.json").string(), graph);
+    }
     if (store && key)
       store->put("exe", key->key, bytes);
     if (stats)

@@ -1,6 +1,7 @@
 #include "compiler/driver/compile.h"
 
 #include "compiler/codegen/kernels.h"
+#include "compiler/driver/graph_profile.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/serialize.h"
 #include "compiler/ir/ir.h"
@@ -117,7 +118,7 @@ std::map<std::string, std::string> CompileOptions::describe() const {
 }
 
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
-                                 CompileStats *stats) {
+                                 CompileStats *stats, ProfileFacts *profile) {
   auto log = log::get("driver");
   CompileStats local;
   CompileStats &st = stats ? *stats : local;
@@ -143,6 +144,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   passes::runPasses(ir, passOptions);
   st.irOps = ir.main.ops().size();
   st.passesSeconds = secondsSince(t0);
+  if (profile)
+    profile->ir = irJson(ir.main);
   checkLowerable(ir.main, modelPath);
 
   t0 = Clock::now();
@@ -156,6 +159,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     e.rethrowWithPrefix(modelPath + ": "); // name the model in lowering errors
   }
   st.lowerSeconds = secondsSince(t0);
+  if (profile)
+    profile->liveness = livenessJson(dg, *plan);
   for (const auto &cs : dg.computeSets())
     st.vertices += cs.vertices.size();
 

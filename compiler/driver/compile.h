@@ -42,9 +42,12 @@ struct CompileStats {
   uint64_t exchangeCopies = 0, exchangeBytes = 0; // as written: split per tile, coalesced
 };
 
+struct ProfileFacts; // compiler/driver/graph_profile.h
+
 // Compiles the ONNX model at `modelPath`. Throws popc::Error for bad models,
-// unsupported operators and out-of-memory (with its report).
+// unsupported operators and out-of-memory (with its report). `profile`, when
+// given, receives the compile-time facts of the graph profile.
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
-                                 CompileStats *stats = nullptr);
+                                 CompileStats *stats = nullptr, ProfileFacts *profile = nullptr);
 
 } // namespace popc::driver

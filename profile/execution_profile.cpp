@@ -1,0 +1,203 @@
+#include "profile/execution_profile.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace popc::profile {
+
+namespace {
+
+// What one run of a compute set or exchange costs, from the graph profile.
+struct StepFacts {
+  uint64_t cycles = 0;      // slowest tile
+  uint64_t tileSum = 0;     // cycles summed over tiles
+  uint64_t activeSum = 0;   // compute: active (issuing) cycles summed over tiles
+  uint64_t activeTiles = 0;
+  uint64_t totalData = 0, maxData = 0, dataSum = 0; // exchanges: sent + received per tile
+};
+
+StepFacts computeFacts(const Json &cs, size_t i) {
+  StepFacts f;
+  const Json &cycles = cs["cycleEstimates"]["cyclesByTile"][i];
+  const Json &active = cs["cycleEstimates"]["activeCyclesByTile"][i];
+  const Json &counts = cs["vertexCountsByTile"][i];
+  for (size_t t = 0; t < cycles.size(); ++t) {
+    const uint64_t c = cycles[t].get<uint64_t>();
+    f.cycles = std::max(f.cycles, c);
+    f.tileSum += c;
+    f.activeSum += active[t].get<uint64_t>();
+    f.activeTiles += counts[t].get<uint64_t>() > 0;
+  }
+  return f;
+}
+
+StepFacts exchangeFacts(const Json &list, size_t i, const char *cyclesKey) {
+  StepFacts f;
+  const Json &cycles = list[cyclesKey][i], &sent = list["bytesSentByTile"][i], &recv = list["bytesReceivedByTile"][i];
+  for (size_t t = 0; t < cycles.size(); ++t) {
+    const uint64_t c = cycles[t].get<uint64_t>();
+    const uint64_t data = sent[t].get<uint64_t>() + recv[t].get<uint64_t>();
+    f.cycles = std::max(f.cycles, c);
+    f.tileSum += c;
+    f.activeTiles += data > 0;
+    f.dataSum += data;
+    f.maxData = std::max(f.maxData, data);
+  }
+  f.totalData = list["totalData"][i].get<uint64_t>();
+  return f;
+}
+
+double ratio(uint64_t a, uint64_t b) { return b ? double(a) / double(b) : 1.0; }
+
+} // namespace
+
+Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
+  const Json &programs = graph.at("programs");
+  const Json &target = graph.at("target");
+  const uint64_t numTiles = target.at("numTiles").get<uint64_t>();
+  const uint64_t syncCycles = target.at("minSyncDelay").get<uint64_t>();
+  const uint64_t globalSync = target.at("globalSyncCycles").get<uint64_t>();
+  const Json &cs = graph.at("computeSets");
+  const Json &internal = graph.at("exchanges"), &external = graph.at("externalExchanges"),
+             &host = graph.at("hostExchanges");
+  const size_t nTypes = graph.at("vertexTypes").at("names").size();
+
+  // Facts per compute set / exchange, computed on first use.
+  std::vector<std::optional<StepFacts>> csFacts(cs["names"].size()), inFacts(internal["names"].size()),
+      exFacts(external["names"].size()), hostFacts(host["names"].size());
+  auto facts = [](std::vector<std::optional<StepFacts>> &cache, size_t i, auto make) -> const StepFacts & {
+    if (!cache[i])
+      cache[i] = make();
+    return *cache[i];
+  };
+
+  Json steps = Json::array();
+  uint64_t now = 0;
+  struct {
+    uint64_t activeCompute = 0, compute = 0, doExchange = 0, globalExchange = 0, streamCopy = 0, sync = 0;
+  } tileCycles;
+  struct {
+    uint64_t compute = 0, exchange = 0, sync = 0, host = 0;
+  } phase;
+  std::vector<uint64_t> csCycles(csFacts.size(), 0), csRuns(csFacts.size(), 0), typeCycles(nTypes, 0);
+  uint64_t exchangeData = 0, hostData = 0;
+
+  auto sync = [&](const char *type, uint64_t cycles, std::optional<uint32_t> program) {
+    Json s{{"type", "Sync"}, {"syncType", type}};
+    if (program)
+      s["program"] = *program;
+    s["cycles"] = cycles;
+    s["cyclesFrom"] = now;
+    s["cyclesTo"] = now + cycles;
+    steps.push_back(s);
+    now += cycles;
+    phase.sync += cycles;
+    tileCycles.sync += cycles * numTiles;
+  };
+  auto common = [&](Json &s, uint32_t id, const Json &p, const StepFacts &f) {
+    s["program"] = id;
+    if (p.contains("name"))
+      s["name"] = p["name"];
+    s["cycles"] = f.cycles;
+    s["cyclesFrom"] = now;
+    s["cyclesTo"] = now + f.cycles;
+    s["activeTiles"] = f.activeTiles;
+    s["tileBalance"] = ratio(f.tileSum, f.cycles * numTiles);
+    s["activeTileBalance"] = ratio(f.tileSum, f.cycles * f.activeTiles);
+    now += f.cycles;
+  };
+
+  for (uint32_t id : trace) {
+    if (id >= programs.size())
+      fail("program trace names program {} but the graph profile has {}: profile the same executable", id,
+           programs.size());
+    const Json &p = programs[id];
+    const std::string type = p.at("type").get<std::string>();
+    if (type == "OnTileExecute") {
+      const size_t c = p["computeSet"].get<size_t>();
+      const StepFacts &f = facts(csFacts, c, [&] { return computeFacts(cs, c); });
+      Json s{{"type", type}};
+      common(s, id, p, f);
+      s["cyclesOverlapped"] = 0;
+      s["threadBalance"] = ratio(f.activeSum, f.tileSum);
+      s["computeSet"] = c;
+      steps.push_back(s);
+      tileCycles.compute += f.tileSum;
+      tileCycles.activeCompute += f.activeSum;
+      phase.compute += f.cycles;
+      csCycles[c] += f.cycles;
+      csRuns[c]++;
+      const Json &byType = cs["cycleEstimates"]["activeCyclesByVertexType"][c];
+      for (size_t t = 0; t < nTypes && t < byType.size(); ++t)
+        typeCycles[t] += byType[t].get<uint64_t>();
+    } else if (type == "DoExchange" || type == "GlobalExchange") {
+      const bool global = type == "GlobalExchange";
+      const size_t e = p["exchange"].get<size_t>();
+      const StepFacts &f = global ? facts(exFacts, e, [&] { return exchangeFacts(external, e, "estimatedCyclesByTile"); })
+                                  : facts(inFacts, e, [&] { return exchangeFacts(internal, e, "cyclesByTile"); });
+      sync(global ? "External" : "Internal", global ? globalSync : syncCycles, std::nullopt);
+      Json s{{"type", type}};
+      common(s, id, p, f);
+      s["totalData"] = f.totalData;
+      s["dataBalance"] = ratio(f.dataSum, f.maxData * numTiles);
+      s[global ? "externalExchange" : "exchange"] = e;
+      if (!global)
+        s["cyclesOverlapped"] = 0;
+      steps.push_back(s);
+      (global ? tileCycles.globalExchange : tileCycles.doExchange) += f.tileSum;
+      phase.exchange += f.cycles;
+      exchangeData += f.totalData;
+    } else if (type == "StreamCopy") {
+      const size_t h = p["exchange"].get<size_t>();
+      const StepFacts &f = facts(hostFacts, h, [&] {
+        StepFacts x = exchangeFacts(host, h, "estimatedCyclesByTile");
+        x.cycles = host["cycles"][h].get<uint64_t>(); // PCIe is shared: total bytes / bandwidth
+        return x;
+      });
+      sync("External", globalSync, std::nullopt);
+      Json s{{"type", type}};
+      common(s, id, p, f);
+      s["totalData"] = f.totalData;
+      s["dataBalance"] = ratio(f.dataSum, f.maxData * numTiles);
+      s["hostExchange"] = h;
+      steps.push_back(s);
+      tileCycles.streamCopy += f.tileSum;
+      phase.host += f.cycles;
+      hostData += f.totalData;
+    } else if (type == "Sync") {
+      sync("Internal", syncCycles, id);
+    }
+    // Sequence, Repeat and Call only lead to the programs that follow them in the trace.
+  }
+
+  Json j;
+  j["profileFormat"] = "popc-execution-profile/1";
+  j["profilerMode"] = "IPU_MODEL";
+  j["programTrace"] = Json::array();
+  for (uint32_t id : trace)
+    j["programTrace"].push_back(id);
+  Json sim;
+  sim["cycles"] = now;
+  sim["tileCycles"] = {{"activeCompute", tileCycles.activeCompute}, {"compute", tileCycles.compute},
+                       {"copySharedStructure", 0},                  {"doExchange", tileCycles.doExchange},
+                       {"globalExchange", tileCycles.globalExchange}, {"streamCopy", tileCycles.streamCopy},
+                       {"sync", tileCycles.sync}};
+  sim["phaseCycles"] = {{"compute", phase.compute}, {"exchange", phase.exchange}, {"sync", phase.sync},
+                        {"host", phase.host}};
+  sim["totalData"] = {{"exchange", exchangeData}, {"host", hostData}};
+  Json a = Json::array(), b = Json::array(), c = Json::array();
+  for (size_t i = 0; i < csCycles.size(); ++i)
+    a.push_back(csCycles[i]), b.push_back(csRuns[i]);
+  for (uint64_t x : typeCycles)
+    c.push_back(x);
+  sim["computeSetCycles"] = a;
+  sim["computeSetRuns"] = b;
+  sim["vertexTypeCycles"] = c;
+  sim["steps"] = steps;
+  j["simulation"] = sim;
+  return j;
+}
+
+} // namespace popc::profile
