@@ -162,12 +162,6 @@ profile::Json graphProfileFor(const popc::popef::Executable &exe, const std::str
 
 void writeProfile(const popc::popef::Executable &exe, const std::vector<uint32_t> &trace, const std::string &dir,
                   const profile::SummaryOptions *summary) {
-  if (!dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      fail("--profile-dir {}: cannot create the directory: {}", dir, ec.message());
-  }
   const profile::Json graph = graphProfileFor(exe, dir);
   const profile::Json execution = profile::executionProfile(graph, trace);
   if (!dir.empty())
@@ -234,6 +228,12 @@ int main(int argc, char **argv) {
     std::unique_ptr<profile::TraceRecorder> trace;
     if (summary || !profileDir.empty())
       trace = std::make_unique<profile::TraceRecorder>(*executable);
+    if (!profileDir.empty()) { // fail before running, not after
+      std::error_code ec;
+      std::filesystem::create_directories(profileDir, ec);
+      if (ec)
+        fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
+    }
     runtime::EngineOptions engineOptions{threads, nullptr};
     engineOptions.observer = trace.get();
 
