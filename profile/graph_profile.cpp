@@ -297,6 +297,35 @@ Json memoryJson(const fb::Executable &exe, uint32_t numTiles) {
 
 } // namespace
 
+Json tensorMap(const popef::Executable &file) {
+  const fb::Executable &exe = file.root();
+  Json j = Json::object();
+  for (uint32_t i = 0; i < len(exe.tensors()); ++i) {
+    const fb::Tensor *t = exe.tensors()->Get(i);
+    std::string name = str(t->name());
+    if (j.contains(name)) // names are unique in practice; never drop a tensor
+      name += "#" + std::to_string(i);
+    std::vector<uint32_t> tiles;
+    Json intervals = Json::array();
+    for (uint32_t k = 0; k < len(t->mapping()); ++k) {
+      const fb::TileInterval *iv = t->mapping()->Get(k);
+      tiles.push_back(iv->tile());
+      intervals.push_back({iv->begin(), iv->begin() + iv->bytes(), uint64_t(iv->tile()), uint64_t(iv->offset())});
+    }
+    std::sort(tiles.begin(), tiles.end());
+    tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
+    Json shape = Json::array();
+    for (uint32_t k = 0; k < len(t->shape()); ++k)
+      shape.push_back(t->shape()->Get(k));
+    j[name] = {{"dtype", dtypeName(static_cast<DType>(t->dtype()))},
+               {"shape", shape},
+               {"role", fb::EnumNameTensorRole(t->role())},
+               {"tiles", tiles},
+               {"intervals", intervals}};
+  }
+  return j;
+}
+
 bool isInterIpu(const fb::Target &target, const fb::ExchangeStep &step) {
   for (uint32_t i = 0; i < len(step.copies()); ++i) {
     const fb::Copy *c = step.copies()->Get(i);

@@ -35,6 +35,11 @@ private:
 // Builds graph.json's document from the executable alone.
 Json graphProfile(const popef::Executable &exe);
 
+// --save-tensor-map: {tensor name: {"dtype", "shape", "role", "tiles": [...],
+// "intervals": [[begin, end, tile, offset], ...]}} in popef tensor order: bytes
+// [begin, end) of the tensor live on `tile` at byte `offset` of its memory.
+Json tensorMap(const popef::Executable &exe);
+
 // Whether an exchange step crosses IPUs (a GlobalExchange) or not (DoExchange).
 bool isInterIpu(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step);
 

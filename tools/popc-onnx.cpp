@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputShapes, frozenInputs;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
   bool stats = false;
-  std::string profileDir;
+  std::string profileDir, tensorMapPath;
   popc::tools::CacheOptions cacheOptions;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
   app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
@@ -63,6 +63,8 @@ int main(int argc, char **argv) {
   app.add_option("--profile-dir", profileDir,
                  "Write the graph profile DIR/graph.json (Poplar's graph profile, with liveness; "
                  "docs/profile-format.md). Compiles even when the cache has the executable");
+  app.add_option("--save-tensor-map", tensorMapPath,
+                 "Write FILE (JSON): every tensor's name -> dtype, shape, tiles and byte intervals on them");
   cacheOptions.add(app, "Content-addressed cache directory: a compile of the same model bytes, external data, "
                         "options and compiler is copied from it instead of recompiled");
   app.set_version_flag("--version", compilerVersion());
@@ -89,10 +91,13 @@ int main(int argc, char **argv) {
       key = driver::executableCacheKey(model, options);
     }
     auto log = log::get("popc-onnx");
-    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty();
+    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty() ||
+                            std::getenv("POPC_IR_DUMP") || std::getenv("POPC_DOT_CHECKS");
     if (store && key && !wantsDumps && profileDir.empty()) {
       auto t0 = std::chrono::steady_clock::now();
       if (auto size = store->getToFile("exe", key->key, output)) {
+        if (!tensorMapPath.empty())
+          profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
         log->info("cache hit {} ({}): wrote {} bytes to {} in {:.3f} s without compiling", key->key,
                   store->describe(), *size, output,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -118,6 +123,8 @@ int main(int argc, char **argv) {
       graph["ir"] = facts.ir;
       profile::writeJsonFile((std::filesystem::path(profileDir) / "graph.json").string(), graph);
     }
+    if (!tensorMapPath.empty())
+      profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::fromBytes(bytes, output)));
     if (store && key)
       store->put("exe", key->key, bytes);
     if (stats)

@@ -5,6 +5,7 @@
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/serialize.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/printer.h"
 #include "compiler/lib/lowering.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/passes/pass_manager.h"
@@ -15,7 +16,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -141,7 +144,48 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   passes::PassOptions passOptions;
   passOptions.dumpIrDir = options.dumpIrDir;
   passOptions.dumpDotDir = options.dumpDotDir;
-  passes::runPasses(ir, passOptions);
+  // POPC_DOT_CHECKS=FWD0:FINAL or ALL (PopART's POPART_DOT_CHECKS): DOT files of
+  // those checkpoints into POPC_DOT_DIR (default: the current directory);
+  // --dump-dot DIR already writes every checkpoint.
+  if (const char *checks = std::getenv("POPC_DOT_CHECKS"); checks && *checks && options.dumpDotDir.empty()) {
+    const char *dir = std::getenv("POPC_DOT_DIR");
+    passOptions.dumpDotDir = dir && *dir ? dir : ".";
+    std::string list = checks;
+    for (size_t begin = 0; begin <= list.size();) {
+      size_t end = std::min(list.find(':', begin), list.size());
+      std::string name = list.substr(begin, end - begin);
+      begin = end + 1;
+      const auto &known = passes::checkpointNames();
+      if (name == "ALL") {
+        passOptions.dotCheckpoints.clear();
+        break;
+      }
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string names;
+        for (const auto &k : known)
+          names += k + " ";
+        fail("POPC_DOT_CHECKS '{}': unknown checkpoint '{}' (use {}or ALL, separated by ':')", list, name, names);
+      }
+      passOptions.dotCheckpoints.push_back(name);
+    }
+  }
+  // POPC_IR_DUMP=FILE (PopART's POPART_IR_DUMP): the IR at the end of the
+  // passes, or as far as they got when one fails.
+  const char *irDump = std::getenv("POPC_IR_DUMP");
+  auto dumpIr = [&] {
+    std::ofstream out(irDump, std::ios::binary | std::ios::trunc);
+    if (!(out << ir::printIr(ir)) || !out.flush())
+      fail("POPC_IR_DUMP {}: cannot write the IR dump: set it to a writable file name", irDump);
+  };
+  try {
+    passes::runPasses(ir, passOptions);
+  } catch (const Error &) {
+    if (irDump && *irDump)
+      dumpIr();
+    throw;
+  }
+  if (irDump && *irDump)
+    dumpIr();
   st.irOps = ir.main.ops().size();
   st.passesSeconds = secondsSince(t0);
   if (profile)

@@ -196,6 +196,48 @@ assert (w, h) == (1280, 1600), (w, h)
 assert len(data) > 20000, len(data)  # a blank page compresses to a few KB
 PY
   ;;
+logging_env)
+  # POPC_LOG_DEST to a file, POPC_LOG_LEVEL, POPC_LOG_CONFIG per module.
+  POPC_LOG_DEST=$TMP/log.txt POPC_LOG_LEVEL=INFO "$BIN/popc-onnx" "$MLP/model.onnx" -o a.popef --no-cache \
+    2>err.txt || die "compile failed"
+  grep -q '^\[driver\] info: compiled .*model.onnx' log.txt || { cat log.txt; die "no driver info line in POPC_LOG_DEST"; }
+  [ -s err.txt ] && { cat err.txt; die "logged to stderr despite POPC_LOG_DEST"; }
+  echo '{"driver": "OFF"}' >conf.json
+  POPC_LOG_DEST=stdout POPC_LOG_LEVEL=info POPC_LOG_CONFIG=conf.json "$BIN/popc-onnx" "$MLP/model.onnx" -o b.popef \
+    --no-cache >out.txt || die "compile failed"
+  grep -q '^\[driver\]' out.txt && die "POPC_LOG_CONFIG did not silence the driver module"
+  echo '{"driver": "LOUD"}' >bad.json
+  expect_error "POPC_LOG_CONFIG bad.json: module 'driver': unknown log level 'loud'" \
+    env POPC_LOG_CONFIG=bad.json "$BIN/popc-onnx" "$MLP/model.onnx" -o c.popef
+  expect_error "POPC_LOG_LEVEL: unknown log level 'chatty'" env POPC_LOG_LEVEL=chatty "$BIN/poprun-lite" a.popef
+  ;;
+tensor_map)
+  "$BIN/popc-onnx" "$MLP/model.onnx" -o mlp.popef --save-tensor-map map.json --no-cache || die "compile failed"
+  "$BIN/popef-info" mlp.popef --json >info.json || die "popef-info failed"
+  "$PY" - <<'PY' || die "tensor map does not match the executable"
+import json
+m = json.load(open("map.json")); info = json.load(open("info.json"))
+assert list(m) == [t["name"] for t in info["tensors"]]
+for t in info["tensors"]:
+    e = m[t["name"]]
+    assert e["dtype"] == t["dtype"] and e["shape"] == t["shape"] and e["role"] == t["role"]
+    assert len(e["tiles"]) == t["tiles"] and len(e["intervals"]) == t["intervals"]
+    assert sum(end - begin for begin, end, tile, offset in e["intervals"]) == t["bytes"]
+    assert sorted({iv[2] for iv in e["intervals"]}) == e["tiles"]
+PY
+  ;;
+ir_dump_and_dot_checks)
+  POPC_IR_DUMP=ir.txt "$BIN/popc-onnx" "$MLP/model.onnx" -o a.popef || die "compile failed"
+  grep -q '^graph main' ir.txt || die "POPC_IR_DUMP wrote no IR"
+  grep -q 'Gemm' ir.txt || die "IR dump lacks the model's ops"
+  mkdir dots && POPC_DOT_CHECKS=FWD0:FINAL POPC_DOT_DIR=dots "$BIN/popc-onnx" "$MLP/model.onnx" -o b.popef || die "compile"
+  [ "$(ls dots)" = "$(printf '00_FWD0.dot\n04_FINAL.dot')" ] || { ls dots; die "POPC_DOT_CHECKS wrote other checkpoints"; }
+  grep -q digraph dots/00_FWD0.dot || die "not a DOT file"
+  mkdir all && POPC_DOT_CHECKS=ALL POPC_DOT_DIR=all "$BIN/popc-onnx" "$MLP/model.onnx" -o c.popef || die "compile"
+  [ "$(ls all | wc -l)" -eq 5 ] || { ls all; die "ALL did not write the 5 checkpoints"; }
+  expect_error "unknown checkpoint 'NOPE'" env POPC_DOT_CHECKS=FWD0:NOPE "$BIN/popc-onnx" "$MLP/model.onnx" -o d.popef
+  cmp a.popef b.popef || die "dumps changed the executable"
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS: $CASE"
