@@ -12,6 +12,7 @@ and DIR/inputs.npz on first use (kept out of git).
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -23,10 +24,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 
 
+CPU_SECONDS = []  # user+sys of each run(), for tables measured on a busy machine
+
+
 def run(cmd, env=None):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
         sys.exit(f"cache_bench: {' '.join(cmd)} failed:\n{p.stderr}")
     return dt, p.stdout + p.stderr
@@ -61,13 +68,14 @@ def bench_model(name, model, inputs, bindir, repeats, threads, work):
             os.remove(out)  # measure writing a new file, as a CI job does
         return run([os.path.join(bindir, "popc-onnx"), model, "-o", out, "--cache-dir", cache], env)
 
-    cold, hit = [], []
+    cold, hit, hit_cpu = [], [], []
     for r in range(cold_repeats):
         cache = os.path.join(work, f"{name}-exe-{r}")
         cold.append(compile_(cache)[0])
     for _ in range(repeats):
         dt, log = compile_(cache)
         hit.append(dt)
+        hit_cpu.append(CPU_SECONDS[-1])
     _, log = run([os.path.join(bindir, "popc-onnx"), model, "-o", out, "--cache-dir", cache, "--log-level", "info"], env)
     assert "cache hit" in log, log
     popef_mb = os.path.getsize(out) / 1e6
@@ -88,7 +96,9 @@ def bench_model(name, model, inputs, bindir, repeats, threads, work):
     for _ in range(repeats):
         rwarm.append(start(cache))
     med = statistics.median
-    return dict(name=name, onnx_mb=onnx_mb, popef_mb=popef_mb, cold=med(cold), hit=med(hit),
+    startup = med(run([os.path.join(bindir, "popc-onnx"), "--version"], env)[0] for _ in range(repeats))
+    return dict(name=name, onnx_mb=onnx_mb, popef_mb=popef_mb, cold=med(cold), hit=med(hit), hit_cpu=med(hit_cpu),
+                startup=startup,
                 run_cold=med(t for t, _ in rcold), jit_cold=med(j for _, j in rcold),
                 run_warm=med(t for t, _ in rwarm), jit_warm=med(j for _, j in rwarm))
 
@@ -116,11 +126,12 @@ def main():
         shutil.rmtree(work)
     print(f"load average {load0:.1f} before, {load1:.1f} after; {a.threads} threads; median of {a.repeats} "
           "(cold runs of models over 10 MB: 1)\n")
-    print("| model | ONNX MB | popef MB | popc-onnx cold | popc-onnx cache hit | speed-up | "
+    print("| model | ONNX MB | popef MB | popc-onnx cold | popc-onnx cache hit: wall (CPU) | process start alone | speed-up | "
           "poprun-lite cold start (JIT) | poprun-lite warm start (JIT) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['name']} | {r['onnx_mb']:.1f} | {r['popef_mb']:.1f} | {r['cold']:.3f} s | {r['hit']:.3f} s | "
+        print(f"| {r['name']} | {r['onnx_mb']:.1f} | {r['popef_mb']:.1f} | {r['cold']:.3f} s | "
+              f"{r['hit']:.3f} s ({r['hit_cpu']:.3f} s) | {r['startup']:.3f} s | "
               f"{r['cold'] / r['hit']:.0f}x | {r['run_cold']:.3f} s ({r['jit_cold']:.3f} s) | "
               f"{r['run_warm']:.3f} s ({r['jit_warm']:.3f} s) |")
 

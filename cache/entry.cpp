@@ -54,6 +54,13 @@ std::string checkHeader(std::span<const uint8_t> header, uint64_t entrySize, con
   return {};
 }
 
+Digest recordedPayloadHash(std::span<const uint8_t> header) {
+  Digest d;
+  if (header.size() >= kHeaderSize)
+    std::memcpy(d.bytes, header.data() + 24, 16);
+  return d;
+}
+
 std::string checkEntry(std::span<const uint8_t> entry, const Digest &key) {
   if (entry.size() < kHeaderSize)
     return checkHeader(entry, entry.size(), key, Digest{});

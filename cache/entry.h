@@ -1,4 +1,6 @@
-// One cache entry, identical on disk and on the wire (remote cache bodies):
+// One cache entry. On the wire (remote cache bodies) it is header + payload in
+// one body; on disk (local_store.h) the header is a sidecar file beside the
+// bare payload, so a hit can hard-link the payload as the user's output.
 //
 //   offset size
 //        0    8  magic "POPCCAS\0"
@@ -32,5 +34,7 @@ std::string checkEntry(std::span<const uint8_t> entry, const Digest &key);
 // size and the XXH3-128 of everything after the header.
 std::string checkHeader(std::span<const uint8_t> header, uint64_t entrySize, const Digest &key,
                         const Digest &payloadHash);
+// The payload hash a header records (bytes 24..40); the header must be whole.
+Digest recordedPayloadHash(std::span<const uint8_t> header);
 
 } // namespace popc::cache

@@ -90,7 +90,7 @@ std::string tempName(std::string_view key) {
   return fmt::format(".tmp-{}-{}-{:x}", key, ::getpid(), n);
 }
 
-int64_t mtimeNs(const struct stat &st) { return int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec; }
+int64_t nsOf(const struct timespec &t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
 bool isKindName(const std::string &s) {
   if (s.empty() || s.size() > 16)
@@ -101,6 +101,10 @@ bool isKindName(const std::string &s) {
   return true;
 }
 
+constexpr std::string_view kMetaSuffix = ".meta";
+
+fs::path metaPathOf(const fs::path &payload) { return payload.string() + std::string(kMetaSuffix); }
+
 // Deletes `path` only if it is still the file `st` describes: a writer may
 // have renamed a fresh entry over the bad one since we opened it.
 void unlinkIfSame(const fs::path &path, const struct stat &st) {
@@ -109,9 +113,20 @@ void unlinkIfSame(const fs::path &path, const struct stat &st) {
     ::unlink(path.c_str());
 }
 
+// Deletes an entry: its header first, so no reader finds a header whose
+// payload is gone.
+void removeEntry(const fs::path &payload, const struct stat *payloadStat) {
+  ::unlink(metaPathOf(payload).c_str());
+  if (payloadStat)
+    unlinkIfSame(payload, *payloadStat);
+  else
+    ::unlink(payload.c_str());
+}
+
 struct Walk {
   std::vector<EntryInfo> entries;
-  std::vector<std::pair<fs::path, int64_t>> temps; // path, mtime
+  std::vector<std::pair<fs::path, int64_t>> temps; // path, mtime: writes in progress or dead
+  std::vector<std::pair<fs::path, int64_t>> orphans; // payloads without a header, headers without a payload
 };
 
 Walk walk(const fs::path &dir) {
@@ -125,16 +140,33 @@ Walk walk(const fs::path &dir) {
       const std::string prefix = sub.path().filename().string();
       if (prefix.size() != 2 || !sub.is_directory(ec))
         continue;
+      std::map<std::string, struct stat> payloads, metas;
       for (const auto &file : fs::directory_iterator(sub.path(), ec)) {
         const std::string name = file.path().filename().string();
         struct stat st{};
         if (::lstat(file.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode))
           continue;
+        std::string key = name;
+        const bool meta = name.ends_with(kMetaSuffix);
+        if (meta)
+          key.resize(name.size() - kMetaSuffix.size());
         if (name.starts_with(".tmp-"))
-          w.temps.emplace_back(file.path(), mtimeNs(st));
-        else if (isKey(name) && name.compare(0, 2, prefix) == 0)
-          w.entries.push_back({kind, name, file.path(), uint64_t(st.st_size), mtimeNs(st)});
+          w.temps.emplace_back(file.path(), nsOf(st.st_mtim));
+        else if (isKey(key) && key.compare(0, 2, prefix) == 0)
+          (meta ? metas : payloads)[key] = st;
       }
+      for (const auto &[key, st] : metas) {
+        auto p = payloads.find(key);
+        if (p == payloads.end()) {
+          w.orphans.emplace_back(sub.path() / (key + std::string(kMetaSuffix)), nsOf(st.st_mtim));
+          continue;
+        }
+        w.entries.push_back({kind, key, sub.path() / key, uint64_t(p->second.st_size) + kHeaderSize,
+                             nsOf(p->second.st_atim)});
+      }
+      for (const auto &[key, st] : payloads)
+        if (!metas.count(key)) // a writer between its two renames, or one that died there
+          w.orphans.emplace_back(sub.path() / key, nsOf(st.st_mtim));
     }
   }
   std::sort(w.entries.begin(), w.entries.end(),
@@ -149,6 +181,20 @@ int64_t nowNs() {
 
 // A temporary file this old belongs to a writer that died (writes take seconds).
 constexpr int64_t kStaleTempNs = int64_t(3600) * 1000000000;
+
+// Deletes temporary files and half-renamed entries of writers that died
+// (older than kStaleTempNs). Returns how many.
+size_t removeStale(const Walk &w) {
+  const int64_t now = nowNs();
+  size_t removed = 0;
+  for (const auto &files : {w.temps, w.orphans})
+    for (const auto &[path, mtime] : files) {
+      std::error_code ec;
+      if (now - mtime > kStaleTempNs && fs::remove(path, ec))
+        ++removed;
+    }
+  return removed;
+}
 
 // Output files: temporary name beside `path`, then rename, like popef::writeFile.
 class AtomicOutput {
@@ -205,131 +251,163 @@ fs::path LocalStore::entryPath(std::string_view kind, std::string_view key) cons
   return dir_ / std::string(kind) / std::string(key.substr(0, 2)) / std::string(key);
 }
 
-std::optional<Blob> LocalStore::get(std::string_view kind, std::string_view key) {
-  checkKind(kind);
-  Digest digest;
-  if (!parseKey(key, digest))
-    fail("cache key '{}': expected 32 lowercase hex digits", key);
-  const fs::path path = entryPath(kind, key);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.fd < 0) {
-    if (errno != ENOENT)
-      logger()->warn("cannot read cache entry {}: {}; treating it as a miss", path.string(), std::strerror(errno));
-    count(kind, "misses");
-    return std::nullopt;
-  }
-  struct stat st{};
-  if (::fstat(fd.fd, &st) != 0) {
-    count(kind, "misses");
-    return std::nullopt;
-  }
-  const size_t size = size_t(st.st_size);
-  std::shared_ptr<const void> owner;
-  std::span<const uint8_t> entry;
-  void *m = size >= (64u << 10) ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.fd, 0)
-                                : MAP_FAILED;
-  if (m != MAP_FAILED) {
-    owner = std::shared_ptr<const void>(m, [size](const void *p) { ::munmap(const_cast<void *>(p), size); });
-    entry = std::span<const uint8_t>(static_cast<const uint8_t *>(m), size);
-  } else {
-    auto bytes = std::make_shared<std::vector<uint8_t>>(size);
-    size_t done = 0;
-    while (done < size) {
-      ssize_t n = ::pread(fd.fd, bytes->data() + done, size - done, off_t(done));
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      done += size_t(n);
-    }
-    entry = std::span<const uint8_t>(bytes->data(), done); // short read: checkEntry says truncated
-    owner = std::move(bytes);
-  }
-  if (std::string why = checkEntry(entry, digest); !why.empty()) {
-    logger()->warn("deleting bad cache entry {}: {}; it will be rebuilt", path.string(), why);
-    unlinkIfSame(path, st);
-    updateCounters({{std::string(kind) + ".corrupt", 1},
-                    {std::string(kind) + ".misses", 1},
-                    {std::string(kind) + ".bytes", -int64_t(size)},
-                    {std::string(kind) + ".entries", -1}});
-    return std::nullopt;
-  }
-  // Least recently used = oldest mtime. A read-only shared cache cannot be
-  // touched; that only makes its eviction order less exact.
-  const struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
-  ::futimens(fd.fd, now);
-  count(kind, "hits");
-  return Blob(std::move(owner), entry.subspan(kHeaderSize));
+namespace {
+
+// The .meta sidecar: the entry header, then (once verified) a stamp of the
+// payload file it was checked against.
+constexpr size_t kStampSize = 32;
+// Payloads modified less than this ago are re-hashed, never stamped (see local_store.h).
+constexpr int64_t kStampMinAgeNs = int64_t(2) * 1000000000;
+
+struct Stamp {
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtimeNs = 0;
+  bool operator==(const Stamp &) const = default;
+};
+
+Stamp stampOf(const struct stat &st) {
+  return {uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size), nsOf(st.st_mtim)};
 }
 
-std::optional<uint64_t> LocalStore::getToFile(std::string_view kind, std::string_view key,
-                                              const std::string &outPath) {
-  checkKind(kind);
-  Digest digest;
-  if (!parseKey(key, digest))
-    fail("cache key '{}': expected 32 lowercase hex digits", key);
-  const fs::path path = entryPath(kind, key);
+std::array<uint8_t, kStampSize> encodeStamp(const Stamp &s) {
+  std::array<uint8_t, kStampSize> out{};
+  const uint64_t words[4] = {s.dev, s.ino, s.size, uint64_t(s.mtimeNs)};
+  for (int w = 0; w < 4; ++w)
+    for (int b = 0; b < 8; ++b)
+      out[size_t(w * 8 + b)] = uint8_t(words[w] >> (8 * b));
+  return out;
+}
+
+Stamp decodeStamp(const uint8_t *p) {
+  uint64_t words[4] = {};
+  for (int w = 0; w < 4; ++w)
+    for (int b = 0; b < 8; ++b)
+      words[w] |= uint64_t(p[w * 8 + b]) << (8 * b);
+  return {words[0], words[1], words[2], int64_t(words[3])};
+}
+
+struct Meta {
+  std::vector<uint8_t> header; // kHeaderSize bytes when whole
+  std::optional<Stamp> stamp;
+};
+
+// Reads a .meta file; nullopt (errno set) if it cannot be opened.
+std::optional<Meta> readMeta(const fs::path &path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st{};
-  if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0) {
-    if (fd.fd >= 0 || errno != ENOENT)
-      logger()->warn("cannot read cache entry {}: {}; treating it as a miss", path.string(), std::strerror(errno));
-    count(kind, "misses");
+  if (fd.fd < 0)
     return std::nullopt;
+  uint8_t buf[kHeaderSize + kStampSize + 1];
+  size_t got = 0;
+  while (got < sizeof buf) {
+    ssize_t n = ::read(fd.fd, buf + got, sizeof buf - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += size_t(n);
   }
-  // Verify by streaming the file through XXH3 (constant memory)...
-  const uint64_t size = uint64_t(st.st_size);
-  std::vector<uint8_t> buffer(size_t(std::min<uint64_t>(size, 4u << 20)));
-  std::string why;
-  std::vector<uint8_t> header;
-  {
-    uint64_t off = 0;
-    XXH3_state_t *state = XXH3_createState();
-    XXH3_128bits_reset(state);
-    while (off < size) {
-      ssize_t n = ::pread(fd.fd, buffer.data(), std::min<uint64_t>(buffer.size(), size - off), off_t(off));
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      size_t begin = 0;
-      if (header.size() < kHeaderSize) {
-        begin = std::min<size_t>(kHeaderSize - header.size(), size_t(n));
-        header.insert(header.end(), buffer.begin(), buffer.begin() + begin);
-      }
-      XXH3_128bits_update(state, buffer.data() + begin, size_t(n) - begin);
-      off += uint64_t(n);
-    }
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
-    XXH3_freeState(state);
-    Digest d;
-    std::memcpy(d.bytes, c.digest, 16);
-    why = off != size ? "short read" : checkHeader(header, size, digest, d);
+  Meta m;
+  m.header.assign(buf, buf + std::min(got, kHeaderSize));
+  if (got == kHeaderSize + kStampSize)
+    m.stamp = decodeStamp(buf + kHeaderSize);
+  return m;
+}
+
+// Writes `bytes` as `path` through a temporary file and a rename; false on failure.
+bool replaceSmallFile(const fs::path &path, std::string_view key, std::span<const uint8_t> bytes, bool sync) {
+  const fs::path tmp = path.parent_path() / (tempName(key) + std::string(kMetaSuffix));
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  bool ok = fd.fd >= 0 && writeAll(fd.fd, bytes.data(), bytes.size()) && (!sync || ::fsync(fd.fd) == 0);
+  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok)
+    ::unlink(tmp.c_str());
+  return ok;
+}
+
+// XXH3-128 of bytes [0, size) of `fd`, streamed in constant memory; nullopt on a short read.
+std::optional<Digest> hashFile(int fd, uint64_t size) {
+  std::vector<uint8_t> buffer(size_t(std::min<uint64_t>(std::max<uint64_t>(size, 1), 4u << 20)));
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  uint64_t off = 0;
+  while (off < size) {
+    ssize_t n = ::pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), size - off), off_t(off));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    XXH3_128bits_update(state, buffer.data(), size_t(n));
+    off += uint64_t(n);
   }
-  if (!why.empty()) {
-    logger()->warn("deleting bad cache entry {}: {}; it will be rebuilt", path.string(), why);
-    unlinkIfSame(path, st);
-    updateCounters({{std::string(kind) + ".corrupt", 1},
-                    {std::string(kind) + ".misses", 1},
-                    {std::string(kind) + ".bytes", -int64_t(size)},
-                    {std::string(kind) + ".entries", -1}});
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
+  XXH3_freeState(state);
+  if (off != size)
     return std::nullopt;
+  Digest d;
+  std::memcpy(d.bytes, c.digest, 16);
+  return d;
+}
+
+// The payload read into memory: mapped when large, else copied.
+struct Payload {
+  std::shared_ptr<const void> owner;
+  std::span<const uint8_t> bytes;
+};
+
+Payload readPayload(int fd, size_t size) {
+  void *m = size >= (64u << 10) ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+  if (m != MAP_FAILED)
+    return {std::shared_ptr<const void>(m, [size](const void *p) { ::munmap(const_cast<void *>(p), size); }),
+            std::span<const uint8_t>(static_cast<const uint8_t *>(m), size)};
+  auto bytes = std::make_shared<std::vector<uint8_t>>(size);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, bytes->data() + done, size - done, off_t(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += size_t(n);
   }
-  // ...then copy the payload in the kernel (entries are never modified in
-  // place, so what was verified is what is copied).
-  AtomicOutput out(outPath);
-  loff_t in = kHeaderSize;
-  uint64_t left = size - kHeaderSize;
+  std::span<const uint8_t> span(bytes->data(), done); // short: the size check says truncated
+  return {std::move(bytes), span};
+}
+
+// Makes `out` a hard link to `payload` (atomically replacing it). false when
+// the file system will not link (another device, no link support, link limit).
+bool linkOutput(const fs::path &payload, const std::string &out) {
+  const std::string tmp = fmt::format("{}.tmp-link-{}-{:x}", out, ::getpid(),
+                                      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
+  if (::link(payload.c_str(), tmp.c_str()) != 0)
+    return false;
+  if (::rename(tmp.c_str(), out.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    fail("{}: cannot write file: {}", out, std::strerror(err));
+  }
+  // rename() between two names of one inode does nothing: `out` already was
+  // this entry (a repeated hit), and the temporary name is still there.
+  ::unlink(tmp.c_str());
+  return true;
+}
+
+// Copies bytes [0, size) of `fd` to `out` in the kernel (temporary file + rename).
+void copyOutput(int fd, uint64_t size, const std::string &out) {
+  AtomicOutput output(out);
+  loff_t in = 0;
+  uint64_t left = size;
+  std::vector<uint8_t> buffer;
   while (left) {
-    ssize_t n = ::copy_file_range(fd.fd, &in, out.fd(), nullptr, left, 0);
+    ssize_t n = ::copy_file_range(fd, &in, output.fd(), nullptr, left, 0);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) { // EXDEV/ENOSYS on old kernels or odd file systems: copy by hand
+      buffer.resize(size_t(std::min<uint64_t>(left, 4u << 20)));
       while (left) {
-        ssize_t r = ::pread(fd.fd, buffer.data(), std::min<uint64_t>(buffer.size(), left), in);
-        if (r <= 0 || !writeAll(out.fd(), buffer.data(), size_t(r)))
-          out.failWrite();
+        ssize_t r = ::pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), left), in);
+        if (r <= 0 || !writeAll(output.fd(), buffer.data(), size_t(r)))
+          output.failWrite();
         in += r;
         left -= uint64_t(r);
       }
@@ -337,11 +415,134 @@ std::optional<uint64_t> LocalStore::getToFile(std::string_view kind, std::string
     }
     left -= uint64_t(n);
   }
-  out.commit();
-  const struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
-  ::futimens(fd.fd, now);
+  output.commit();
+}
+
+// Least recently used = oldest atime, set explicitly (mounts may not update
+// it). The mtime stays: the stamp depends on it. A read-only shared cache
+// cannot be touched; that only makes its eviction order less exact.
+void touchUse(int fd) {
+  const struct timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  ::futimens(fd, times);
+}
+
+// Why the payload (open as `fd`, described by `st`) does not match its header,
+// or "". A stamp of this very file stands in for the hash when `trustStamp`;
+// `mapped` (optional) is the payload already in memory. Sets *hashed.
+std::string checkPayload(const Meta &meta, int fd, const struct stat &st, const Digest &key, const Payload *mapped,
+                         bool trustStamp, bool *hashed) {
+  const uint64_t size = uint64_t(st.st_size);
+  *hashed = false;
+  if (meta.header.size() < kHeaderSize)
+    return fmt::format("truncated header: {} bytes, expected {}", meta.header.size(), kHeaderSize);
+  std::optional<Digest> actual;
+  *hashed = !(trustStamp && meta.stamp && *meta.stamp == stampOf(st));
+  if (!*hashed)
+    actual = recordedPayloadHash(meta.header);
+  else if (mapped)
+    actual = mapped->bytes.size() == size ? std::optional(hashBytes(mapped->bytes)) : std::nullopt;
+  else
+    actual = hashFile(fd, size);
+  if (!actual)
+    return fmt::format("truncated: read fewer than its {} bytes", size);
+  return checkHeader(meta.header, kHeaderSize + size, key, *actual);
+}
+
+// After a full check, records the stamp that lets later reads skip the hash,
+// once the payload is old enough that a change would show in its mtime.
+void stampIfSettled(const fs::path &metaPath, std::string_view key, const Meta &meta, const struct stat &st) {
+  if (nowNs() - nsOf(st.st_mtim) <= kStampMinAgeNs || (meta.stamp && *meta.stamp == stampOf(st)))
+    return;
+  std::vector<uint8_t> stamped(meta.header);
+  auto s = encodeStamp(stampOf(st));
+  stamped.insert(stamped.end(), s.begin(), s.end());
+  replaceSmallFile(metaPath, key, stamped, false); // best effort: unstamped only costs a hash
+}
+
+} // namespace
+
+// An entry whose header and payload checked out, with its payload file open.
+struct LocalStore::Checked {
+  fs::path path;
+  int fd = -1;
+  uint64_t size = 0; // payload bytes
+  Payload mapped;    // when asked for
+  ~Checked() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+  Checked() = default;
+  Checked(Checked &&o) noexcept : path(std::move(o.path)), fd(std::exchange(o.fd, -1)), size(o.size),
+                                  mapped(std::move(o.mapped)) {}
+};
+
+std::optional<LocalStore::Checked> LocalStore::open(std::string_view kind, std::string_view key, bool mapPayload) {
+  checkKind(kind);
+  Digest digest;
+  if (!parseKey(key, digest))
+    fail("cache key '{}': expected 32 lowercase hex digits", key);
+  Checked c;
+  c.path = entryPath(kind, key);
+  const fs::path metaPath = metaPathOf(c.path);
+  auto miss = [&] {
+    count(kind, "misses");
+    return std::nullopt;
+  };
+  auto meta = readMeta(metaPath);
+  if (!meta) {
+    if (errno != ENOENT)
+      logger()->warn("cannot read cache entry {}: {}; treating it as a miss", metaPath.string(), std::strerror(errno));
+    return miss();
+  }
+  c.fd = ::open(c.path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st{};
+  std::string why;
+  bool hashed = false;
+  if (c.fd < 0 || ::fstat(c.fd, &st) != 0) {
+    if (errno != ENOENT) {
+      logger()->warn("cannot read cache entry {}: {}; treating it as a miss", c.path.string(), std::strerror(errno));
+      return miss();
+    }
+    why = "payload file missing";
+  } else {
+    c.size = uint64_t(st.st_size);
+    if (mapPayload)
+      c.mapped = readPayload(c.fd, size_t(c.size));
+    why = checkPayload(*meta, c.fd, st, digest, mapPayload ? &c.mapped : nullptr, true, &hashed);
+  }
+  if (!why.empty()) {
+    logger()->warn("deleting bad cache entry {}: {}; it will be rebuilt", c.path.string(), why);
+    removeEntry(c.path, c.fd >= 0 ? &st : nullptr);
+    updateCounters({{std::string(kind) + ".corrupt", 1},
+                    {std::string(kind) + ".misses", 1},
+                    {std::string(kind) + ".bytes", -int64_t(c.size + kHeaderSize)},
+                    {std::string(kind) + ".entries", -1}});
+    return std::nullopt;
+  }
+  if (hashed)
+    stampIfSettled(metaPath, key, *meta, st);
+  touchUse(c.fd);
   count(kind, "hits");
-  return size - kHeaderSize;
+  return c;
+}
+
+std::optional<Blob> LocalStore::get(std::string_view kind, std::string_view key) {
+  auto c = open(kind, key, true);
+  if (!c)
+    return std::nullopt;
+  return Blob(c->mapped.owner, c->mapped.bytes);
+}
+
+std::optional<uint64_t> LocalStore::getToFile(std::string_view kind, std::string_view key,
+                                              const std::string &outPath) {
+  auto c = open(kind, key, false);
+  if (!c)
+    return std::nullopt;
+  // Payload files are never modified in place, so what was verified is what
+  // is linked or copied.
+  if (!linkOutputs_ || !linkOutput(c->path, outPath))
+    copyOutput(c->fd, c->size, outPath);
+  return c->size;
 }
 
 void LocalStore::put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) {
@@ -350,13 +551,14 @@ void LocalStore::put(std::string_view kind, std::string_view key, std::span<cons
   if (!parseKey(key, digest))
     fail("cache key '{}': expected 32 lowercase hex digits", key);
   const fs::path path = entryPath(kind, key);
+  const fs::path metaPath = metaPathOf(path);
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   struct stat st{};
-  if (::stat(path.c_str(), &st) == 0) {
+  if (::stat(metaPath.c_str(), &st) == 0 && ::stat(path.c_str(), &st) == 0) {
     // Same key, same content: another process got there first.
-    const struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
-    ::utimensat(AT_FDCWD, path.c_str(), now, 0);
+    const struct timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+    ::utimensat(AT_FDCWD, path.c_str(), times, 0);
     return;
   }
   const fs::path tmp = path.parent_path() / tempName(key);
@@ -366,17 +568,18 @@ void LocalStore::put(std::string_view kind, std::string_view key, std::span<cons
     ::unlink(tmp.c_str());
   };
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    // Read-only: a hard-linked output shares this file, and must not be able
+    // to change the cache through it by accident.
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
     if (fd.fd < 0)
       return failWrite("create");
-    const auto header = encodeHeader(digest, payload);
     const size_t half = payload.size() / 2;
-    if (!writeAll(fd.fd, header.data(), header.size()) || !writeAll(fd.fd, payload.data(), half))
+    if (!writeAll(fd.fd, payload.data(), half))
       return failWrite("write");
     testPause("POPC_CACHE_TEST_PAUSE_MID_WRITE");
     if (!writeAll(fd.fd, payload.data() + half, payload.size() - half))
       return failWrite("write");
-    // Data reaches the disk before the name does: after a crash the entry is
+    // Data reaches the disk before the names do: after a crash the entry is
     // whole or absent.
     if (::fsync(fd.fd) != 0)
       return failWrite("fsync");
@@ -384,6 +587,13 @@ void LocalStore::put(std::string_view kind, std::string_view key, std::span<cons
   testPause("POPC_CACHE_TEST_PAUSE_BEFORE_RENAME");
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return failWrite("rename");
+  const auto header = encodeHeader(digest, payload);
+  if (!replaceSmallFile(metaPath, key, header, true)) {
+    logger()->warn("cannot write cache entry {}: {}; continuing without caching it", metaPath.string(),
+                   std::strerror(errno));
+    ::unlink(path.c_str());
+    return;
+  }
   const std::string k(kind);
   auto counters = updateCounters({{k + ".writes", 1},
                                   {k + ".bytes", int64_t(kHeaderSize + payload.size())},
@@ -462,13 +672,13 @@ LocalStore::EvictReport LocalStore::evict(uint64_t maxSize) {
   for (const auto &e : w.entries)
     order.push_back(&e);
   std::stable_sort(order.begin(), order.end(),
-                   [](const EntryInfo *a, const EntryInfo *b) { return a->mtimeNs < b->mtimeNs; });
+                   [](const EntryInfo *a, const EntryInfo *b) { return a->lastUseNs < b->lastUseNs; });
   for (const EntryInfo *e : order) {
     if (total <= maxSize)
       break;
-    std::error_code ec;
-    if (!fs::remove(e->path, ec))
+    if (::unlink(metaPathOf(e->path).c_str()) != 0)
       continue;
+    ::unlink(e->path.c_str());
     total -= e->size;
     r.removed++;
     r.freed += e->size;
@@ -476,12 +686,7 @@ LocalStore::EvictReport LocalStore::evict(uint64_t maxSize) {
     entries[e->kind] -= 1;
     evictions[e->kind] += 1;
   }
-  const int64_t now = nowNs();
-  for (const auto &[path, mtime] : w.temps)
-    if (now - mtime > kStaleTempNs) {
-      std::error_code ec;
-      fs::remove(path, ec);
-    }
+  removeStale(w);
   r.remaining = total;
   // The walk is the truth: reset the size counters to it.
   std::map<std::string, int64_t> absolute;
@@ -507,36 +712,25 @@ LocalStore::VerifyReport LocalStore::verify() {
   Walk w = walk(dir_);
   std::map<std::string, int64_t> corrupt;
   for (const auto &e : w.entries) {
+    const fs::path metaPath = metaPathOf(e.path);
+    auto meta = readMeta(metaPath);
     Fd fd(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat st{};
-    if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0)
+    if (!meta || fd.fd < 0 || ::fstat(fd.fd, &st) != 0)
       continue; // evicted meanwhile
-    std::vector<uint8_t> bytes(size_t(st.st_size));
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::pread(fd.fd, bytes.data() + done, bytes.size() - done, off_t(done));
-      if (n <= 0 && errno != EINTR)
-        break;
-      if (n > 0)
-        done += size_t(n);
-    }
-    bytes.resize(done);
     ++r.checked;
     Digest digest;
     parseKey(e.key, digest);
-    if (std::string why = checkEntry(bytes, digest); !why.empty()) {
+    bool hashed = false;
+    if (std::string why = checkPayload(*meta, fd.fd, st, digest, nullptr, false, &hashed); !why.empty()) {
       r.bad.push_back(e.path.string() + ": " + why);
-      unlinkIfSame(e.path, st);
+      removeEntry(e.path, &st);
       corrupt[e.kind] += 1;
+    } else {
+      stampIfSettled(metaPath, e.key, *meta, st);
     }
   }
-  const int64_t now = nowNs();
-  for (const auto &[path, mtime] : w.temps)
-    if (now - mtime > kStaleTempNs) {
-      std::error_code ec;
-      if (fs::remove(path, ec))
-        ++r.staleTemps;
-    }
+  r.staleTemps = removeStale(w);
   std::map<std::string, int64_t> deltas;
   for (const auto &[kind, n] : corrupt)
     deltas[kind + ".corrupt"] = n;
@@ -552,10 +746,13 @@ size_t LocalStore::clean() {
   Walk w = walk(dir_);
   size_t removed = 0;
   std::error_code ec;
-  for (const auto &e : w.entries)
-    removed += fs::remove(e.path, ec) ? 1 : 0;
-  for (const auto &[path, mtime] : w.temps)
-    fs::remove(path, ec);
+  for (const auto &e : w.entries) {
+    removeEntry(e.path, nullptr);
+    ++removed;
+  }
+  for (const auto &files : {w.temps, w.orphans})
+    for (const auto &[path, mtime] : files)
+      fs::remove(path, ec);
   FileLock statsLock(dir_ / "stats.lock", true);
   fs::remove(dir_ / "stats", ec);
   return removed;

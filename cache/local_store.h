@@ -1,14 +1,24 @@
 // LocalStore: one directory, shared safely by any number of processes.
 //
-//   DIR/<kind>/<first 2 hex digits>/<key>    entries (entry.h format)
-//   DIR/<kind>/<xx>/.tmp-<key>-<pid>-<n>     a write in progress (never read)
-//   DIR/stats, DIR/stats.lock                counters, updated under flock
-//   DIR/evict.lock                           one evictor at a time
+//   DIR/<kind>/<first 2 hex digits>/<key>       the payload, bare (read-only file)
+//   DIR/<kind>/<xx>/<key>.meta                  its header (entry.h) + a verification stamp
+//   DIR/<kind>/<xx>/.tmp-<key>-<pid>-<n>[.meta] a write in progress (never read)
+//   DIR/stats, DIR/stats.lock                   counters, updated under flock
+//   DIR/evict.lock                              one evictor at a time
 //
-// Writes go to a temporary file in the entry's own directory, are fsynced and
-// renamed into place, so a reader sees a whole entry or none. Every read
-// checks the header and payload hash; a bad entry is deleted, logged and
-// reported as a miss. A hit sets the entry's mtime, which orders eviction
+// Writes go to temporary files in the entry's own directory, are fsynced and
+// renamed into place, payload first: an entry exists once its .meta does, and
+// then its payload is whole. Every read checks the header (size, key) and the
+// payload's XXH3-128; a bad entry is deleted, logged and reported as a miss.
+// The bare payload lets getToFile() hard-link a hit instead of copying it.
+//
+// Hashing a large payload on every hit would cost more than the hit itself,
+// so after a full check the .meta records a stamp (device, inode, size, mtime)
+// and later reads whose payload still matches it skip the hash. Any write to
+// the payload changes its mtime; to be sure a change cannot share the stamped
+// mtime (file times are coarse clock ticks), only payloads whose mtime is
+// older than two seconds get a stamp ("racy" entries are re-hashed, as git
+// does for its index). A hit sets the payload's atime, which orders eviction
 // (least recently used first) when the total size passes the maximum.
 #pragma once
 #include "cache/store.h"
@@ -25,9 +35,9 @@ constexpr uint64_t kDefaultMaxSize = uint64_t(5) << 30; // 5 GiB
 
 struct EntryInfo {
   std::string kind, key;
-  std::filesystem::path path;
-  uint64_t size = 0;  // file size including the header
-  int64_t mtimeNs = 0; // last use
+  std::filesystem::path path; // the payload; its header is path + ".meta"
+  uint64_t size = 0;     // payload size + header size
+  int64_t lastUseNs = 0; // the payload's atime
 };
 
 class LocalStore : public Store {
@@ -38,7 +48,11 @@ public:
   std::optional<Blob> get(std::string_view kind, std::string_view key) override;
   void put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) override;
   std::string describe() const override;
+  // A hit hard-links the payload as `path` when it can (same file system),
+  // else copies it; either way `path` is replaced atomically.
   std::optional<uint64_t> getToFile(std::string_view kind, std::string_view key, const std::string &path) override;
+  // false: getToFile() always copies (the output is then independent of the cache).
+  void setLinkOutputs(bool link) { linkOutputs_ = link; }
 
   // Adds `delta` to counter "<kind>.<name>" (hits, misses, writes, evictions,
   // corrupt, remote_hits, remote_misses, bytes, entries) under the stats lock.
@@ -74,8 +88,12 @@ private:
                                                 bool absolute = false);
   void maybeEvict(const std::map<std::string, int64_t> &counters);
 
+  struct Checked;
+  std::optional<Checked> open(std::string_view kind, std::string_view key, bool mapPayload);
+
   std::filesystem::path dir_;
   uint64_t maxSize_;
+  bool linkOutputs_ = true;
 };
 
 } // namespace popc::cache

@@ -88,11 +88,14 @@ std::string TieredStore::describe() const {
   return s;
 }
 
-std::shared_ptr<Store> openStore(const std::string &dir, uint64_t maxSize, const std::string &remoteUrl) {
+std::shared_ptr<Store> openStore(const std::string &dir, uint64_t maxSize, const std::string &remoteUrl,
+                                 bool linkOutputs) {
   std::shared_ptr<LocalStore> local;
   std::shared_ptr<Store> remote;
-  if (!dir.empty())
+  if (!dir.empty()) {
     local = std::make_shared<LocalStore>(dir, maxSize);
+    local->setLinkOutputs(linkOutputs);
+  }
   if (!remoteUrl.empty())
     remote = std::make_shared<RemoteStore>(remoteUrl);
   if (!local && !remote)

@@ -24,6 +24,8 @@ private:
 
 // The store the tools use: LocalStore at `dir` (if not empty) with `maxSize`,
 // RemoteStore at `remoteUrl` (if not empty). Null when both are empty.
-std::shared_ptr<Store> openStore(const std::string &dir, uint64_t maxSize, const std::string &remoteUrl);
+// linkOutputs: local hits written by getToFile() are hard links (false: copies).
+std::shared_ptr<Store> openStore(const std::string &dir, uint64_t maxSize, const std::string &remoteUrl,
+                                 bool linkOutputs = true);
 
 } // namespace popc::cache

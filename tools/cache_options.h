@@ -14,6 +14,7 @@ namespace popc::tools {
 struct CacheOptions {
   std::string dir, maxSize = "5G", remote;
   bool disabled = false;
+  bool copyHits = false; // popc-onnx --cache-copy
 
   // `dirHelp` says what this tool keeps in the directory.
   void add(CLI::App &app, const std::string &dirHelp) {
@@ -32,7 +33,7 @@ struct CacheOptions {
   std::shared_ptr<cache::Store> open() const {
     if (disabled || (dir.empty() && remote.empty()))
       return nullptr;
-    return cache::openStore(dir, cache::parseSize(maxSize, "--cache-max-size"), remote);
+    return cache::openStore(dir, cache::parseSize(maxSize, "--cache-max-size"), remote, !copyHits);
   }
 };
 

@@ -66,7 +66,11 @@ int main(int argc, char **argv) {
   app.add_option("--save-tensor-map", tensorMapPath,
                  "Write FILE (JSON): every tensor's name -> dtype, shape, tiles and byte intervals on them");
   cacheOptions.add(app, "Content-addressed cache directory: a compile of the same model bytes, external data, "
-                        "options and compiler is copied from it instead of recompiled");
+                        "options and compiler is taken from it instead of recompiled");
+  app.add_flag("--cache-copy", cacheOptions.copyHits,
+               "Copy cache hits to -o instead of hard-linking them (a link is instant for any size and "
+               "read-only; a copy is independent of the cache)")
+      ->envname("POPC_CACHE_COPY");
   app.set_version_flag("--version", compilerVersion());
 
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))

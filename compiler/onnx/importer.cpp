@@ -231,29 +231,6 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
       logger->debug("{}: ONNX version converter failed: {}", path, oneLine(e.what()));
     }
   }
-  // Control values computed from other tensors (a Loop's trip count from
-  // shapes or frozen inputs): import the nodes before the control-flow op and
-  // fold the value with the IR's constant evaluation.
-  const ControlValueEvaluator evaluate = [&](const std::string &name, int nodes) -> std::optional<ir::Tensor> {
-    try {
-      ::onnx::ModelProto prefix = model;
-      auto *g = prefix.mutable_graph();
-      while (g->node_size() > nodes)
-        g->mutable_node()->RemoveLast();
-      g->clear_output();
-      g->add_output()->set_name(name);
-      const ir::Ir ir = buildIr(prefix, nodeNames(prefix.graph()), opset, options.frozenInputs, path);
-      return ir::constantValue(ir.main, name);
-    } catch (const Error &) {
-      return std::nullopt;
-    }
-  };
-  expandStaticControlFlow(model, opset, options.frozenInputs, evaluate, path);
-  expandFunctionOps(model, opset, path);
-  const auto names = nodeNames(model.graph());
-  checkSupportedOps(model, names, opset, path);
-  requireAiOnnxOpset(opset, path);
-  loadExternalData(model, path);
   // A frozen input's shape is its value's shape (it may be dynamic in the model).
   std::map<std::string, Shape> inputShapes = options.inputShapes;
   const auto &frozen = options.frozenInputs;
@@ -263,7 +240,36 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
       fail("{}: --freeze-input {}: the model has no graph input of that name", path, name);
     inputShapes.emplace(name, value.info.shape);
   }
-  applyInputShapes(*model.mutable_graph(), inputShapes, path);
+  applyInputShapes(*model.mutable_graph(), inputShapes, path); // before anything evaluates shapes
+  // Values and shapes computed at compile time from other tensors (a Loop's
+  // trip count from shapes or frozen inputs, a sequence position): import the
+  // nodes before the op that needs them and fold with the IR's constant evaluation.
+  const StaticTensorEvaluator evaluateStatic = [&](const ::onnx::ModelProto &prefix,
+                                                   const std::string &name) -> std::optional<StaticTensor> {
+    try {
+      const ir::Ir ir = buildIr(prefix, nodeNames(prefix.graph()), opset, options.frozenInputs, path);
+      return StaticTensor{ir.main.tensor(name).info, ir::constantValue(ir.main, name)};
+    } catch (const Error &) {
+      return std::nullopt;
+    }
+  };
+  const ControlValueEvaluator evaluate = [&](const std::string &name, int nodes) -> std::optional<ir::Tensor> {
+    ::onnx::ModelProto prefix = model;
+    auto *g = prefix.mutable_graph();
+    while (g->node_size() > nodes)
+      g->mutable_node()->RemoveLast();
+    g->clear_output();
+    g->add_output()->set_name(name);
+    auto t = evaluateStatic(prefix, name);
+    return t ? t->value : std::nullopt;
+  };
+  expandStaticControlFlow(model, opset, options.frozenInputs, evaluate, path);
+  expandFunctionOps(model, opset, path);
+  resolveStaticSequences(model, opset, options.frozenInputs, evaluateStatic, path);
+  const auto names = nodeNames(model.graph());
+  checkSupportedOps(model, names, opset, path);
+  requireAiOnnxOpset(opset, path);
+  loadExternalData(model, path);
   checkStaticInputs(model.graph(), path);
   // Our own inference runs before ONNX's: it validates every op (ranks,
   // attributes) with clear errors, and onnx 1.12's shape inference crashes on

@@ -45,6 +45,19 @@ int expandStaticControlFlow(::onnx::ModelProto &model, int64_t opset,
                             const std::map<std::string, ir::Tensor> &frozen, const ControlValueEvaluator &evaluate,
                             const std::string &path);
 
+// sequences.cpp: sequence ops resolved at compile time into the tensor ops
+// they amount to (SequenceAt → Identity, ConcatFromSequence → Concat, ...).
+// `evaluate(model, name)` imports `model` (whose output is `name`) and returns
+// the tensor's type and shape, and its value when it is constant.
+struct StaticTensor {
+  ir::TensorInfo info;
+  std::optional<ir::Tensor> value;
+};
+using StaticTensorEvaluator =
+    std::function<std::optional<StaticTensor>(const ::onnx::ModelProto &model, const std::string &name)>;
+int resolveStaticSequences(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
+                           const StaticTensorEvaluator &evaluate, const std::string &path);
+
 // input_shapes.cpp
 // Names of the graph inputs that are not initializers, in order.
 std::vector<std::string> realInputNames(const ::onnx::GraphProto &graph);

@@ -309,6 +309,15 @@ int runTestInChild(const TestCase &test, int fd) {
     // count or condition is frozen to the test's value (what a user does with
     // --freeze-input), as long as every data set feeds the same value.
     driver::CompileOptions options;
+    // Dynamic dimensions are fixed to the data's shapes, as a user does with
+    // --input-shape (when every data set feeds the same shape).
+    for (const auto &[name, value] : sets[0].inputs) {
+      bool same = true;
+      for (const auto &ds : sets)
+        same = same && ds.inputs.count(name) && ds.inputs.at(name).shape == value.shape;
+      if (same)
+        options.inputShapes[name] = value.shape;
+    }
     for (;;) {
       try {
         bytes = driver::compileOnnx(test.dir + "/model.onnx", options);

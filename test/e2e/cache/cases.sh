@@ -11,7 +11,8 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 compile() { "$BIN/popc-onnx" "$@" || die "popc-onnx $* failed"; }
 # counter NAME: a counter from the stats file of ./c (0 when absent)
 counter() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' c/stats; }
-entries() { find c/ -path '*/'"$1"'/*' -type f ! -name '.tmp-*' | wc -l; }
+# entries KIND: entries of a kind (each is a payload file plus its .meta header)
+entries() { find c/ -path '*/'"$1"'/*' -type f -name '*.meta' ! -name '.tmp-*' | wc -l; }
 # A reference popef compiled without any cache.
 reference() { compile "$1" -o "$2" --no-cache "${@:3}"; }
 
@@ -73,12 +74,18 @@ exe_hit_miss)
   cmp ref.popef a.popef && cmp ref.popef b.popef || die "cached popef differs from a fresh compile"
   [ "$(counter exe.hits)" = 1 ] && [ "$(counter exe.misses)" = 1 ] && [ "$(counter exe.writes)" = 1 ] ||
     die "counters: $(cat c/stats)"
+  # a hit is a hard link to the (read-only) entry; --cache-copy makes an independent copy
+  entry=$(find c/exe -type f ! -name '.tmp-*' ! -name '*.meta')
+  [ "$(stat -c %i b.popef)" = "$(stat -c %i "$entry")" ] || die "hit not hard-linked to $entry"
+  [ -w b.popef ] && [ "$(id -u)" -ne 0 ] && die "hard-linked hit is writable"
+  compile "$CNN" -o copy.popef --cache-dir c --cache-copy
+  [ "$(stat -c %i copy.popef)" != "$(stat -c %i "$entry")" ] && cmp copy.popef ref.popef || die "--cache-copy did not copy"
   # POPC_CACHE_DIR works like --cache-dir; --no-cache bypasses it
   POPC_CACHE_DIR=c compile "$CNN" -o d.popef --log-level info 2>d.log
   grep -q "cache hit" d.log || die "POPC_CACHE_DIR not used"
   POPC_CACHE_DIR=c compile "$CNN" -o e.popef --no-cache --log-level info 2>e.log
   grep -q "cache" e.log && die "--no-cache still used the cache"
-  [ "$(counter exe.hits)" = 2 ] || die "counters: $(cat c/stats)"
+  [ "$(counter exe.hits)" = 3 ] || die "counters: $(cat c/stats)"
   # the same bytes under another name and directory hit (content addressed)
   mkdir -p elsewhere && cp "$CNN" elsewhere/renamed.onnx
   compile elsewhere/renamed.onnx -o f.popef --cache-dir c --log-level info 2>f.log
@@ -173,7 +180,7 @@ PY
 corrupt_entries_rebuilt)
   reference "$CNN" ref.popef
   compile "$CNN" -o a.popef --cache-dir c
-  entry=$(find c/exe -type f ! -name '.tmp-*')
+  entry=$(find c/exe -type f ! -name '.tmp-*' ! -name '*.meta')
   [ -f "$entry" ] || die "no entry"
   good=$TMP/good.entry; cp "$entry" "$good"
   check_rebuilt() { # what: after damaging the entry, a compile must warn, delete, rebuild the right bytes
@@ -185,10 +192,10 @@ corrupt_entries_rebuilt)
   "$PY" -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=1; open(p,'wb').write(b)" "$entry"
   check_rebuilt "bit flip"
   truncate -s -100 "$entry"; check_rebuilt "truncated"
-  truncate -s 10 "$entry"; check_rebuilt "cut inside header"
+  truncate -s 10 "$entry"; check_rebuilt "cut short"
   # foreign: the entry of another model under this key
   compile "$MLP" -o mlp.popef --cache-dir c
-  other=$(find c/exe -type f ! -name '.tmp-*' ! -path "$entry")
+  other=$(find c/exe -type f ! -name '.tmp-*' ! -name '*.meta' ! -path "$entry")
   cp "$other" "$entry"; check_rebuilt "foreign entry"
   printf 'garbage' > "$entry"; check_rebuilt "garbage"
   [ "$(counter exe.corrupt)" = 5 ] || die "corrupt counter: $(cat c/stats)"
@@ -307,7 +314,7 @@ jit_object_cache)
   grep -q ", 0 compiled by LLVM" r3.log || die "preload did not warm the cache: $(cat r3.log)"
   cmp o1.npz o3.npz || die "outputs differ after preload"
   # a corrupted object entry is rebuilt, not loaded
-  obj=$(find c/obj -type f ! -name '.tmp-*' | head -1)
+  obj=$(find c/obj -type f ! -name '.tmp-*' ! -name '*.meta' | head -1)
   "$PY" -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[-9]^=0x10; open(p,'wb').write(b)" "$obj"
   "$BIN/poprun-lite" m.popef --inputs $IN --outputs o4.npz --cache-dir c --log-level info 2>r4.log || die "run 4"
   grep -q "deleting bad cache entry" r4.log || die "corrupt object not detected"

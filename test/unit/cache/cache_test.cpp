@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,15 +41,32 @@ std::vector<uint8_t> bytesOf(const std::string &s) { return {s.begin(), s.end()}
 std::string keyOf(const std::string &s) { return hashBytes(bytesOf(s)).hex(); }
 std::string str(const Blob &b) { return {b.bytes().begin(), b.bytes().end()}; }
 
+// The payload file; its header is beside it with ".meta" appended.
 fs::path entryFile(const fs::path &dir, const std::string &kind, const std::string &key) {
   return dir / kind / key.substr(0, 2) / key;
+}
+fs::path metaFile(const fs::path &dir, const std::string &kind, const std::string &key) {
+  return entryFile(dir, kind, key).string() + ".meta";
+}
+
+// Sets a file's mtime `seconds` into the past (an entry written a while ago).
+void age(const fs::path &p, int seconds) {
+  struct stat st{};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  times[1].tv_sec -= seconds;
+  REQUIRE(::utimensat(AT_FDCWD, p.c_str(), times, 0) == 0);
 }
 
 std::vector<uint8_t> readAll(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
+// Overwrites `p` in place, as a stray process or a bad disk would (payload
+// files are read-only, so first make it writable).
 void writeAll(const fs::path &p, const std::vector<uint8_t> &b) {
+  std::error_code ec;
+  fs::permissions(p, fs::perms::owner_write, fs::perm_options::add, ec);
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char *>(b.data()), std::streamsize(b.size()));
 }
@@ -189,13 +207,24 @@ TEST_CASE("corrupt, truncated and foreign entries are deleted and never served",
     e.resize(e.size() - 1);
     writeAll(pa, e);
   }
-  SECTION("header only cut") { writeAll(pa, {1, 2, 3}); }
+  SECTION("cut short") { writeAll(pa, {1, 2, 3}); }
   SECTION("empty") { writeAll(pa, {}); }
-  SECTION("foreign: another key's entry under this name") { fs::copy_file(pb, pa, fs::copy_options::overwrite_existing); }
-  SECTION("not an entry at all") { writeAll(pa, bytesOf("#!/bin/sh\necho hi\n and more bytes to pass 64 of header ... .......")); }
+  SECTION("another key's payload under this name") {
+    writeAll(pa, readAll(pb));
+  }
+  SECTION("foreign: another key's whole entry under this name") {
+    writeAll(pa, readAll(pb));
+    writeAll(metaFile(t.path, "exe", a), readAll(metaFile(t.path, "exe", b)));
+  }
+  SECTION("header cut") { writeAll(metaFile(t.path, "exe", a), {1, 2, 3}); }
+  SECTION("header not a header") {
+    writeAll(metaFile(t.path, "exe", a), bytesOf("#!/bin/sh\necho hi\n and more bytes to pass 64 of header ... ......."));
+  }
+  SECTION("payload gone") { fs::remove(pa); }
 
   CHECK_FALSE(s.get("exe", a));
   CHECK_FALSE(fs::exists(pa));
+  CHECK_FALSE(fs::exists(metaFile(t.path, "exe", a)));
   CHECK(s.counters()["exe.corrupt"] == 1);
   CHECK(str(*s.get("exe", b)) == "BBBB"); // others unharmed
   s.put("exe", a, bytesOf("AAAA"));        // rebuilt
@@ -210,7 +239,7 @@ TEST_CASE("verify reports and deletes bad entries; leaves good ones", "[cache]")
   CHECK(s.verify().bad.empty());
   auto p = entryFile(t.path, "obj", keyOf("3"));
   auto e = readAll(p);
-  e[kHeaderSize] ^= 0xff;
+  e[0] ^= 0xff;
   writeAll(p, e);
   auto r = s.verify();
   CHECK(r.checked == 5);
@@ -318,6 +347,49 @@ TEST_CASE("remote store: unreachable server is a miss with a warning, never an e
   CHECK_FALSE(r.get("exe", keyOf("x")));
   CHECK_NOTHROW(r.put("exe", keyOf("x"), bytesOf("y")));
   CHECK_THROWS_WITH(RemoteStore("ftp://host/x"), Catch::Contains("http://"));
+}
+
+TEST_CASE("a settled entry is stamped after a full check; a later change to it is still caught", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path);
+  std::string k = keyOf("stamp");
+  s.put("exe", k, bytesOf("payload bytes"));
+  const fs::path p = entryFile(t.path, "exe", k), meta = metaFile(t.path, "exe", k);
+  CHECK(fs::file_size(meta) == kHeaderSize);
+  REQUIRE(s.get("exe", k));
+  CHECK(fs::file_size(meta) == kHeaderSize); // just written: a change could share its mtime
+  age(p, 10);
+  REQUIRE(s.get("exe", k));
+  CHECK(fs::file_size(meta) == kHeaderSize + 32); // hashed, then stamped
+  REQUIRE(str(*s.get("exe", k)) == "payload bytes"); // served on the stamp
+  auto e = readAll(p);
+  e[3] ^= 1;
+  writeAll(p, e); // new mtime: the stamp no longer matches, so it is hashed again
+  CHECK_FALSE(s.get("exe", k));
+  CHECK(s.counters()["exe.corrupt"] == 1);
+}
+
+TEST_CASE("getToFile hard-links a hit (read-only, same inode) or copies it", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path / "c");
+  std::string k = keyOf("link");
+  s.put("exe", k, bytesOf("linked executable"));
+  const fs::path p = entryFile(t.path / "c", "exe", k);
+  const std::string out = (t.path / "out.popef").string();
+  writeAll(out, bytesOf("an older output"));
+  REQUIRE(s.getToFile("exe", k, out));
+  CHECK(readAll(out) == bytesOf("linked executable"));
+  CHECK(fs::equivalent(out, p));
+  CHECK((fs::status(p).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read));
+  REQUIRE(s.getToFile("exe", k, out)); // again onto the same link: no stray temporary file
+  CHECK(std::distance(fs::directory_iterator(t.path), fs::directory_iterator()) == 2);
+  CHECK(fs::hard_link_count(p) == 2);
+
+  fs::remove(out);
+  s.setLinkOutputs(false);
+  REQUIRE(s.getToFile("exe", k, out));
+  CHECK(readAll(out) == bytesOf("linked executable"));
+  CHECK_FALSE(fs::equivalent(out, p));
 }
 
 TEST_CASE("getToFile streams a verified payload to a file; a bad entry writes nothing", "[cache]") {

@@ -147,3 +147,72 @@ TEST_CASE("Loop with a constant trip count is unrolled, scan outputs concatenate
   CHECK(ir.main.tensor("final").info.shape == popc::Shape{2});
   CHECK(ir.main.tensor("scan").info.shape == popc::Shape{3, 2});
 }
+
+TEST_CASE("static sequences resolve into tensor ops: construct, insert, erase, at, length, concat, split",
+          "[onnx][sequences]") {
+  TempDir dir;
+  auto m = makeModel(13);
+  addInput(m, "a", {int64_t(2), int64_t(3)});
+  addInput(m, "b", {int64_t(1), int64_t(3)});
+  *m.mutable_graph()->add_initializer() = int64Tensor("one", {1});
+  m.mutable_graph()->mutable_initializer(0)->clear_dims(); // a scalar position
+  addNode(m, "SequenceConstruct", {"a", "a"}, {"s1"}, "construct");
+  addNode(m, "SequenceInsert", {"s1", "b", "one"}, {"s2"}, "insert"); // [a, b, a]
+  addNode(m, "SequenceErase", {"s2"}, {"s3"}, "erase");               // [a, b]
+  addNode(m, "SequenceAt", {"s3", "one"}, {"at"}, "at");               // b
+  addNode(m, "SequenceLength", {"s2"}, {"len"}, "length");             // 3
+  addNode(m, "ConcatFromSequence", {"s3"}, {"cat"}, "concat");         // [3, 3]
+  auto *split = addNode(m, "SplitToSequence", {"cat"}, {"parts"}, "split");
+  setIntAttr(split, "keepdims", 0); // three [3] rows
+  auto *stack = addNode(m, "ConcatFromSequence", {"parts"}, {"stacked"}, "stack");
+  setIntAttr(stack, "axis", -1);
+  setIntAttr(stack, "new_axis", 1); // [3, 3] again, transposed
+  for (const char *out : {"at", "len", "cat", "stacked"})
+    addOutput(m, out, std::string(out) == "len" ? ::onnx::TensorProto::INT64 : ::onnx::TensorProto::FLOAT);
+  const auto ir = popc::onnx::importOnnx(save(m, dir.file("seq.onnx")), {});
+  for (const char *op : {"SequenceConstruct", "SequenceAt", "ConcatFromSequence", "SplitToSequence"})
+    CHECK_FALSE(hasOp(ir, op));
+  CHECK(ir.main.tensor("at").info.shape == popc::Shape{1, 3});
+  CHECK(ir.main.tensor("cat").info.shape == popc::Shape{3, 3});
+  CHECK(ir.main.tensor("stacked").info.shape == popc::Shape{3, 3});
+  const auto &len = ir.main.tensor("len");
+  REQUIRE(len.kind == popc::ir::TensorKind::Constant);
+  CHECK(len.toDoubles() == std::vector<double>{3});
+}
+
+TEST_CASE("sequences that cannot be resolved at compile time are refused with the node named", "[onnx][sequences]") {
+  TempDir dir;
+  SECTION("a sequence graph output") {
+    auto m = makeModel(13);
+    addInput(m, "a", {int64_t(2)});
+    addNode(m, "SequenceConstruct", {"a"}, {"s"}, "construct");
+    addOutput(m, "s");
+    CHECK_THROWS_WITH(popc::onnx::importOnnx(save(m, dir.file("out.onnx")), {}),
+                      Catch::Contains("graph output 's' is a sequence"));
+  }
+  SECTION("a position out of range") {
+    auto m = makeModel(13);
+    addInput(m, "a", {int64_t(2)});
+    *m.mutable_graph()->add_initializer() = int64Tensor("five", {5});
+    addNode(m, "SequenceConstruct", {"a"}, {"s"}, "construct");
+    addNode(m, "SequenceAt", {"s", "five"}, {"y"}, "at");
+    addOutput(m, "y");
+    CHECK_THROWS_WITH(popc::onnx::importOnnx(save(m, dir.file("pos.onnx")), {}),
+                      Catch::Contains("SequenceAt node 'at': position 5 is outside the sequence of 1 tensors"));
+  }
+  SECTION("a position fed at run time names the input to freeze") {
+    auto m = makeModel(13);
+    addInput(m, "a", {int64_t(2)});
+    addInput(m, "i", {}, ::onnx::TensorProto::INT64);
+    addNode(m, "SequenceConstruct", {"a", "a"}, {"s"}, "construct");
+    addNode(m, "SequenceAt", {"s", "i"}, {"y"}, "at");
+    addOutput(m, "y");
+    try {
+      popc::onnx::importOnnx(save(m, dir.file("input.onnx")), {});
+      FAIL("expected an error");
+    } catch (const popc::Error &e) {
+      CHECK_THAT(e.what(), Catch::Contains("--freeze-input i="));
+      CHECK(e.inputNeedingValue() == "i");
+    }
+  }
+}
