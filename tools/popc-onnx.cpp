@@ -14,6 +14,7 @@
 
 #include "tools/cache_options.h"
 #include "tools/cli_common.h"
+#include "tools/progress.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -33,7 +34,7 @@ int main(int argc, char **argv) {
   driver::CompileOptions options;
   std::vector<std::string> inputShapes, frozenInputs;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
-  bool stats = false;
+  bool stats = false, quiet = false;
   std::string profileDir, tensorMapPath;
   popc::tools::CacheOptions cacheOptions;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
@@ -60,6 +61,7 @@ int main(int argc, char **argv) {
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.add_flag("--stats", stats, "Print compile-time statistics");
+  app.add_flag("-q,--quiet", quiet, "No phase progress on the terminal (it is never shown when stderr is not a terminal)");
   app.add_option("--profile-dir", profileDir,
                  "Write the graph profile DIR/graph.json (Poplar's graph profile, with liveness; "
                  "docs/profile-format.md). Compiles even when the cache has the executable");
@@ -114,8 +116,13 @@ int main(int argc, char **argv) {
 
     driver::CompileStats st;
     driver::ProfileFacts facts;
-    const std::vector<uint8_t> bytes =
-        driver::compileOnnx(model, options, &st, profileDir.empty() ? nullptr : &facts);
+    popc::tools::PhaseProgress progress("popc-onnx", quiet);
+    driver::CompileHooks hooks;
+    hooks.profile = profileDir.empty() ? nullptr : &facts;
+    if (progress.enabled())
+      hooks.phase = [&](const char *phase) { progress.phase(phase); };
+    const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st, &hooks);
+    progress.done();
     popc::popef::writeFile(output, bytes);
     if (!profileDir.empty()) {
       std::error_code ec;

@@ -121,12 +121,18 @@ std::map<std::string, std::string> CompileOptions::describe() const {
 }
 
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
-                                 CompileStats *stats, ProfileFacts *profile) {
+                                 CompileStats *stats, const CompileHooks *hooks) {
+  ProfileFacts *profile = hooks ? hooks->profile : nullptr;
+  auto phase = [&](const char *name) {
+    if (hooks && hooks->phase)
+      hooks->phase(name);
+  };
   auto log = log::get("driver");
   CompileStats local;
   CompileStats &st = stats ? *stats : local;
   const graph::Target target = makeTarget(options);
 
+  phase("import");
   auto t0 = Clock::now();
   onnx::ImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
@@ -140,6 +146,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
   st.importSeconds = secondsSince(t0);
 
+  phase("passes");
   t0 = Clock::now();
   passes::PassOptions passOptions;
   passOptions.dumpIrDir = options.dumpIrDir;
@@ -192,6 +199,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     profile->ir = irJson(ir.main);
   checkLowerable(ir.main, modelPath);
 
+  phase("lowering");
   t0 = Clock::now();
   graph::DeviceGraph dg(target);
   codegen::VertexCodegen codegen;
@@ -208,6 +216,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   for (const auto &cs : dg.computeSets())
     st.vertices += cs.vertices.size();
 
+  phase("codegen");
   t0 = Clock::now();
   graph::ExecutableCode code;
   code.bitcode = codegen.finish();
@@ -215,6 +224,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   st.vertexTypes = code.vertexTypes.size();
   st.codegenSeconds = secondsSince(t0);
 
+  phase("write");
   t0 = Clock::now();
   graph::ExchangeStats exchange;
   std::vector<uint8_t> bytes = graph::serializeExecutable(dg, *plan, code, options.describe(), &exchange);

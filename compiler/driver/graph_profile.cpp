@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace popc::driver {
 
@@ -79,8 +80,17 @@ Json livenessJson(const graph::DeviceGraph &g, const graph::MemoryPlan &plan) {
         stepMax[s] = live, stepMaxTile[s] = tile;
     }
   }
-  std::stable_sort(vars.begin(), vars.end(),
-                   [](const Var &a, const Var &b) { return std::tie(b.bytes, a.name) < std::tie(a.bytes, b.name); });
+  // Live variables by size (largest first, then name), swept over the steps:
+  // a variable enters at its first step and leaves after its last.
+  std::vector<std::vector<uint32_t>> enter(numSteps + 2), leave(numSteps + 2);
+  for (uint32_t i = 0; i < vars.size(); ++i) {
+    enter[vars[i].first].push_back(i);
+    leave[vars[i].last + 1].push_back(i);
+  }
+  auto bySize = [&](uint32_t a, uint32_t b) {
+    return std::tie(vars[b].bytes, vars[a].name, a) < std::tie(vars[a].bytes, vars[b].name, b);
+  };
+  std::set<uint32_t, decltype(bySize)> live(bySize);
   std::sort(alwaysLive.begin(), alwaysLive.end(),
             [](const auto &a, const auto &b) { return a.second < b.second; });
 
@@ -96,13 +106,13 @@ Json livenessJson(const graph::DeviceGraph &g, const graph::MemoryPlan &plan) {
   for (uint32_t s = 0; s < numSteps; ++s) {
     count += countDiff[s];
     maxLive = std::max(maxLive, stepBytes[s]);
+    for (uint32_t i : leave[s])
+      live.erase(i);
+    for (uint32_t i : enter[s])
+      live.insert(i);
     Json largest = Json::array();
-    for (const Var &v : vars) {
-      if (largest.size() == 5)
-        break;
-      if (v.first <= s && s <= v.last)
-        largest.push_back({{"name", v.name}, {"bytes", v.bytes}});
-    }
+    for (auto it = live.begin(); it != live.end() && largest.size() < 5; ++it)
+      largest.push_back({{"name", vars[*it].name}, {"bytes", vars[*it].bytes}});
     j["steps"].push_back({{"step", s},
                           {"program", s < programOfStep.size() ? programOfStep[s] : 0},
                           {"liveBytes", stepBytes[s]},

@@ -238,6 +238,19 @@ ir_dump_and_dot_checks)
   expect_error "unknown checkpoint 'NOPE'" env POPC_DOT_CHECKS=FWD0:NOPE "$BIN/popc-onnx" "$MLP/model.onnx" -o d.popef
   cmp a.popef b.popef || die "dumps changed the executable"
   ;;
+progress_on_tty)
+  # Phase progress only on a terminal (script gives the compile a pty), never with --quiet or in a pipe.
+  command -v script >/dev/null || { echo "SKIP: no script(1) to make a pty"; exit 77; }
+  script -qec "'$BIN/popc-onnx' '$MLP/model.onnx' -o a.popef --no-cache" /dev/null >tty.txt || die "compile on a pty failed"
+  for phase in "[1/5] import" "[2/5] passes" "[3/5] lowering" "[4/5] codegen" "[5/5] write"; do
+    grep -qF "popc-onnx: $phase (" tty.txt || { cat -v tty.txt; die "no progress '$phase' on the terminal"; }
+  done
+  script -qec "'$BIN/popc-onnx' '$MLP/model.onnx' -o b.popef --no-cache --quiet" /dev/null >quiet.txt || die "compile failed"
+  grep -q "import" quiet.txt && die "--quiet still shows progress"
+  "$BIN/popc-onnx" "$MLP/model.onnx" -o c.popef --no-cache 2>err.txt || die "compile failed"
+  [ -s err.txt ] && { cat -v err.txt; die "progress written to a non-terminal stderr"; }
+  cmp a.popef c.popef || die "progress changed the executable"
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS: $CASE"
