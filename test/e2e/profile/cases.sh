@@ -251,6 +251,41 @@ progress_on_tty)
   [ -s err.txt ] && { cat -v err.txt; die "progress written to a non-terminal stderr"; }
   cmp a.popef c.popef || die "progress changed the executable"
   ;;
+profile_format_documented)
+  # The schema is docs/profile-format.md: every key the profiles hold is documented there,
+  # and every per-tile array has numTiles entries.
+  profile_mlp run
+  "$PY" - "$SRC/docs/profile-format.md" <<'PY' || die "profiles and docs/profile-format.md disagree"
+import json, re, sys
+doc = open(sys.argv[1]).read()
+documented = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)", doc))
+documented |= {w for span in re.findall(r"`([^`]+)`", doc) for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", span)}
+g = json.load(open("prof/graph.json")); x = json.load(open("prof/execution.json"))
+n = g["target"]["numTiles"]
+missing, bad = set(), []
+def walk(v, path):
+    if isinstance(v, dict):
+        for k, e in v.items():
+            if k not in documented:
+                missing.add(f"{path}.{k}")
+            walk(e, f"{path}.{k}" if path else k)
+    elif isinstance(v, list):
+        perTile = re.search(r"ByTile|byTile\.|byCategory\.", path)
+        if perTile and v and not isinstance(v[0], list):
+            if len(v) != n:
+                bad.append((path, len(v)))
+        for e in v:
+            walk(e, path + "[]")
+walk(g, ""); walk(x, "")
+assert not missing, sorted(missing)
+assert not bad, bad[:5]
+# Step and program types are the documented tags.
+for p in g["programs"]:
+    assert p["type"] in documented, p["type"]
+for s in x["simulation"]["steps"]:
+    assert s["type"] in documented, s["type"]
+PY
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS: $CASE"
