@@ -73,6 +73,13 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
     return *cache[i];
   };
 
+  // The condition of each RepeatWhileTrue: the engine syncs once per run of it.
+  std::vector<bool> waitsForPredicate(programs.size(), false);
+  for (const auto &p : programs)
+    if (p.at("type") == "RepeatWhileTrue" && p.contains("children") && !p["children"].empty() &&
+        p["children"][0].get<size_t>() < programs.size())
+      waitsForPredicate[p["children"][0].get<size_t>()] = true;
+
   Json steps = Json::array();
   uint64_t now = 0;
   struct {
@@ -115,6 +122,10 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
            programs.size());
     const Json &p = programs[id];
     const std::string type = p.at("type").get<std::string>();
+    // RepeatWhileTrue waits for its condition's value after every run of the
+    // condition; the sync is charged as the condition starts.
+    if (waitsForPredicate[id])
+      sync("Internal", syncCycles, std::nullopt);
     if (type == "OnTileExecute") {
       const size_t c = p["computeSet"].get<size_t>();
       const StepFacts &f = facts(csFacts, c, [&] { return computeFacts(cs, c); });
@@ -168,8 +179,11 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
       hostData += f.totalData;
     } else if (type == "Sync") {
       sync("Internal", syncCycles, id);
+    } else if (type == "If" || type == "Switch") {
+      sync("Internal", syncCycles, id); // the branch waits for the value on its tile
     }
-    // Sequence, Repeat and Call only lead to the programs that follow them in the trace.
+    // Sequence, Repeat, RepeatWhileTrue, Call and PrintTensor only lead to the programs
+    // that follow them in the trace.
   }
 
   Json j;

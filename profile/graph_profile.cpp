@@ -206,6 +206,28 @@ Json programsJson(const fb::Executable &exe, const ProgramIndex &index, const st
       j["type"] = "Sync";
       j["syncType"] = "Internal";
       break;
+    // Control on a scalar tensor (graph API): children [then, else], [cond, body], or the cases then the default.
+    case fb::ProgramKind::If:
+      j["type"] = "If";
+      j["tensor"] = p.tensor();
+      break;
+    case fb::ProgramKind::RepeatWhileTrue:
+      j["type"] = "RepeatWhileTrue";
+      j["tensor"] = p.tensor();
+      break;
+    case fb::ProgramKind::Switch: {
+      j["type"] = "Switch";
+      j["tensor"] = p.tensor();
+      Json cases = Json::array();
+      for (uint32_t i = 0; i < len(p.case_values()); ++i)
+        cases.push_back(p.case_values()->Get(i));
+      j["caseValues"] = cases;
+      break;
+    }
+    case fb::ProgramKind::PrintTensor:
+      j["type"] = "PrintTensor";
+      j["tensor"] = p.tensor();
+      break;
     }
     std::string name = str(p.name());
     if (name.empty() && p.kind() == fb::ProgramKind::Execute)
@@ -216,7 +238,7 @@ Json programsJson(const fb::Executable &exe, const ProgramIndex &index, const st
       name = str(exe.streams()->Get(p.index())->name());
     if (!name.empty())
       j["name"] = name;
-    if (p.kind() == fb::ProgramKind::Sequence || p.kind() == fb::ProgramKind::Repeat) {
+    if (p.children() || p.kind() == fb::ProgramKind::Sequence || p.kind() == fb::ProgramKind::Repeat) {
       j["children"] = Json::array();
       for (uint32_t i = 0; i < len(p.children()); ++i)
         j["children"].push_back(index.id(p.children()->Get(i)));

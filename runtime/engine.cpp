@@ -13,6 +13,7 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -114,6 +115,9 @@ struct Engine::Impl {
   uint8_t sinkForEmpty[1] = {};
   Report report;
   ProgramObserver *observer = nullptr;
+  // Graph API: per-stream host callbacks and the PrintTensor sink.
+  std::vector<Engine::StreamCallback> streamCallbacks;
+  std::function<void(const std::string &)> printHandler;
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
@@ -387,7 +391,9 @@ struct Engine::Impl {
     const fb::HostStream *stream = root.streams()->Get(index);
     const fb::Tensor &t = *root.tensors()->Get(stream->tensor());
     uint64_t bytes = popef::tensorBytes(t);
-    if (stream->direction() == fb::StreamDirection::HostToDevice) {
+    if (index < streamCallbacks.size() && streamCallbacks[index] && !streamSource[index] && !streamSink[index]) {
+      streamViaCallback(index, t, bytes);
+    } else if (stream->direction() == fb::StreamDirection::HostToDevice) {
       if (!streamSource[index])
         fail("{}: host stream '{}' has no host data (it is not a model input)", label,
              stream->name() ? stream->name()->str() : "");
@@ -425,6 +431,136 @@ struct Engine::Impl {
     case fb::ProgramKind::StreamCopy: streamCopy(p.index()); break;
     case fb::ProgramKind::Call: exec(*root.functions()->Get(p.index())); break;
     case fb::ProgramKind::Sync: report.cycles.sync += target.sync_cycles(); break;
+    case fb::ProgramKind::If:
+      exec(*p.children()->Get(readScalar(p.tensor()) != 0 ? 0 : 1));
+      break;
+    case fb::ProgramKind::RepeatWhileTrue:
+      for (exec(*p.children()->Get(0)); readScalar(p.tensor()) != 0; exec(*p.children()->Get(0)))
+        exec(*p.children()->Get(1));
+      break;
+    case fb::ProgramKind::Switch: {
+      const int64_t v = readScalar(p.tensor());
+      uint32_t branch = len(p.case_values());
+      for (uint32_t i = 0; i < len(p.case_values()); ++i)
+        if (p.case_values()->Get(i) == v) {
+          branch = i;
+          break;
+        }
+      exec(*p.children()->Get(branch));
+      break;
+    }
+    case fb::ProgramKind::PrintTensor: printTensor(p); break;
+    }
+  }
+
+  // --- graph API support (control on tile memory, host access) -------------
+
+  std::vector<uint8_t> tensorBytesOf(uint32_t index) {
+    const fb::Tensor &t = *root.tensors()->Get(index);
+    std::vector<uint8_t> bytes(popef::tensorBytes(t));
+    gather(t, bytes.data());
+    return bytes;
+  }
+
+  // First element of a tensor as an integer (floats truncated, NaN true): the
+  // predicate of If / RepeatWhileTrue and the control value of Switch.
+  int64_t readScalar(uint32_t index) {
+    const fb::Tensor &t = *root.tensors()->Get(index);
+    const DType dtype = static_cast<DType>(t.dtype());
+    uint8_t raw[8] = {};
+    for (const fb::TileInterval *iv : *t.mapping())
+      if (iv->begin() == 0)
+        std::memcpy(raw, memory->tile(iv->tile()) + iv->offset(), std::min<uint64_t>(iv->bytes(), dtypeSize(dtype)));
+    report.cycles.sync += target.sync_cycles(); // the branch waits for the value
+    return scalarAsInt(dtype, raw);
+  }
+
+  static int64_t scalarAsInt(DType dtype, const uint8_t *raw) {
+    auto as = [&](auto v) {
+      std::memcpy(&v, raw, sizeof v);
+      return v;
+    };
+    switch (dtype) {
+    case DType::F32: { float f = as(0.0f); return f != f ? 1 : int64_t(f); }
+    case DType::F64: { double f = as(0.0); return f != f ? 1 : int64_t(f); }
+    case DType::F16: { uint16_t h = as(uint16_t(0)); return (h & 0x7fff) != 0 ? (h & 0x7c00) >= 0x3c00 ? 1 : 0 : 0; }
+    case DType::I8: return as(int8_t(0));
+    case DType::I16: return as(int16_t(0));
+    case DType::I32: return as(int32_t(0));
+    case DType::I64: return as(int64_t(0));
+    case DType::U8: case DType::Bool: return as(uint8_t(0));
+    case DType::U16: return as(uint16_t(0));
+    case DType::U32: return as(uint32_t(0));
+    case DType::U64: return int64_t(as(uint64_t(0)));
+    }
+    return 0;
+  }
+
+  static std::string formatElement(DType dtype, const uint8_t *raw) {
+    auto as = [&](auto v) {
+      std::memcpy(&v, raw, sizeof v);
+      return v;
+    };
+    switch (dtype) {
+    case DType::F32: return fmt::format("{:g}", as(0.0f));
+    case DType::F64: return fmt::format("{:g}", as(0.0));
+    case DType::F16: return fmt::format("0x{:04x}", as(uint16_t(0)));
+    case DType::Bool: return as(uint8_t(0)) ? "true" : "false";
+    case DType::U64: return fmt::format("{}", as(uint64_t(0)));
+    default: return fmt::format("{}", scalarAsInt(dtype, raw));
+    }
+  }
+
+  // Poplar's format: "name: {1,1.5,2}"; a matrix one row per line.
+  void printTensor(const fb::Program &p) {
+    const fb::Tensor &t = *root.tensors()->Get(p.tensor());
+    const DType dtype = static_cast<DType>(t.dtype());
+    const std::vector<uint8_t> bytes = tensorBytesOf(p.tensor());
+    const Shape shape = popef::tensorShape(t);
+    const size_t es = dtypeSize(dtype);
+    std::string text;
+    std::function<void(size_t, size_t, int)> rec = [&](size_t dim, size_t offset, int indent) {
+      if (dim == shape.size()) {
+        text += formatElement(dtype, bytes.data() + offset * es);
+        return;
+      }
+      size_t inner = 1;
+      for (size_t d = dim + 1; d < shape.size(); ++d)
+        inner *= size_t(shape[d]);
+      const bool rows = dim + 2 <= shape.size();
+      text += rows ? "{\n" : "{";
+      for (int64_t i = 0; i < shape[dim]; ++i) {
+        if (rows)
+          text += std::string(size_t(indent + 1), ' ');
+        rec(dim + 1, offset + size_t(i) * inner, indent + 1);
+        if (i + 1 < shape[dim])
+          text += ",";
+        if (rows)
+          text += "\n";
+      }
+      if (rows)
+        text += std::string(size_t(indent), ' ');
+      text += "}";
+    };
+    rec(0, 0, 0);
+    report.cycles.sync += target.global_sync_cycles();
+    const std::string line = fmt::format("{}: {}", p.name() ? p.name()->str() : "", text);
+    if (printHandler)
+      printHandler(line);
+    else
+      fmt::print("{}\n", line);
+  }
+
+  void streamViaCallback(uint32_t index, const fb::Tensor &t, uint64_t bytes) {
+    std::vector<uint8_t> buffer(bytes);
+    if (root.streams()->Get(index)->direction() == fb::StreamDirection::HostToDevice) {
+      streamCallbacks[index](buffer.data(), bytes);
+      scatter(t, buffer.data());
+      report.hostBytesIn += bytes;
+    } else {
+      gather(t, buffer.data());
+      streamCallbacks[index](buffer.data(), bytes);
+      report.hostBytesOut += bytes;
     }
   }
 
@@ -501,6 +637,50 @@ std::string Engine::describeInputs() const { return ioList(impl_->inputs); }
 HostTensorMap Engine::run(const HostTensorMap &inputs) { return impl_->run(inputs); }
 const Report &Engine::report() const { return impl_->report; }
 const popef::Executable &Engine::executable() const { return *impl_->exe; }
+
+uint32_t Engine::numPrograms() const {
+  const fb::Program *m = impl_->root.main();
+  return m && m->children() ? m->children()->size() : 0;
+}
+
+void Engine::runProgram(uint32_t index) {
+  Impl &im = *impl_;
+  if (index >= numPrograms())
+    fail("{}: program {} does not exist (the executable has {})", im.label, index, numPrograms());
+  auto t0 = Clock::now();
+  im.exec(*im.root.main()->children()->Get(index));
+  im.report.runs++;
+  im.report.runSeconds += secondsSince(t0);
+}
+
+void Engine::connectStream(const std::string &stream, StreamCallback callback) {
+  Impl &im = *impl_;
+  im.streamCallbacks.resize(Impl::len(im.root.streams()));
+  for (uint32_t i = 0; i < Impl::len(im.root.streams()); ++i)
+    if (im.root.streams()->Get(i)->name() && im.root.streams()->Get(i)->name()->str() == stream) {
+      im.streamCallbacks[i] = std::move(callback);
+      return;
+    }
+  fail("{}: no host stream named '{}'", im.label, stream);
+}
+
+void Engine::writeTensor(uint32_t tensor, const void *data, uint64_t bytes) {
+  Impl &im = *impl_;
+  if (tensor >= Impl::len(im.root.tensors()) || popef::tensorBytes(*im.root.tensors()->Get(tensor)) != bytes)
+    fail("{}: writeTensor: tensor {} does not exist or does not have {} bytes", im.label, tensor, bytes);
+  im.scatter(*im.root.tensors()->Get(tensor), static_cast<const uint8_t *>(data));
+}
+
+void Engine::readTensor(uint32_t tensor, void *data, uint64_t bytes) {
+  Impl &im = *impl_;
+  if (tensor >= Impl::len(im.root.tensors()) || popef::tensorBytes(*im.root.tensors()->Get(tensor)) != bytes)
+    fail("{}: readTensor: tensor {} does not exist or does not have {} bytes", im.label, tensor, bytes);
+  im.gather(*im.root.tensors()->Get(tensor), static_cast<uint8_t *>(data));
+}
+
+void Engine::setPrintHandler(std::function<void(const std::string &)> handler) {
+  impl_->printHandler = std::move(handler);
+}
 
 void Engine::resetReport() {
   Report &r = impl_->report;

@@ -8,6 +8,7 @@
 #include "runtime/report.h"
 #include "support/dtype.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,21 @@ public:
   void resetReport(); // clears cycles/time/run counters; keeps load and JIT times
 
   const popef::Executable &executable() const;
+
+  // --- In-process use by the graph API (api/) ----------------------------
+  // Runs child `index` of `main` (the graph API writes main as a Sequence of
+  // the user's programs). Streams use the callbacks given to connectStream.
+  void runProgram(uint32_t index);
+  uint32_t numPrograms() const;
+  // Called at each StreamCopy of the named stream: host-to-device fills
+  // `bytes` bytes before they are copied in; device-to-host receives them.
+  using StreamCallback = std::function<void(void *data, uint64_t bytes)>;
+  void connectStream(const std::string &stream, StreamCallback callback);
+  // Host access to a tensor (index into the executable's tensors), all bytes.
+  void writeTensor(uint32_t tensor, const void *data, uint64_t bytes);
+  void readTensor(uint32_t tensor, void *data, uint64_t bytes);
+  // Where PrintTensor programs write (default: stdout).
+  void setPrintHandler(std::function<void(const std::string &)> handler);
 
 private:
   struct Impl;

@@ -15,6 +15,7 @@ constexpr DTypeInfo kTypes[] = {
     {DType::I8, 1, "int8"},     {DType::I16, 2, "int16"},   {DType::I32, 4, "int32"},
     {DType::I64, 8, "int64"},   {DType::U8, 1, "uint8"},    {DType::Bool, 1, "bool"},
     {DType::U16, 2, "uint16"},  {DType::U32, 4, "uint32"},  {DType::U64, 8, "uint64"},
+    {DType::BF16, 2, "bfloat16"},
 };
 const DTypeInfo &info(DType t) {
   for (const auto &i : kTypes)
@@ -32,6 +33,10 @@ std::optional<DType> dtypeFromName(std::string_view name) {
     if (i.name == name)
       return i.type;
   return std::nullopt;
+}
+
+bool isFloatingPoint(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16;
 }
 
 int64_t numElements(const Shape &shape) {

@@ -23,11 +23,13 @@ enum class DType : uint8_t {
   U16 = 9,
   U32 = 10,
   U64 = 11,
+  BF16 = 12,
 };
 
 size_t dtypeSize(DType t);
 std::string_view dtypeName(DType t); // "float32", "int64", ...
 std::optional<DType> dtypeFromName(std::string_view name);
+bool isFloatingPoint(DType t); // float16, bfloat16, float32, float64
 
 using Shape = std::vector<int64_t>;
 int64_t numElements(const Shape &shape);

@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
       const auto r = popc::npz::compareArrays(popc::npz::view(it->second), popc::npz::view(exp), tol);
       if (r.ok) {
         fmt::print("'{}': {} elements match", key, r.elements);
-        if (exp.dtype == popc::DType::F32 || exp.dtype == popc::DType::F64 || exp.dtype == popc::DType::F16)
+        if (popc::isFloatingPoint(exp.dtype))
           fmt::print(" (rtol {}, atol {})\n", tol.rtol, tol.atol);
         else
           fmt::print(" (exact)\n");

@@ -70,9 +70,17 @@ ordered_json programJson(const fb::Executable &exe, const fb::Program &p) {
     break;
   case fb::ProgramKind::Call: j["function"] = p.index(); break;
   case fb::ProgramKind::Repeat: j["count"] = p.count(); break;
+  case fb::ProgramKind::If:
+  case fb::ProgramKind::RepeatWhileTrue:
+  case fb::ProgramKind::Switch:
+  case fb::ProgramKind::PrintTensor:
+    j["tensor"] = p.tensor();
+    if (p.case_values())
+      j["case_values"] = std::vector<int64_t>(p.case_values()->begin(), p.case_values()->end());
+    break;
   default: break;
   }
-  if (p.kind() == fb::ProgramKind::Sequence || p.kind() == fb::ProgramKind::Repeat) {
+  if (p.kind() == fb::ProgramKind::Sequence || p.kind() == fb::ProgramKind::Repeat || p.children()) {
     j["children"] = ordered_json::array();
     for (uint32_t i = 0; i < len(p.children()); ++i)
       j["children"].push_back(programJson(exe, *p.children()->Get(i)));

@@ -2,6 +2,7 @@
 // simulated IPU with inputs from an .npz file.
 #include "cache/size.h"
 #include "cache/tiered_store.h"
+#include "formats/npz/compare.h"
 #include "formats/npz/npz.h"
 #include "formats/popef/popef.h"
 #include "profile/execution_profile.h"
@@ -30,38 +31,7 @@ namespace {
 
 using namespace popc;
 
-double halfToDouble(uint16_t h) {
-  int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  double sign = (h & 0x8000) ? -1.0 : 1.0;
-  if (exponent == 0)
-    return sign * std::ldexp(mantissa, -24);
-  if (exponent == 31)
-    return mantissa ? NAN : sign * INFINITY;
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
-
-double element(const runtime::HostTensor &t, size_t i) {
-  const uint8_t *p = t.data.data() + i * dtypeSize(t.dtype);
-  auto load = [p](auto v) {
-    std::memcpy(&v, p, sizeof v);
-    return static_cast<double>(v);
-  };
-  switch (t.dtype) {
-  case DType::F32: return load(float());
-  case DType::F64: return load(double());
-  case DType::F16: return halfToDouble(static_cast<uint16_t>(load(uint16_t())));
-  case DType::I8: return load(int8_t());
-  case DType::I16: return load(int16_t());
-  case DType::I32: return load(int32_t());
-  case DType::I64: return load(int64_t());
-  case DType::U8: return load(uint8_t());
-  case DType::U16: return load(uint16_t());
-  case DType::U32: return load(uint32_t());
-  case DType::U64: return double(load(uint64_t()));
-  case DType::Bool: return *p ? 1.0 : 0.0;
-  }
-  return 0;
-}
+double element(const runtime::HostTensor &t, size_t i) { return npz::elementAsDouble(t.dtype, t.data, i); }
 
 // "out float32 [1,10]: min -1.2 max 3.4 mean 0.5 values [0.1, 0.2, ...]"
 void printSummary(const std::string &name, const runtime::HostTensor &t) {

@@ -14,15 +14,33 @@ namespace popc::codegen::detail {
 
 using namespace llvm;
 
-bool isFloatDType(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64; }
+bool isFloatDType(DType t) { return isFloatingPoint(t); }
 bool isSignedDType(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
-DType computeDType(DType t) { return t == DType::F16 ? DType::F32 : t; }
+DType computeDType(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+
+// bfloat16 is the upper half of a float32: widening is a shift, narrowing
+// rounds to nearest even in integer arithmetic (no libcall, no CPU feature),
+// keeping NaNs quiet NaNs.
+Value *bf16BitsToFloat(IRBuilder<> &b, Value *bits) {
+  return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), 16), b.getFloatTy());
+}
+
+Value *floatToBf16Bits(IRBuilder<> &b, Value *f) {
+  Value *x = b.CreateBitCast(f, b.getInt32Ty());
+  Value *lsb = b.CreateAnd(b.CreateLShr(x, 16), b.getInt32(1));
+  Value *rounded = b.CreateLShr(b.CreateAdd(b.CreateAdd(x, b.getInt32(0x7fff)), lsb), 16);
+  Value *quietNan = b.CreateOr(b.CreateLShr(x, 16), b.getInt32(0x40));
+  Value *isNan = b.CreateFCmpUNO(f, f);
+  return b.CreateTrunc(b.CreateSelect(isNan, quietNan, rounded), b.getInt16Ty());
+}
 
 Value *loadValue(Emitter &em, DType t, Value *base, Value *index) {
   IRBuilder<> &b = em.b();
   Value *raw = em.load(t, base, index);
   if (t == DType::F16)
     return b.CreateFPExt(b.CreateBitCast(raw, b.getHalfTy()), b.getFloatTy());
+  if (t == DType::BF16)
+    return bf16BitsToFloat(b, raw);
   if (t == DType::Bool)
     return b.CreateICmpNE(raw, b.getInt8(0));
   return raw;
@@ -34,6 +52,8 @@ void storeValue(Emitter &em, DType t, Value *v, Value *base, Value *index) {
     if (!v->getType()->isHalfTy())
       v = b.CreateFPTrunc(v, b.getHalfTy());
     v = b.CreateBitCast(v, b.getInt16Ty());
+  } else if (t == DType::BF16) {
+    v = floatToBf16Bits(b, v);
   } else if (t == DType::Bool) {
     v = b.CreateZExt(v, b.getInt8Ty());
   }
@@ -258,6 +278,11 @@ Value *convert(Emitter &em, Value *v, DType from, DType to) {
   IRBuilder<> &b = em.b();
   if (from == to)
     return v;
+  // bfloat16 values are computed as float32; a cast to it rounds to its precision.
+  if (from == DType::BF16)
+    return convert(em, v, DType::F32, to);
+  if (to == DType::BF16)
+    return bf16BitsToFloat(b, floatToBf16Bits(b, convert(em, v, from, DType::F32)));
   const bool fromF = isFloatDType(from), toF = isFloatDType(to);
   if (to == DType::Bool)
     return fromF ? b.CreateFCmpUNE(v, ConstantFP::get(v->getType(), 0.0))

@@ -16,6 +16,9 @@ void stepPrograms(const graph::Program &p, uint32_t &nextId, std::vector<uint32_
   switch (p.kind) {
   case graph::ProgramKind::Sequence:
   case graph::ProgramKind::Repeat:
+  case graph::ProgramKind::If:
+  case graph::ProgramKind::RepeatWhileTrue:
+  case graph::ProgramKind::Switch:
     for (const graph::Program &c : p.children)
       stepPrograms(c, nextId, steps);
     break;

@@ -39,6 +39,7 @@ struct DeviceTensor {
   std::vector<Interval> mapping; // sorted by begin, covers [0, bytes) exactly once
   std::vector<uint64_t> blockOffsets; // per interval: its offset inside its tile block
   std::vector<uint8_t> constData;
+  bool persistent = false; // keeps its bytes for the whole program and between runs (graph API variables)
 };
 
 // A vertex field: `bytes` bytes at `blockOffset` inside tensor's block on `tile`.
@@ -83,7 +84,8 @@ struct HostStream {
   StreamDirection direction = StreamDirection::HostToDevice;
 };
 
-enum class ProgramKind : uint8_t { Sequence = 0, Execute, Exchange, StreamCopy, Repeat, Call, Sync };
+enum class ProgramKind : uint8_t { Sequence = 0, Execute, Exchange, StreamCopy, Repeat, Call, Sync,
+                                   If, RepeatWhileTrue, Switch, PrintTensor }; // = popef
 
 struct Program {
   ProgramKind kind = ProgramKind::Sequence;
@@ -91,12 +93,14 @@ struct Program {
   uint32_t count = 0; // Repeat
   std::string name;
   std::vector<Program> children;
+  TensorId tensor = 0;              // If, RepeatWhileTrue, Switch (scalar), PrintTensor
+  std::vector<int64_t> caseValues;  // Switch: one per case child (the last child is the default)
 
-  static Program sequence(std::string name = {}) { return {ProgramKind::Sequence, 0, 0, std::move(name), {}}; }
-  static Program execute(uint32_t cs) { return {ProgramKind::Execute, cs, 0, {}, {}}; }
-  static Program exchange(uint32_t ex) { return {ProgramKind::Exchange, ex, 0, {}, {}}; }
-  static Program streamCopy(uint32_t s) { return {ProgramKind::StreamCopy, s, 0, {}, {}}; }
-  static Program sync() { return {ProgramKind::Sync, 0, 0, {}, {}}; }
+  static Program sequence(std::string name = {}) { return {ProgramKind::Sequence, 0, 0, std::move(name), {}, 0, {}}; }
+  static Program execute(uint32_t cs) { return {ProgramKind::Execute, cs, 0, {}, {}, 0, {}}; }
+  static Program exchange(uint32_t ex) { return {ProgramKind::Exchange, ex, 0, {}, {}, 0, {}}; }
+  static Program streamCopy(uint32_t s) { return {ProgramKind::StreamCopy, s, 0, {}, {}, 0, {}}; }
+  static Program sync() { return {ProgramKind::Sync, 0, 0, {}, {}, 0, {}}; }
 };
 
 struct IoInfo {

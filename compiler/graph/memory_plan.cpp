@@ -34,7 +34,7 @@ public:
     for (size_t t = 0; t < ranges_.size(); ++t) {
       const DeviceTensor &dt = g_.tensors()[t];
       // Constants are loaded before the program and live throughout.
-      if (dt.role == TensorRole::Constant || !ranges_[t].used())
+      if (dt.role == TensorRole::Constant || dt.persistent || !ranges_[t].used())
         ranges_[t] = {0, step_};
     }
     return ranges_;
@@ -48,7 +48,12 @@ private:
       for (const Program &c : p.children)
         walk(c);
       break;
-    case ProgramKind::Repeat: {
+    case ProgramKind::Repeat:
+    case ProgramKind::If:
+    case ProgramKind::RepeatWhileTrue:
+    case ProgramKind::Switch: {
+      // Control flow: everything touched inside stays live over the whole
+      // construct (a loop body runs again; branches are numbered one after another).
       const uint32_t start = step_;
       std::vector<LiveRange> before = ranges_;
       for (const Program &c : p.children)
@@ -58,6 +63,10 @@ private:
           ranges_[t].touch(start);
           ranges_[t].touch(step_);
         }
+      if (p.kind != ProgramKind::Repeat) { // the predicate is read at both ends
+        ranges_[p.tensor].touch(start);
+        ranges_[p.tensor].touch(step_);
+      }
       break;
     }
     case ProgramKind::Execute:
@@ -75,6 +84,10 @@ private:
       break;
     case ProgramKind::StreamCopy:
       ranges_[g_.streams()[p.index].tensor].touch(step_);
+      ++step_;
+      break;
+    case ProgramKind::PrintTensor:
+      ranges_[p.tensor].touch(step_);
       ++step_;
       break;
     case ProgramKind::Call:

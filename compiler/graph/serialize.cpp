@@ -77,6 +77,8 @@ std::unique_ptr<fb::ProgramT> toProgram(const Program &p) {
   out->index = p.index;
   out->count = p.count;
   out->name = p.name;
+  out->tensor = p.tensor;
+  out->case_values = p.caseValues;
   for (const Program &c : p.children)
     out->children.push_back(toProgram(c));
   return out;

@@ -3,6 +3,7 @@
 #include "compiler/ir/index_map.h"
 #include "compiler/ir/op_attrs.h"
 #include "support/error.h"
+#include "support/float16.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,41 +26,7 @@ template <typename T> T load(const uint8_t *p) {
 }
 template <typename T> void store(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
 
-bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
-
-// IEEE half <-> float (round to nearest even), for float16 constants.
-float halfToFloat(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float f;
-  if (exp == 0)
-    f = std::ldexp(float(mant), -24);
-  else if (exp == 31)
-    f = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    f = std::ldexp(float(mant | 0x400), int(exp) - 25);
-  return sign ? -f : f;
-}
-
-uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = uint16_t((x >> 16) & 0x8000);
-  const uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000)
-    return sign | 0x7e00; // NaN
-  if (abs >= 0x477ff000)
-    return sign | 0x7c00; // overflow (incl. inf) after rounding
-  if (abs < 0x38800000) { // subnormal half (or zero)
-    const float a = std::fabs(f) * 16777216.0f; // / 2^-24
-    return sign | uint16_t(std::nearbyint(a));
-  }
-  const uint32_t mant = abs & 0x7fffff;
-  uint32_t h = ((abs >> 23) - 112) << 10 | (mant >> 13);
-  const uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
-    ++h;
-  return sign | uint16_t(h);
-}
+bool isFloat(DType t) { return isFloatingPoint(t); }
 
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> stridesOf(const Shape &s) {
@@ -508,6 +475,7 @@ template <typename R> static std::vector<R> decodeAs(DType t, const Bytes &data)
     case DType::F32: v[i] = R(load<float>(p)); break;
     case DType::F64: v[i] = R(load<double>(p)); break;
     case DType::F16: v[i] = R(halfToFloat(load<uint16_t>(p))); break;
+    case DType::BF16: v[i] = R(bfloat16ToFloat(load<uint16_t>(p))); break;
     case DType::I8: v[i] = R(load<int8_t>(p)); break;
     case DType::I16: v[i] = R(load<int16_t>(p)); break;
     case DType::I32: v[i] = R(load<int32_t>(p)); break;
@@ -531,6 +499,7 @@ template <typename V> static Bytes encodeAs(DType t, const std::vector<V> &v) {
     case DType::F32: store<float>(p, float(v[i])); break;
     case DType::F64: store<double>(p, double(v[i])); break;
     case DType::F16: store<uint16_t>(p, floatToHalf(float(v[i]))); break;
+    case DType::BF16: store<uint16_t>(p, floatToBfloat16(float(v[i]))); break;
     case DType::I8: store<int8_t>(p, int8_t(v[i])); break;
     case DType::I16: store<int16_t>(p, int16_t(v[i])); break;
     case DType::I32: store<int32_t>(p, int32_t(v[i])); break;

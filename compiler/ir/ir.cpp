@@ -1,6 +1,7 @@
 #include "compiler/ir/ir.h"
 
 #include "support/error.h"
+#include "support/float16.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,33 +9,6 @@
 namespace popc::ir {
 
 namespace {
-// IEEE half → float, for reading F16 constants (no float16 type in C++20).
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else { // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400) == 0);
-      bits = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | mant << 13;
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 template <typename Out, typename In> void convertAll(const Tensor &t, std::vector<Out> &out) {
   const int64_t n = t.info.elements();
   out.resize(size_t(n));
@@ -43,6 +17,15 @@ template <typename Out, typename In> void convertAll(const Tensor &t, std::vecto
     std::memcpy(&v, t.data.data() + size_t(i) * sizeof(In), sizeof(In));
     out[size_t(i)] = static_cast<Out>(v);
   }
+}
+
+// 16-bit float formats: bits decoded to float first.
+template <typename Out> void convertBits16(const Tensor &t, std::vector<Out> &out, float (*decode)(uint16_t)) {
+  std::vector<uint16_t> bits;
+  convertAll<uint16_t, uint16_t>(t, bits);
+  out.resize(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i)
+    out[i] = static_cast<Out>(decode(bits[i]));
 }
 
 template <typename Out> std::vector<Out> convertData(const Tensor &t) {
@@ -64,14 +47,8 @@ template <typename Out> std::vector<Out> convertData(const Tensor &t) {
   case DType::U32: convertAll<Out, uint32_t>(t, out); break;
   case DType::U64: convertAll<Out, uint64_t>(t, out); break;
   case DType::Bool: convertAll<Out, uint8_t>(t, out); break;
-  case DType::F16: {
-    std::vector<uint16_t> bits;
-    convertAll<uint16_t, uint16_t>(t, bits);
-    out.resize(bits.size());
-    for (size_t i = 0; i < bits.size(); ++i)
-      out[i] = static_cast<Out>(halfToFloat(bits[i]));
-    break;
-  }
+  case DType::F16: convertBits16(t, out, halfToFloat); break;
+  case DType::BF16: convertBits16(t, out, bfloat16ToFloat); break;
   }
   return out;
 }

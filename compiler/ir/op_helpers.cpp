@@ -237,6 +237,7 @@ std::string shortDType(DType t) {
   switch (t) {
   case DType::F32: return "f32";
   case DType::F16: return "f16";
+  case DType::BF16: return "bf16";
   case DType::F64: return "f64";
   case DType::I8: return "i8";
   case DType::I16: return "i16";

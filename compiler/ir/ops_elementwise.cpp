@@ -131,7 +131,7 @@ DType castTarget(const Op &op) {
       {13, "UINT64", dtypeFromName("uint64")},
       {14, "COMPLEX64", std::nullopt},
       {15, "COMPLEX128", std::nullopt},
-      {16, "BFLOAT16", std::nullopt},
+      {16, "BFLOAT16", DType::BF16},
   };
 
   if (!op.attrs.has("to"))

@@ -76,7 +76,7 @@ std::vector<TensorInfo> inferEyeLike(const Op &op, const Graph &graph) {
   if (op.attrs.has("dtype")) {
     static const std::map<int64_t, DType> onnxTypes = {
         {1, DType::F32}, {2, DType::U8},   {3, DType::I8},   {4, DType::U16},  {5, DType::I16}, {12, DType::U32}, {13, DType::U64},
-        {6, DType::I32}, {7, DType::I64},  {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}};
+        {6, DType::I32}, {7, DType::I64},  {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}, {16, DType::BF16}};
     auto it = onnxTypes.find(op.attrs.getInt("dtype"));
     if (it == onnxTypes.end())
       failOp(op, "attribute 'dtype' {} is not a supported tensor type", op.attrs.getInt("dtype"));

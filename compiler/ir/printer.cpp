@@ -46,7 +46,7 @@ constexpr int64_t kMaxPrintedValues = 8;
 std::string valuesStr(const Tensor &t) {
   if (t.info.elements() > kMaxPrintedValues || t.data.size() != t.info.bytes())
     return "";
-  if (t.info.dtype == DType::F32 || t.info.dtype == DType::F16 || t.info.dtype == DType::F64)
+  if (isFloatingPoint(t.info.dtype))
     return listStr(t.toDoubles(), floatStr);
   return listStr(t.toInt64s(), [](int64_t i) { return std::to_string(i); });
 }

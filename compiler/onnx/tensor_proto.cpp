@@ -22,13 +22,14 @@ DType dtypeFromOnnx(int32_t elemType, const std::string &context) {
   case TensorProto::UINT32: return DType::U32;
   case TensorProto::UINT64: return DType::U64;
   case TensorProto::BOOL: return DType::Bool;
+  case TensorProto::BFLOAT16: return DType::BF16;
   default: break;
   }
   const std::string name = TensorProto::DataType_IsValid(elemType)
                                ? TensorProto::DataType_Name(TensorProto::DataType(elemType))
                                : std::to_string(elemType);
   fail("{}: element type {} is not supported (supported: float, float16, double, int8, int16, "
-       "int32, int64, uint8, uint16, uint32, uint64, bool)",
+       "int32, int64, uint8, uint16, uint32, uint64, bool, bfloat16)",
        context, name);
 }
 
@@ -82,8 +83,9 @@ ir::Tensor tensorFromProto(const TensorProto &proto, const std::string &context)
   case DType::U32: copyTyped<uint32_t>(proto.uint64_data(), n, t.data, context, "uint64_data"); break;
   case DType::U64: copyTyped<uint64_t>(proto.uint64_data(), n, t.data, context, "uint64_data"); break;
   case DType::Bool: copyTyped<uint8_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
-  // float16 values are stored as their bit patterns in int32_data.
-  case DType::F16: copyTyped<uint16_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
+  // float16 and bfloat16 values are stored as their bit patterns in int32_data.
+  case DType::F16:
+  case DType::BF16: copyTyped<uint16_t>(proto.int32_data(), n, t.data, context, "int32_data"); break;
   }
   return t;
 }

@@ -1,5 +1,7 @@
 #include "formats/npz/compare.h"
 
+#include "support/float16.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -10,23 +12,11 @@ namespace popc::npz {
 
 namespace {
 
-double halfToDouble(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  const double sign = (h & 0x8000) ? -1.0 : 1.0;
-  if (exponent == 0)
-    return sign * std::ldexp(mantissa, -24);
-  if (exponent == 31)
-    return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
-
 template <typename T> T load(std::span<const uint8_t> data, uint64_t i) {
   T v;
   std::memcpy(&v, data.data() + i * sizeof(T), sizeof(T));
   return v;
 }
-
-bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
 
 // Exact value of an integer/bool element (int64 holds every supported type).
 int64_t integerElement(DType dtype, std::span<const uint8_t> data, uint64_t i) {
@@ -56,7 +46,7 @@ std::string indexString(const Shape &shape, uint64_t i) {
 }
 
 std::string valueString(DType dtype, std::span<const uint8_t> data, uint64_t i) {
-  if (isFloat(dtype))
+  if (isFloatingPoint(dtype))
     return fmt::format("{:.9g}", elementAsDouble(dtype, data, i));
   if (dtype == DType::Bool)
     return integerElement(dtype, data, i) ? "true" : "false";
@@ -73,7 +63,8 @@ double elementAsDouble(DType dtype, std::span<const uint8_t> data, uint64_t i) {
   switch (dtype) {
   case DType::F32: return load<float>(data, i);
   case DType::F64: return load<double>(data, i);
-  case DType::F16: return halfToDouble(load<uint16_t>(data, i));
+  case DType::F16: return halfToFloat(load<uint16_t>(data, i));
+  case DType::BF16: return bfloat16ToFloat(load<uint16_t>(data, i));
   case DType::U64: return double(load<uint64_t>(data, i));
   default: return double(integerElement(dtype, data, i));
   }
@@ -98,7 +89,7 @@ CompareResult compareArrays(const ArrayView &actual, const ArrayView &expected, 
     return r;
   }
   r.elements = n;
-  const bool floating = isFloat(expected.dtype);
+  const bool floating = isFloatingPoint(expected.dtype);
   double worstErr = -1;
   uint64_t worstAt = 0;
   for (uint64_t i = 0; i < n; ++i) {

@@ -33,12 +33,12 @@ struct CompareResult {
   std::string message;
 };
 
-// Floats (float16/32/64): |a - e| <= atol + rtol * |e|, infinities must match
+// Floats (float16, bfloat16, float32/64): |a - e| <= atol + rtol * |e|, infinities must match
 // exactly, NaN matches NaN when tol.nanEqual. Integers and bool: exact.
 // dtype and shape must be identical.
 CompareResult compareArrays(const ArrayView &actual, const ArrayView &expected, const Tolerance &tol);
 
-// Element i as a double (float16 decoded); for reports.
+// Element i as a double (16-bit floats decoded); for reports.
 double elementAsDouble(DType dtype, std::span<const uint8_t> data, uint64_t i);
 
 } // namespace popc::npz

@@ -142,6 +142,8 @@ struct DescrInfo {
 constexpr DescrInfo kDescrs[] = {
     {"f4", DType::F32}, {"f8", DType::F64}, {"f2", DType::F16}, {"i1", DType::I8},  {"i2", DType::I16},
     {"i4", DType::I32}, {"i8", DType::I64}, {"u1", DType::U8}, {"u2", DType::U16}, {"u4", DType::U32}, {"u8", DType::U64},  {"b1", DType::Bool},
+    // numpy has no bfloat16: ml_dtypes and JAX save it as 2-byte void ('|V2').
+    {"V2", DType::BF16},
 };
 
 } // namespace
@@ -185,7 +187,7 @@ DType parseDescr(std::string_view descr, const std::string &label) {
     for (const auto &d : kDescrs) {
       if (descr.substr(1) != d.code)
         continue;
-      bool oneByte = d.code[1] == '1';
+      bool oneByte = d.code[1] == '1' || d.code[0] == 'V'; // no byte order
       if (descr[0] == '>' && !oneByte)
         fail("{}: big-endian dtype '{}' is not supported; fix: save with arr.astype('<{}')", label,
              descr, d.code);
@@ -200,7 +202,7 @@ DType parseDescr(std::string_view descr, const std::string &label) {
 std::string formatDescr(DType dtype) {
   for (const auto &d : kDescrs)
     if (d.dtype == dtype)
-      return std::string(d.code[1] == '1' ? "|" : "<") + std::string(d.code);
+      return std::string(d.code[1] == '1' || d.code[0] == 'V' ? "|" : "<") + std::string(d.code);
   fail("internal error: no .npy descr for dtype {}", static_cast<int>(dtype));
 }
 

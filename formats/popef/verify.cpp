@@ -270,9 +270,20 @@ private:
       const fb::Copy *c = ex->copies()->Get(j);
       if (!c->bytes())
         continue;
-      // First destination on src_tile ending after src_offset.
-      auto it = std::lower_bound(order.begin(), order.end(), std::pair(c->src_tile(), 0u),
+      // Destinations on src_tile from src_offset on; destinations do not overlap each
+      // other (checked above), so of those before it only the last non-empty one can
+      // reach into the source. (Scanning from the tile's first destination was
+      // quadratic for steps with many copies per tile.)
+      auto it = std::lower_bound(order.begin(), order.end(), std::pair(c->src_tile(), c->src_offset()),
                                  [&](uint32_t k, std::pair<uint32_t, uint32_t> v) { return key(k) < v; });
+      while (it != order.begin()) {
+        auto prev = std::prev(it);
+        if (key(*prev).first != c->src_tile())
+          break;
+        it = prev;
+        if (ex->copies()->Get(*prev)->bytes())
+          break;
+      }
       for (; it != order.end(); ++it) {
         const fb::Copy *d = ex->copies()->Get(*it);
         if (d->dst_tile() != c->src_tile() || d->dst_offset() >= uint64_t(c->src_offset()) + c->bytes())
@@ -323,10 +334,30 @@ private:
       deepest = std::max(deepest, depth + checkFunction(p->index()));
       break;
     case fb::ProgramKind::Sync: break;
+    case fb::ProgramKind::If:
+    case fb::ProgramKind::RepeatWhileTrue:
+    case fb::ProgramKind::Switch: {
+      if (p->tensor() >= len(exe_.tensors()))
+        bad(where, "{} tensor {} out of range ({} tensors)", fb::EnumNameProgramKind(p->kind()), p->tensor(),
+            len(exe_.tensors()));
+      const uint32_t want = p->kind() == fb::ProgramKind::Switch ? len(p->case_values()) + 1 : 2;
+      if (len(p->children()) != want)
+        bad(where, "{} needs {} children, has {}", fb::EnumNameProgramKind(p->kind()), want, len(p->children()));
+      if (tensorBytes(*exe_.tensors()->Get(p->tensor())) == 0)
+        bad(where, "{} reads empty tensor {}", fb::EnumNameProgramKind(p->kind()), p->tensor());
+      for (uint32_t i = 0; i < len(p->children()); ++i)
+        deepest = std::max(deepest, checkProgram(p->children()->Get(i),
+                                                 fmt::format("{}.children[{}]", where, i), depth + 1));
+      return deepest;
+    }
+    case fb::ProgramKind::PrintTensor:
+      if (p->tensor() >= len(exe_.tensors()))
+        bad(where, "PrintTensor tensor {} out of range ({} tensors)", p->tensor(), len(exe_.tensors()));
+      break;
     default: bad(where, "invalid program kind code {}", static_cast<int>(p->kind()));
     }
     if (len(p->children()) != 0)
-      bad(where, "{} must not have children (only Sequence and Repeat do)",
+      bad(where, "{} must not have children (only Sequence, Repeat, If, RepeatWhileTrue and Switch do)",
           fb::EnumNameProgramKind(p->kind()));
     return deepest;
   }

@@ -3,6 +3,7 @@
 #pragma once
 #include "formats/npz/compare.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct TestCase {
   std::string dataIssue;            // non-empty: the test feeds data popc cannot carry
   std::string modelError;           // non-empty: model.onnx could not be read
   std::vector<std::string> dataSets; // test_data_set_* folders, sorted
+  std::set<std::string> dynamicInputs;  // inputs with a dimension the model leaves open
+  std::set<std::string> bfloat16Values; // inputs/outputs of type bfloat16 (their data is stored as uint16)
 
   npz::Tolerance tolerance;
 };

@@ -147,7 +147,7 @@ void writeMarkdown(const RunResults &r, const std::string &path) {
         "Statuses: **pass**; **mismatch** (wrong numbers, dtype or shape); **unsupported** (the\n"
         "compiler refused the model with a user-facing error, e.g. an operator popc lacks);\n"
         "**error** (anything else: crash, internal error, run-time error, timeout);\n"
-        "**data-unsupported** (the test feeds or returns sequences, optionals, strings, bfloat16 or\n"
+        "**data-unsupported** (the test feeds or returns sequences, optionals, strings or\n"
         "other types host tensors cannot carry). *Refused* counts failing tests listed in\n"
         "`test/conformance/refusals.txt` with a principled reason (shown below).\n\n"
         "Inputs the compiler needs at compile time (a shape, axes, count or condition) are frozen to\n"

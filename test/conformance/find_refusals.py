@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """List candidate principled refusals: tests whose output shape depends on the values of
-the data (NonZero, Unique, NonMaxSuppression) or whose outputs are random. Prints
+the data (NonZero, Unique, NonMaxSuppression), whose outputs are random, or whose stored
+data contradicts the model or today's ONNX semantics. Prints
 "suite/test reason" lines for test/conformance/refusals.txt.
 
 Shape, axes, count or condition inputs fed as graph inputs are not refusals: the runner
@@ -33,11 +34,52 @@ def fed_value(test_dir, inputs, name):
         return None
 
 
+def data_reason(g, ordered, test_dir):
+    """Test data that contradicts the model: a static input fed another shape, or a
+    float32 -> bfloat16 reference made by truncation (ONNX 1.12's generator; the cast rounds
+    to nearest even in PyTorch and in ONNX >= 1.14, and in popc)."""
+    import numpy as np
+    for v in g.input:
+        if v.name not in ordered:
+            continue
+        dims = v.type.tensor_type.shape.dim
+        if not v.type.tensor_type.HasField("shape") or not all(d.HasField("dim_value") for d in dims):
+            continue
+        data = fed_value(test_dir, ordered, v.name)
+        declared = [d.dim_value for d in dims]
+        if data is not None and list(data.shape) != declared:
+            return (f"test data feeds '{v.name}' with shape {list(data.shape)}, but the model declares it "
+                    f"static {declared}")
+    bf16_outputs = [i for i, o in enumerate(g.output) if o.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16]
+    float_inputs = [v.name for v in g.input if v.name in ordered and v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT]
+    if bf16_outputs and float_inputs:
+        from onnx import numpy_helper
+        x = fed_value(test_dir, ordered, float_inputs[0])
+        try:
+            t = onnx.TensorProto()
+            with open(os.path.join(test_dir, "test_data_set_0", f"output_{bf16_outputs[0]}.pb"), "rb") as f:
+                t.ParseFromString(f.read())
+            want = numpy_helper.to_array(t).astype(np.uint16).ravel()
+        except Exception:  # noqa: BLE001
+            return None
+        if x is not None and x.dtype == np.float32:
+            u = x.view(np.uint32).ravel()
+            truncated = (u >> 16).astype(np.uint16)
+            rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+            if np.array_equal(want, truncated) and not np.array_equal(want, rounded):
+                return ("reference truncates float32 to bfloat16 (ONNX 1.12's generator); popc rounds to nearest "
+                        "even, as PyTorch and ONNX >= 1.14 do")
+    return None
+
+
 def reason(model, test_dir):
     g = model.graph
     inits = {t.name for t in g.initializer}
     ordered = [v.name for v in g.input if v.name not in inits]
     inputs = set(ordered)
+    why = data_reason(g, ordered, test_dir)
+    if why:
+        return why
     for node in g.node:
         if node.op_type in DATA_DEPENDENT:
             return f"output shape depends on input data ({node.op_type}: {DATA_DEPENDENT[node.op_type]})"

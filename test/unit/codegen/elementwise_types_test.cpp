@@ -4,6 +4,8 @@
 // hand or computed with C++'s own (well-defined) conversions.
 #include "test/unit/codegen/jit_helper.h"
 
+#include "support/float16.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -141,6 +143,31 @@ TEST_CASE("Cast between floats: float64 → float16 rounds once", "[codegen][ele
   }
   std::vector<float> nan = {std::nanf("")};
   CHECK(std::isnan(float(run<half>(castSpec(DType::F32, DType::F16, 1), nan)[0])));
+}
+
+TEST_CASE("bfloat16: Cast rounds float32 to nearest even, widens exactly; arithmetic in float32",
+          "[codegen][elementwise]") {
+  // 1 + 2^-8 is a tie between bfloat16 1.0 (even) and 1 + 2^-7; 1 + 3*2^-8 ties up to even 1 + 2^-6.
+  std::vector<float> f = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8), 0.81910545f,
+                          -3.0e38f, 3.4e38f, std::nanf(""), -0.0f};
+  auto b = run<uint16_t>(castSpec(DType::F32, DType::BF16, f.size()), f);
+  CHECK(b[0] == 0x3f80);
+  CHECK(b[1] == 0x3f82);
+  CHECK(b[2] == 0x3f52);      // 0.8203125 (truncation would give 0x3f51)
+  CHECK(b[3] == 0xff62);      // -2.99e38 stays finite
+  CHECK(b[4] == 0x7f80);      // rounds up past the largest bfloat16: inf
+  CHECK((b[5] & 0x7fc0) == 0x7fc0); // NaN stays a quiet NaN
+  CHECK(b[6] == 0x8000);
+  for (size_t i = 0; i < f.size(); ++i)
+    CHECK(b[i] == floatToBfloat16(f[i])); // the host converter agrees
+  auto back = run<float>(castSpec(DType::BF16, DType::F32, b.size()), b);
+  CHECK(back[0] == 1.0f);
+  CHECK(back[2] == 0.8203125f);
+  CHECK(std::isinf(back[4]));
+  CHECK(std::isnan(back[5]));
+  // Add computes in float32 and rounds once: 1 + 2^-8 is a tie and goes to even 1.0.
+  std::vector<uint16_t> one = {0x3f80}, tiny = {0x3b80}; // 1.0 and 2^-8
+  CHECK(run<uint16_t>(spec("Add", DType::BF16, 1, 2), one, tiny)[0] == 0x3f80);
 }
 
 TEST_CASE("Cast float → integer truncates, NaN → 0, saturates, then wraps", "[codegen][elementwise]") {

@@ -1,7 +1,8 @@
 """Test arrays shared with test_cases.h: same names, shapes and value formulas."""
 import numpy as np
 
-DTYPES = ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"]
+DTYPES = ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "bool", "uint16", "uint32",
+          "uint64", "bfloat16"]
 
 
 def values(dtype, n):
@@ -24,6 +25,14 @@ def values(dtype, n):
         return ((i * 29) % 256).astype(np.uint8)
     if dtype == "bool":
         return i % 3 == 0
+    if dtype == "uint16":
+        return (i * 2000).astype(np.uint16)
+    if dtype == "uint32":
+        return (i * 300000000).astype(np.uint32)
+    if dtype == "uint64":
+        return i.astype(np.uint64) * np.uint64(10**16)
+    if dtype == "bfloat16":  # numpy has none: 2-byte void, as ml_dtypes and JAX save it
+        return (i + 0x3F80).astype("<u2").view("V2")
     raise ValueError(dtype)
 
 

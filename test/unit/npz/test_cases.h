@@ -8,7 +8,8 @@
 namespace popc::npz::test {
 
 inline const DType kAllDTypes[] = {DType::F32, DType::F64, DType::F16, DType::I8,  DType::I16,
-                                   DType::I32, DType::I64, DType::U8,  DType::Bool};
+                                   DType::I32, DType::I64, DType::U8,  DType::Bool, DType::U16,
+                                   DType::U32, DType::U64, DType::BF16};
 
 template <typename T> void put(Array &a, size_t i, T v) {
   std::memcpy(a.data.data() + i * sizeof(T), &v, sizeof(T));
@@ -26,6 +27,10 @@ inline Array values(DType t, Shape shape) {
     case DType::I32: put<int32_t>(a, i, static_cast<int32_t>(i * 100000 - 1234567)); break;
     case DType::I64: put<int64_t>(a, i, i * 1000000000000 - 5); break;
     case DType::U8: put<uint8_t>(a, i, static_cast<uint8_t>((i * 29) % 256)); break;
+    case DType::U16: put<uint16_t>(a, i, static_cast<uint16_t>(i * 2000)); break;
+    case DType::U32: put<uint32_t>(a, i, static_cast<uint32_t>(i * 300000000u)); break;
+    case DType::U64: put<uint64_t>(a, i, uint64_t(i) * 10000000000000000ull); break;
+    case DType::BF16: put<uint16_t>(a, i, static_cast<uint16_t>(0x3f80 + i)); break; // 1.0 and up
     case DType::Bool: put<uint8_t>(a, i, i % 3 == 0); break;
     }
   }

@@ -195,6 +195,40 @@ TEST_CASE("popef semantic checks give precise messages", "[popef]") {
   expectRejected([](auto &e) { e.tile_bytes_used[3] = 5000; }, "tile_bytes_used[3]: 5000 exceeds");
 }
 
+TEST_CASE("popef control programs on device values (graph API kinds) are checked", "[popef]") {
+  using K = fb::ProgramKind;
+  auto control = [](K kind, uint32_t tensor, size_t children) {
+    auto p = popc::test::sampleProgram(kind);
+    p->tensor = tensor;
+    for (size_t i = 0; i < children; ++i)
+      p->children.push_back(popc::test::sampleProgram(K::Sequence));
+    return p;
+  };
+  // Well-formed: accepted.
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  exe.main->children.push_back(control(K::If, 0, 2));
+  exe.main->children.push_back(control(K::RepeatWhileTrue, 0, 2));
+  auto sw = control(K::Switch, 0, 3);
+  sw->case_values = {1, 5};
+  exe.main->children.push_back(std::move(sw));
+  exe.main->children.push_back(control(K::PrintTensor, 1, 0));
+  CHECK_NOTHROW(Executable::fromBytes(popc::popef::serialize(exe), "ok.popef"));
+
+  expectRejected([&](auto &e) { e.main->children.push_back(control(K::If, 0, 1)); },
+                 "If needs 2 children, has 1");
+  expectRejected([&](auto &e) { e.main->children.push_back(control(K::RepeatWhileTrue, 9, 2)); },
+                 "RepeatWhileTrue tensor 9 out of range");
+  expectRejected([&](auto &e) {
+    auto p = control(K::Switch, 0, 2);
+    p->case_values = {1, 2};
+    e.main->children.push_back(std::move(p));
+  }, "Switch needs 3 children, has 2");
+  expectRejected([&](auto &e) { e.main->children.push_back(control(K::PrintTensor, 7, 0)); },
+                 "PrintTensor tensor 7 out of range");
+  expectRejected([&](auto &e) { e.main->children.push_back(control(K::PrintTensor, 0, 1)); },
+                 "PrintTensor must not have children");
+}
+
 TEST_CASE("popef call graph without cycles is accepted", "[popef]") {
   auto exe = popc::test::makeSampleExecutable(dummyCode());
   using K = fb::ProgramKind;

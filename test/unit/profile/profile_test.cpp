@@ -288,3 +288,42 @@ TEST_CASE("html report embeds the profiles safely", "[profile]") {
   CHECK_THAT(html, Catch::Contains("id=\"heatmap\""));
   CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg")); // no fetches, only the SVG namespace
 }
+
+TEST_CASE("execution profile of control flow (If, Switch) matches the engine's cycles", "[profile]") {
+  // Appended to the sample's main: If b[0] (10, true) { add } else { Sync };
+  // Switch b[0] { case 10: Sync; case 20: add; default: Sync } — each waits for b with one sync.
+  auto exe = popc::test::makeSampleExecutable(addBitcode());
+  auto node = [](fb::ProgramKind kind, uint32_t index = 0) { return popc::test::sampleProgram(kind, index); };
+  auto branch = node(fb::ProgramKind::If);
+  branch->tensor = 1;
+  branch->children.push_back(node(fb::ProgramKind::Execute, 0));
+  branch->children.push_back(node(fb::ProgramKind::Sync));
+  auto choose = node(fb::ProgramKind::Switch);
+  choose->tensor = 1;
+  choose->case_values = {10, 20};
+  choose->children.push_back(node(fb::ProgramKind::Sync));
+  choose->children.push_back(node(fb::ProgramKind::Execute, 0));
+  choose->children.push_back(node(fb::ProgramKind::Sync));
+  exe.main->children.push_back(std::move(branch));
+  exe.main->children.push_back(std::move(choose));
+  auto file = popc::popef::Executable::fromBytes(popc::popef::serialize(exe), "control.popef");
+
+  const Json g = popc::profile::graphProfile(*file);
+  REQUIRE(g["programs"].size() == 13);
+  CHECK(g["programs"][6]["type"] == "If");
+  CHECK(vec(g["programs"][6]["children"]) == std::vector<uint64_t>{7, 8});
+  CHECK(g["programs"][9]["type"] == "Switch");
+  CHECK(g["programs"][9]["caseValues"] == Json({10, 20}));
+
+  popc::profile::TraceRecorder trace(*file);
+  popc::runtime::EngineOptions options{1, nullptr};
+  options.observer = &trace;
+  popc::runtime::Engine engine(file, options);
+  engine.run({{"a", {popc::DType::F32, {4}, std::vector<uint8_t>(16)}}});
+  // main, its five steps, If, then-branch (add), Switch, case 10 (Sync).
+  CHECK(trace.trace() == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 9, 10});
+  const Json x = popc::profile::executionProfile(g, trace.trace());
+  CHECK(x["simulation"]["cycles"] == engine.report().cycles.total());
+  CHECK(x["simulation"]["cycles"] == 3118 + 100 + 10 + 100 + 100); // If sync + add + Switch sync + Sync
+  CHECK(x["simulation"]["phaseCycles"]["sync"] == engine.report().cycles.sync);
+}

@@ -1,10 +1,12 @@
 #include "support/dtype.h"
 #include "support/error.h"
+#include "support/float16.h"
 #include "support/log.h"
 #include "support/version.h"
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,14 +17,32 @@ using namespace popc;
 
 TEST_CASE("dtype sizes and names round-trip", "[support]") {
   for (DType t : {DType::F32, DType::F16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8,
-                  DType::Bool}) {
+                  DType::Bool, DType::U16, DType::U32, DType::U64, DType::BF16}) {
     CHECK(dtypeFromName(dtypeName(t)) == t);
     CHECK(dtypeSize(t) >= 1);
   }
   CHECK(dtypeSize(DType::F16) == 2);
+  CHECK(dtypeSize(DType::BF16) == 2);
+  CHECK(dtypeName(DType::BF16) == "bfloat16");
+  CHECK(isFloatingPoint(DType::BF16));
+  CHECK_FALSE(isFloatingPoint(DType::U16));
   CHECK(dtypeSize(DType::I64) == 8);
   CHECK_FALSE(dtypeFromName("complex64").has_value());
   CHECK_THROWS_AS(dtypeSize(static_cast<DType>(200)), Error);
+}
+
+TEST_CASE("16-bit floats: float16 and bfloat16 bits round to nearest even and decode exactly", "[support]") {
+  CHECK(halfToFloat(0x3c00) == 1.0f);
+  CHECK(halfToFloat(0x0001) == std::ldexp(1.0f, -24)); // smallest subnormal
+  CHECK(floatToHalf(65520.0f) == 0x7c00);               // overflows to inf after rounding
+  CHECK(floatToHalf(1.0f + std::ldexp(1.0f, -11)) == 0x3c00); // tie to even
+  CHECK(bfloat16ToFloat(0x3f80) == 1.0f);
+  CHECK(floatToBfloat16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);       // tie to even (down)
+  CHECK(floatToBfloat16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3f82);   // tie to even (up)
+  CHECK((floatToBfloat16(std::nanf("")) & 0x7fc0) == 0x7fc0);
+  for (uint32_t b = 0; b < 0x10000; b += 7) // every decoded finite bfloat16 encodes back to itself
+    if ((b & 0x7f80) != 0x7f80)
+      CHECK(floatToBfloat16(bfloat16ToFloat(uint16_t(b))) == b);
 }
 
 TEST_CASE("shapes", "[support]") {

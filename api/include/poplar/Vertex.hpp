@@ -1,0 +1,3 @@
+// Poplar-compatible spelling of the codelet header.
+#pragma once
+#include "popc/Vertex.hpp"

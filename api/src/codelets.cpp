@@ -1,0 +1,522 @@
+#include "codelets.h"
+
+#include "support/error.h"
+
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Metadata.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <cstring>
+#include <sstream>
+
+extern char **environ;
+
+namespace popc::api::detail {
+
+namespace fs = std::filesystem;
+
+// ------------------------------------------------------------------ classes
+
+const CodeletField *CodeletClass::field(const std::string &n) const {
+  for (const CodeletField &f : fields)
+    if (f.name == n)
+      return &f;
+  return nullptr;
+}
+
+std::string CodeletClass::describeFields() const {
+  std::string s;
+  for (const CodeletField &f : fields)
+    s += (s.empty() ? "" : ", ") + f.name;
+  return " (fields: " + (s.empty() ? "none" : s) + ")";
+}
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail("{}: cannot open codelet file: check the path", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<Type> typeFromCpp(std::string t) {
+  t = std::regex_replace(t, std::regex("\\bconst\\b|\\bstd::|\\bpoplar::"), "");
+  t = std::regex_replace(t, std::regex("\\s+"), " ");
+  t = std::regex_replace(t, std::regex("^ | $"), "");
+  static const std::map<std::string, Type> names = {
+      {"float", Type::FLOAT}, {"double", Type::DOUBLE}, {"half", Type::HALF},
+      {"int", Type::INT}, {"signed", Type::INT}, {"signed int", Type::INT}, {"int32_t", Type::INT},
+      {"unsigned", Type::UNSIGNED_INT}, {"unsigned int", Type::UNSIGNED_INT}, {"uint32_t", Type::UNSIGNED_INT},
+      {"short", Type::SHORT}, {"int16_t", Type::SHORT}, {"unsigned short", Type::UNSIGNED_SHORT},
+      {"uint16_t", Type::UNSIGNED_SHORT}, {"char", Type::CHAR}, {"signed char", Type::CHAR}, {"int8_t", Type::CHAR},
+      {"unsigned char", Type::UNSIGNED_CHAR}, {"uint8_t", Type::UNSIGNED_CHAR}, {"bool", Type::BOOL},
+      {"long long", Type::LONGLONG}, {"long", Type::LONGLONG}, {"int64_t", Type::LONGLONG},
+      {"unsigned long long", Type::UNSIGNED_LONGLONG}, {"unsigned long", Type::UNSIGNED_LONGLONG},
+      {"uint64_t", Type::UNSIGNED_LONGLONG}};
+  auto it = names.find(t);
+  if (it == names.end())
+    return std::nullopt;
+  return it->second;
+}
+
+// Vertex classes of a source: `class X : public [poplar::]Vertex { ... }` and
+// their Input/Output/InOut fields, in declaration order.
+std::vector<CodeletClass> parseClasses(std::string src, const std::string &path) {
+  // Blank out comments, keeping line structure.
+  src = std::regex_replace(src, std::regex("//[^\\n]*"), "");
+  src = std::regex_replace(src, std::regex("/\\*[\\s\\S]*?\\*/"), " ");
+  std::vector<CodeletClass> out;
+  const std::regex head("\\b(class|struct)\\s+(\\w+)\\s*(final\\s*)?:\\s*(public\\s+)?(::)?(poplar::|popc::)?Vertex\\b");
+  const std::regex fieldRe("\\b(Input|Output|InOut)\\s*<\\s*(?:(?:poplar::)?(Vector|VectorList)\\s*<\\s*([\\w:\\s]+?)\\s*"
+                           "(?:,[^>]*)?>|([\\w:\\s]+?))\\s*>\\s*(\\w+)\\s*;");
+  for (std::sregex_iterator it(src.begin(), src.end(), head), end; it != end; ++it) {
+    CodeletClass c;
+    c.name = (*it)[2];
+    size_t open = src.find('{', size_t(it->position() + it->length()));
+    if (open == std::string::npos)
+      continue;
+    int depth = 0;
+    size_t close = open;
+    for (; close < src.size(); ++close) {
+      depth += src[close] == '{' ? 1 : src[close] == '}' ? -1 : 0;
+      if (depth == 0)
+        break;
+    }
+    const std::string body = src.substr(open, close - open);
+    for (std::sregex_iterator f(body.begin(), body.end(), fieldRe); f != end; ++f) {
+      CodeletField fd;
+      const std::string kind = (*f)[1];
+      fd.access = kind == "Input" ? codegen::FieldAccess::Input
+                  : kind == "Output" ? codegen::FieldAccess::Output : codegen::FieldAccess::InOut;
+      if ((*f)[2] == "VectorList")
+        fail("{}: class {} field '{}': VectorList fields are not supported; use one Vector field per list entry",
+             path, c.name, std::string((*f)[5]));
+      fd.vector = (*f)[2].matched;
+      const std::string elem = fd.vector ? (*f)[3] : (*f)[4];
+      auto t = typeFromCpp(elem);
+      if (!t || *t == Type::HALF)
+        fail("{}: class {} field '{}': element type '{}' is not supported (use float, double, int, unsigned, "
+             "short, char, bool, long long and their unsigned forms)", path, c.name, std::string((*f)[5]), elem);
+      fd.elemType = *t;
+      fd.name = (*f)[5];
+      c.fields.push_back(fd);
+    }
+    c.hasEstimate = std::regex_search(body, std::regex("\\bgetCycleEstimate\\s*\\("));
+    out.push_back(std::move(c));
+  }
+  if (out.empty())
+    fail("{}: no vertex class found: a codelet is `class Name : public poplar::Vertex {{ ... bool compute(); }};`", path);
+  return out;
+}
+
+std::string encodeClass(const CodeletClass &c) {
+  std::string s = c.name + "|" + (c.hasEstimate ? "1" : "0") + "|";
+  for (const CodeletField &f : c.fields)
+    s += fmt::format("{}:{}:{}:{},", f.name, int(f.access), f.vector ? 1 : 0, int(f.elemType));
+  return s;
+}
+
+CodeletClass decodeClass(const std::string &s) {
+  CodeletClass c;
+  const size_t a = s.find('|'), b = s.find('|', a + 1);
+  c.name = s.substr(0, a);
+  c.hasEstimate = s.substr(a + 1, b - a - 1) == "1";
+  std::stringstream fields(s.substr(b + 1));
+  std::string item;
+  while (std::getline(fields, item, ',')) {
+    if (item.empty())
+      continue;
+    std::stringstream parts(item);
+    std::string name, access, vec, type;
+    std::getline(parts, name, ':');
+    std::getline(parts, access, ':');
+    std::getline(parts, vec, ':');
+    std::getline(parts, type, ':');
+    c.fields.push_back({name, codegen::FieldAccess(std::stoi(access)), vec == "1", Type(std::stoi(type))});
+  }
+  return c;
+}
+
+// The directory holding popc/Vertex.hpp: next to an installed library
+// (<prefix>/lib/../include), else the source tree this was built from.
+std::string includeDir() {
+  if (const char *env = std::getenv("POPC_CODELET_INCLUDE"))
+    return env;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&includeDir), &info) && info.dli_fname) {
+    fs::path lib = fs::path(info.dli_fname).parent_path();
+    for (fs::path cand : {lib / ".." / "include", lib / ".." / ".." / "include"})
+      if (fs::exists(cand / "popc" / "Vertex.hpp"))
+        return fs::weakly_canonical(cand).string();
+  }
+  return POPC_API_SOURCE_INCLUDE_DIR;
+}
+
+std::string clangPath() {
+  if (const char *env = std::getenv("POPC_CLANG"))
+    return env;
+  if (fs::exists(POPC_API_CLANG))
+    return POPC_API_CLANG;
+  return "clang++-19";
+}
+
+// Runs argv; returns exit status, stderr in `err`.
+int run(const std::vector<std::string> &argv, std::string &err, const fs::path &errFile) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, errFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    fail("cannot run '{}' to compile codelets: {} (install clang-19 or set POPC_CLANG)", argv[0], std::strerror(rc));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  err = fs::exists(errFile) ? readFile(errFile.string()) : "";
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "popc-codelet-XXXXXX").string();
+    if (!mkdtemp(tmpl.data()))
+      fail("cannot create a temporary directory in {}", fs::temp_directory_path().string());
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::unique_ptr<llvm::Module> parse(llvm::LLVMContext &ctx, const std::vector<uint8_t> &bc, const std::string &where) {
+  auto buf = llvm::MemoryBuffer::getMemBuffer(
+      llvm::StringRef(reinterpret_cast<const char *>(bc.data()), bc.size()), where, false);
+  auto m = llvm::parseBitcodeFile(buf->getMemBufferRef(), ctx);
+  if (!m)
+    fail("{}: not a valid codelet bitcode file: {}", where, llvm::toString(m.takeError()));
+  return std::move(*m);
+}
+
+std::vector<uint8_t> write(const llvm::Module &m) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::WriteBitcodeToFile(m, os);
+  return {buffer.begin(), buffer.end()};
+}
+
+bool isBitcode(const std::string &bytes) {
+  return bytes.size() >= 4 && uint8_t(bytes[0]) == 'B' && uint8_t(bytes[1]) == 'C' && uint8_t(bytes[2]) == 0xC0 &&
+         uint8_t(bytes[3]) == 0xDE;
+}
+
+std::vector<CodeletClass> readClasses(const llvm::Module &m, const std::string &where) {
+  const llvm::NamedMDNode *md = m.getNamedMetadata("popc.codelets");
+  if (!md)
+    fail("{}: bitcode without popc codelet descriptions: precompile codelets with popc-codelet", where);
+  std::vector<CodeletClass> out;
+  for (const llvm::MDNode *n : md->operands())
+    out.push_back(decodeClass(llvm::cast<llvm::MDString>(n->getOperand(0))->getString().str()));
+  return out;
+}
+
+// Same pipeline as compiler/codegen (target-independent O2, no libcalls
+// introduced): inlines every helper into the entries.
+void optimise(llvm::Module &m) {
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = false;
+  pto.SLPVectorization = false;
+  pto.LoopUnrolling = false;
+  llvm::PassBuilder pb(nullptr, pto);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
+  tlii.disableAllFunctions();
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+}
+
+// Arrays the generic entries take: field pointers (from the tile) and sizes.
+llvm::Function *addCaller(llvm::Module &m, const std::string &name, llvm::Function *callee,
+                          const std::vector<uint32_t> &bytes, bool vertexAbi) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx), *i64 = llvm::Type::getInt64Ty(ctx), *i8 = llvm::Type::getInt8Ty(ctx);
+  auto *fty = vertexAbi ? llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr}, false)
+                        : llvm::FunctionType::get(i64, {}, false);
+  auto *f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, name, m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", f));
+  const unsigned n = unsigned(bytes.size());
+  auto *ptrArray = llvm::ArrayType::get(ptr, std::max(1u, n));
+  auto *sizeArray = llvm::ArrayType::get(i32, std::max(1u, n));
+  llvm::Value *ptrs = b.CreateAlloca(ptrArray);
+  llvm::Value *sizes = b.CreateAlloca(sizeArray);
+  for (unsigned i = 0; i < n; ++i) {
+    llvm::Value *p = llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(ctx));
+    if (vertexAbi) {
+      llvm::Value *off = b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, f->getArg(1), i));
+      p = b.CreateInBoundsGEP(i8, f->getArg(0), b.CreateZExt(off, i64));
+    }
+    b.CreateStore(p, b.CreateConstInBoundsGEP2_32(ptrArray, ptrs, 0, i));
+    b.CreateStore(b.getInt32(bytes[i]), b.CreateConstInBoundsGEP2_32(sizeArray, sizes, 0, i));
+  }
+  llvm::Value *r = b.CreateCall(callee, {ptrs, sizes});
+  if (vertexAbi)
+    b.CreateRetVoid();
+  else
+    b.CreateRet(r);
+  return f;
+}
+
+} // namespace
+
+// ------------------------------------------------------------------ compile
+
+std::vector<uint8_t> compileCodeletFile(const std::string &path, const std::string &flags) {
+  const std::string source = readFile(path);
+  std::vector<CodeletClass> classes = parseClasses(source, path);
+  TempDir tmp;
+  // The user's file is #included (not copied) so diagnostics name it and its lines.
+  std::string tu = "#include \"popc/Vertex.hpp\"\n#include \"" + fs::absolute(path).string() + "\"\n";
+  for (const CodeletClass &c : classes) {
+    std::string binds;
+    for (size_t i = 0; i < c.fields.size(); ++i)
+      binds += fmt::format("  popc_codelet::bind(v.{}, p[{}], b[{}]);\n", c.fields[i].name, i, i);
+    tu += fmt::format("extern \"C\" void __popc_run_{0}(void *const *p, const uint32_t *b) {{\n  {0} v;\n{1}"
+                      "  (void)v.compute();\n}}\n", c.name, binds);
+    if (c.hasEstimate)
+      tu += fmt::format("extern \"C\" uint64_t __popc_estimate_{0}(void *const *p, const uint32_t *b) {{\n  {0} v;\n{1}"
+                        "  return (uint64_t)v.getCycleEstimate();\n}}\n", c.name, binds);
+  }
+  const fs::path tuPath = tmp.path / "codelet_entries.cpp", bcPath = tmp.path / "codelet.bc";
+  std::ofstream(tuPath) << tu;
+  std::vector<std::string> argv = {clangPath(), "-std=c++20", "-O2", "-emit-llvm", "-c", "-ffreestanding",
+                                   "-fno-exceptions", "-fno-rtti", "-fno-math-errno", "-fno-stack-protector",
+                                   "-fno-unwind-tables", "-fno-asynchronous-unwind-tables", "-fno-vectorize",
+                                   "-fno-slp-vectorize", "-fno-unroll-loops", "-fno-color-diagnostics",
+                                   "-I" + includeDir(), "-I" + fs::absolute(path).parent_path().string()};
+  std::istringstream extra(flags);
+  for (std::string f; extra >> f;)
+    argv.push_back(f);
+  argv.insert(argv.end(), {tuPath.string(), "-o", bcPath.string()});
+  std::string err;
+  if (run(argv, err, tmp.path / "stderr.txt") != 0) {
+    // First line with "error:" first: it names the user's file and line.
+    std::string first;
+    std::istringstream lines(err);
+    for (std::string l; std::getline(lines, l);)
+      if (l.find("error:") != std::string::npos) {
+        first = l;
+        break;
+      }
+    fail("{}\n{}: codelet compile failed (clang's diagnostics above)", first.empty() ? err : first + "\n" + err, path);
+  }
+  const std::string bc = readFile(bcPath.string());
+  llvm::LLVMContext ctx;
+  auto m = parse(ctx, std::vector<uint8_t>(bc.begin(), bc.end()), path);
+  llvm::NamedMDNode *md = m->getOrInsertNamedMetadata("popc.codelets");
+  for (const CodeletClass &c : classes)
+    md->addOperand(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, encodeClass(c))}));
+  m->setSourceFileName(fs::path(path).filename().string());
+  m->setModuleIdentifier(fs::path(path).filename().string());
+  return write(*m);
+}
+
+// ------------------------------------------------------------------ library
+
+CodeletLibrary::CodeletLibrary() = default;
+CodeletLibrary::~CodeletLibrary() = default;
+
+void CodeletLibrary::addFile(const std::string &path, const std::string &flags) {
+  const std::string bytes = readFile(path);
+  if (isBitcode(bytes))
+    addBitcode(std::vector<uint8_t>(bytes.begin(), bytes.end()), path);
+  else
+    addBitcode(compileCodeletFile(path, flags), path);
+}
+
+void CodeletLibrary::addSource(const std::string &source, const std::string &name) {
+  TempDir tmp;
+  const fs::path p = tmp.path / fs::path(name).filename();
+  std::ofstream(p) << source;
+  addBitcode(compileCodeletFile(p.string(), ""), name);
+}
+
+void CodeletLibrary::addBitcode(std::vector<uint8_t> bitcode, const std::string &where) {
+  llvm::LLVMContext ctx;
+  auto m = parse(ctx, bitcode, where);
+  std::vector<CodeletClass> classes = readClasses(*m, where);
+  for (CodeletClass &c : classes) {
+    if (find(c.name))
+      fail("{}: vertex class '{}' is already loaded from another codelet file", where, c.name);
+    c.module = modules_.size();
+    classes_.push_back(std::move(c));
+  }
+  modules_.push_back(std::move(bitcode));
+}
+
+const CodeletClass *CodeletLibrary::find(const std::string &name) const {
+  for (const CodeletClass &c : classes_)
+    if (c.name == name)
+      return &c;
+  return nullptr;
+}
+
+std::string CodeletLibrary::describeClasses() const {
+  std::string s;
+  for (const CodeletClass &c : classes_)
+    s += (s.empty() ? "" : ", ") + c.name;
+  return s.empty() ? "" : " (loaded: " + s + ")";
+}
+
+uint64_t CodeletLibrary::estimate(const CodeletClass &c, const std::vector<uint32_t> &bytes) {
+  if (!c.hasEstimate) {
+    // Default: a call overhead plus one cycle per element of each vector field.
+    uint64_t cycles = 10;
+    for (size_t i = 0; i < c.fields.size(); ++i)
+      if (c.fields[i].vector)
+        cycles += bytes[i] / typeSize(c.fields[i].elemType);
+    return cycles;
+  }
+  auto key = std::make_pair(c.name, bytes);
+  if (auto it = estimates_.find(key); it != estimates_.end())
+    return it->second;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  using EstimateFn = uint64_t (*)(void *const *, const uint32_t *);
+  auto fit = estimateFns_.find(c.name);
+  if (fit == estimateFns_.end()) {
+    // One JIT per codelet file, holding its generic estimators (called with null field pointers).
+    if (jits_.size() <= c.module)
+      jits_.resize(c.module + 1);
+    if (!jits_[c.module]) {
+      auto ctx = std::make_unique<llvm::LLVMContext>();
+      auto m = parse(*ctx, modules_[c.module], c.name);
+      auto jit = llvm::orc::LLJITBuilder().create();
+      if (!jit)
+        fail("{}: cannot create a JIT for getCycleEstimate: {}", c.name, llvm::toString(jit.takeError()));
+      auto gen =
+          llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+      if (gen)
+        (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+      else
+        llvm::consumeError(gen.takeError());
+      m->setDataLayout((*jit)->getDataLayout());
+      if (auto e = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+        fail("{}: getCycleEstimate does not compile: {}", c.name, llvm::toString(std::move(e)));
+      jits_[c.module] = std::move(*jit);
+    }
+    auto sym = jits_[c.module]->lookup("__popc_estimate_" + c.name);
+    if (!sym)
+      fail("{}: getCycleEstimate does not link: {}", c.name, llvm::toString(sym.takeError()));
+    fit = estimateFns_.emplace(c.name, sym->toPtr<void *>()).first;
+  }
+  std::vector<void *> nulls(std::max<size_t>(1, bytes.size()), nullptr);
+  const uint64_t cycles = reinterpret_cast<EstimateFn>(fit->second)(nulls.data(), bytes.data());
+  estimates_[key] = cycles;
+  return cycles;
+}
+
+std::vector<uint8_t> CodeletLibrary::buildVertexModule(const std::vector<UserVertexType> &types) const {
+  llvm::LLVMContext ctx;
+  auto dst = std::make_unique<llvm::Module>("popc_user_codelets", ctx);
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    auto m = parse(ctx, modules_[i], "codelets");
+    m->setTargetTriple("");
+    m->setDataLayout("");
+    if (llvm::Linker::linkModules(*dst, std::move(m)))
+      fail("codelets: linking codelet file {} failed (duplicate definitions?)", i);
+  }
+  std::set<std::string> entries;
+  for (const UserVertexType &t : types) {
+    llvm::Function *run = dst->getFunction("__popc_run_" + t.cls);
+    if (!run)
+      fail("codelets: vertex class '{}' has no entry in its module", t.cls);
+    addCaller(*dst, t.symbol, run, t.fieldBytes, true);
+    entries.insert(t.symbol);
+  }
+  for (llvm::Function &f : *dst) {
+    for (const char *attr : {"target-cpu", "target-features", "tune-cpu"})
+      f.removeFnAttr(attr);
+    if (f.isDeclaration() || entries.count(f.getName().str()))
+      continue;
+    f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    f.setComdat(nullptr);
+    f.removeFnAttr(llvm::Attribute::NoInline);
+    f.removeFnAttr(llvm::Attribute::OptimizeNone);
+    f.addFnAttr(llvm::Attribute::AlwaysInline);
+  }
+  for (llvm::GlobalVariable &g : dst->globals())
+    if (!g.isDeclaration()) {
+      g.setLinkage(llvm::GlobalValue::InternalLinkage);
+      g.setComdat(nullptr);
+    }
+  for (const char *md : {"popc.codelets", "llvm.ident"})
+    if (auto *n = dst->getNamedMetadata(md))
+      dst->eraseNamedMetadata(n);
+  optimise(*dst);
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(*dst, &os))
+    fail("codelets: internal error: user vertex module invalid: {}", os.str());
+  return write(*dst);
+}
+
+std::vector<uint8_t> linkBitcode(const std::vector<uint8_t> &a, const std::vector<uint8_t> &b) {
+  llvm::LLVMContext ctx;
+  auto ma = parse(ctx, a, "vertex code");
+  auto mb = parse(ctx, b, "user codelets");
+  mb->setTargetTriple(ma->getTargetTriple());
+  mb->setDataLayout(ma->getDataLayout());
+  if (llvm::Linker::linkModules(*ma, std::move(mb)))
+    fail("codelets: linking user codelets with the generated vertex code failed");
+  return write(*ma);
+}
+
+} // namespace popc::api::detail
