@@ -7,6 +7,7 @@
 #include "runtime/memory_sandbox.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "support/float16.h"
 #include "support/log.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -483,7 +484,8 @@ struct Engine::Impl {
     switch (dtype) {
     case DType::F32: { float f = as(0.0f); return f != f ? 1 : int64_t(f); }
     case DType::F64: { double f = as(0.0); return f != f ? 1 : int64_t(f); }
-    case DType::F16: { uint16_t h = as(uint16_t(0)); return (h & 0x7fff) != 0 ? (h & 0x7c00) >= 0x3c00 ? 1 : 0 : 0; }
+    case DType::F16: { float f = halfToFloat(as(uint16_t(0))); return f != f ? 1 : int64_t(f); }
+    case DType::BF16: { float f = bfloat16ToFloat(as(uint16_t(0))); return f != f ? 1 : int64_t(f); }
     case DType::I8: return as(int8_t(0));
     case DType::I16: return as(int16_t(0));
     case DType::I32: return as(int32_t(0));

@@ -1,5 +1,6 @@
 #include "codelets.h"
 
+#include "compiler/codegen/portable_optimise.h"
 #include "support/error.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
@@ -256,29 +257,6 @@ std::vector<CodeletClass> readClasses(const llvm::Module &m, const std::string &
   return out;
 }
 
-// Same pipeline as compiler/codegen (target-independent O2, no libcalls
-// introduced): inlines every helper into the entries.
-void optimise(llvm::Module &m) {
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = false;
-  pto.SLPVectorization = false;
-  pto.LoopUnrolling = false;
-  llvm::PassBuilder pb(nullptr, pto);
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
-  tlii.disableAllFunctions();
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
-}
-
 // Arrays the generic entries take: field pointers (from the tile) and sizes.
 llvm::Function *addCaller(llvm::Module &m, const std::string &name, llvm::Function *callee,
                           const std::vector<uint32_t> &bytes, bool vertexAbi) {
@@ -500,7 +478,7 @@ std::vector<uint8_t> CodeletLibrary::buildVertexModule(const std::vector<UserVer
   for (const char *md : {"popc.codelets", "llvm.ident"})
     if (auto *n = dst->getNamedMetadata(md))
       dst->eraseNamedMetadata(n);
-  optimise(*dst);
+  codegen::optimisePortable(*dst); // as generated vertices get: inlines every helper into the entries
   std::string msg;
   llvm::raw_string_ostream os(msg);
   if (llvm::verifyModule(*dst, &os))

@@ -4,6 +4,7 @@
 #include "compiler/codegen/emitter.h"
 #include "compiler/codegen/kernels.h"
 #include "compiler/codegen/kinds.h"
+#include "compiler/codegen/portable_optimise.h"
 #include "support/error.h"
 
 #include <llvm/ADT/SmallVector.h>
@@ -94,32 +95,6 @@ void verify(const llvm::Module &m, const char *when) {
     fail("codegen: internal error: vertex module invalid {}: {}", when, os.str());
 }
 
-// Target-independent O2: no TargetMachine, loop vectorisation and unrolling
-// left to the runtime, which re-optimises for the host CPU at JIT time. The
-// library-call info is emptied so the optimiser introduces no libm/libc calls
-// beyond those the kernels emit (the runtime allows only a short list).
-void optimise(llvm::Module &m) {
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = false;
-  pto.SLPVectorization = false;
-  pto.LoopUnrolling = false;
-  llvm::PassBuilder pb(nullptr, pto);
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
-  tlii.disableAllFunctions();
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
-  mpm.run(m, mam);
-}
-
 } // namespace
 
 std::vector<uint8_t> VertexCodegen::finish() {
@@ -128,7 +103,7 @@ std::vector<uint8_t> VertexCodegen::finish() {
   // vertices added afterwards.
   std::unique_ptr<llvm::Module> m = llvm::CloneModule(impl_->module);
   linkCodelets(*m);
-  optimise(*m);
+  optimisePortable(*m);
   verify(*m, "after optimisation");
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
