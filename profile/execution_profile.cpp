@@ -3,6 +3,7 @@
 #include "support/error.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace popc::profile {
@@ -116,10 +117,20 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
     now += f.cycles;
   };
 
-  for (uint32_t id : trace) {
-    if (id >= programs.size())
-      fail("program trace names program {} but the graph profile has {}: profile the same executable", id,
-           programs.size());
+  // Host streams: a device-to-host anchor moves data only on some executions
+  // (every/group, as the engine counts them); the others cost nothing.
+  std::vector<uint64_t> streamCalls(host["names"].size(), 0);
+  auto skippedAnchor = [&](size_t h) {
+    if (host["direction"][h] != "DeviceToHost" || !host.contains("every"))
+      return false;
+    const uint64_t every = std::max<uint64_t>(1, host["every"][h].get<uint64_t>());
+    const uint64_t group = std::max<uint64_t>(1, host["group"][h].get<uint64_t>());
+    const uint64_t k = streamCalls[h]++;
+    return (k / group) % every != every - 1;
+  };
+
+  // One program's own step(s); its children follow in the trace.
+  auto leaf = [&](uint32_t id) {
     const Json &p = programs[id];
     const std::string type = p.at("type").get<std::string>();
     // RepeatWhileTrue waits for its condition's value after every run of the
@@ -162,6 +173,8 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
       exchangeData += f.totalData;
     } else if (type == "StreamCopy") {
       const size_t h = p["exchange"].get<size_t>();
+      if (skippedAnchor(h))
+        return;
       const StepFacts &f = facts(hostFacts, h, [&] {
         StepFacts x = exchangeFacts(host, h, "estimatedCyclesByTile");
         x.cycles = host["cycles"][h].get<uint64_t>(); // PCIe is shared: total bytes / bandwidth
@@ -184,7 +197,68 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
     }
     // Sequence, Repeat, RepeatWhileTrue, Call and PrintTensor only lead to the programs
     // that follow them in the trace.
-  }
+  };
+
+  // Follows the trace down the program tree as the engine ran it, so that a
+  // parallel Sequence (children on different IPUs at once) costs its slowest child.
+  size_t pos = 0;
+  std::function<void(uint32_t)> walk = [&](uint32_t id) {
+    if (id >= programs.size())
+      fail("program trace names program {} but the graph profile has {}: profile the same executable", id,
+           programs.size());
+    if (pos >= trace.size() || trace[pos] != id)
+      fail("program trace entry {} is not program {} as the program tree requires: profile the same executable",
+           pos, id);
+    ++pos;
+    leaf(id);
+    const Json &p = programs[id];
+    const std::string type = p.at("type").get<std::string>();
+    std::vector<uint32_t> children;
+    if (p.contains("children"))
+      children = p["children"].get<std::vector<uint32_t>>();
+    auto next = [&]() -> uint32_t {
+      if (pos >= trace.size() || std::find(children.begin(), children.end(), trace[pos]) == children.end())
+        fail("program trace entry {} is not a branch of program {}: profile the same executable", pos, id);
+      return trace[pos];
+    };
+    if (type == "Sequence" && p.value("parallel", false)) {
+      const auto start = phase;
+      auto slowest = phase;
+      for (uint32_t c : children) {
+        phase = start;
+        now = start.compute + start.exchange + start.sync + start.host;
+        walk(c);
+        if (phase.compute + phase.exchange + phase.sync + phase.host >
+            slowest.compute + slowest.exchange + slowest.sync + slowest.host)
+          slowest = phase;
+      }
+      phase = slowest;
+      now = phase.compute + phase.exchange + phase.sync + phase.host;
+    } else if (type == "Sequence") {
+      for (uint32_t c : children)
+        walk(c);
+    } else if (type == "Repeat") {
+      for (uint64_t i = 0; i < p.value("repeatCount", uint64_t(0)); ++i)
+        for (uint32_t c : children)
+          walk(c);
+    } else if (type == "Call") {
+      const Json &functions = graph.at("functionPrograms");
+      const size_t f = p.at("target").get<size_t>();
+      if (f >= functions.size())
+        fail("program {} calls function {} but the graph profile has {}", id, f, functions.size());
+      walk(functions[f].get<uint32_t>());
+    } else if (type == "If" || type == "Switch") {
+      walk(next());
+    } else if (type == "RepeatWhileTrue" && children.size() == 2) {
+      walk(children[0]);
+      while (pos < trace.size() && trace[pos] == children[1]) {
+        walk(children[1]);
+        walk(children[0]);
+      }
+    }
+  };
+  while (pos < trace.size())
+    walk(trace[pos]); // each run of main
 
   Json j;
   j["profileFormat"] = "popc-execution-profile/1";

@@ -35,7 +35,7 @@ Json targetJson(const fb::Target &t) {
           {"totalMemory", uint64_t(t.bytes_per_tile()) * numTiles},
           {"clockFrequency", t.clock_hz()},
           {"numWorkerContexts", t.workers_per_tile()},
-          {"replicationFactor", 1},
+          {"replicationFactor", std::max(1u, t.replication_factor())},
           {"exchangeBytesPerCycle", t.exchange_bytes_per_cycle()},
           {"interIpuBytesPerCycle", t.inter_ipu_bytes_per_cycle()},
           {"hostBytesPerCycle", t.host_bytes_per_cycle()},
@@ -153,7 +153,8 @@ Json hostExchangesJson(const fb::Executable &exe, uint32_t numTiles) {
   const fb::Target &t = *exe.target();
   Json j{{"names", Json::array()},          {"direction", Json::array()},       {"totalData", Json::array()},
          {"cycles", Json::array()},         {"bytesReceivedByTile", Json::array()},
-         {"bytesSentByTile", Json::array()}, {"estimatedCyclesByTile", Json::array()}};
+         {"bytesSentByTile", Json::array()}, {"estimatedCyclesByTile", Json::array()},
+         {"every", Json::array()},          {"group", Json::array()}};
   for (uint32_t s = 0; s < len(exe.streams()); ++s) {
     const fb::HostStream *stream = exe.streams()->Get(s);
     const fb::Tensor *tensor = exe.tensors()->Get(stream->tensor());
@@ -167,7 +168,9 @@ Json hostExchangesJson(const fb::Executable &exe, uint32_t numTiles) {
     j["names"].push_back(str(stream->name()));
     j["direction"].push_back(fb::EnumNameStreamDirection(stream->direction()));
     j["totalData"].push_back(total);
-    j["cycles"].push_back(runtime::streamCopyCost(t, total).host);
+    j["cycles"].push_back(runtime::streamCopyCost(t, total * std::max(1u, t.replication_factor())).host);
+    j["every"].push_back(std::max(1u, stream->every()));
+    j["group"].push_back(std::max(1u, stream->group()));
     j["bytesReceivedByTile"].push_back(arrayOf(in ? bytes : zero));
     j["bytesSentByTile"].push_back(arrayOf(in ? zero : bytes));
     j["estimatedCyclesByTile"].push_back(arrayOf(cycles));
@@ -238,6 +241,8 @@ Json programsJson(const fb::Executable &exe, const ProgramIndex &index, const st
       name = str(exe.streams()->Get(p.index())->name());
     if (!name.empty())
       j["name"] = name;
+    if (p.parallel())
+      j["parallel"] = true; // children on different IPUs at once: the slowest one counts
     if (p.children() || p.kind() == fb::ProgramKind::Sequence || p.kind() == fb::ProgramKind::Repeat) {
       j["children"] = Json::array();
       for (uint32_t i = 0; i < len(p.children()); ++i)

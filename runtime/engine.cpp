@@ -49,6 +49,7 @@ struct ComputeSetPlan {
   std::vector<TileWork> tiles;
   std::vector<uint32_t> chunks; // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
   uint64_t cycles = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> ipuCycles; // (IPU, its busiest tile) for the report
 };
 
 struct CopyOp {
@@ -83,6 +84,7 @@ struct ExchangePlan {
   std::vector<CopyOp> local;        // on-IPU copies, sorted by destination
   std::vector<uint32_t> chunks;     // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
   std::vector<RemoteCopy> remote;   // cross-IPU, via IpuLink
+  std::vector<std::pair<uint32_t, uint64_t>> ipuSent, ipuReceived; // per IPU, for the report
   ExchangeCost cost;
 };
 
@@ -113,6 +115,13 @@ struct Engine::Impl {
   std::vector<const uint8_t *> streamSource;
   std::vector<uint8_t *> streamSink;
   std::vector<bool> streamed;
+  // Step layout (docs/multi-ipu.md): replicas of the graph side by side in
+  // the arena, and host buffers used as FIFOs of per-execution chunks.
+  uint32_t replicas = 1;
+  uint32_t tilesPerReplica = 0;
+  std::vector<uint64_t> streamHostBytes;     // whole host buffer of this run, by stream
+  std::vector<uint64_t> streamCalls, streamMoves;
+  std::vector<bool> flexibleInput;           // step inputs: any shape with the right element count
   uint8_t sinkForEmpty[1] = {};
   Report report;
   ProgramObserver *observer = nullptr;
@@ -134,8 +143,11 @@ struct Engine::Impl {
     report.hostCpu = jit->hostCpu();
 
     t0 = Clock::now();
-    memory = std::make_unique<DeviceMemory>(target.num_ipus() * target.tiles_per_ipu(),
-                                            target.bytes_per_tile());
+    replicas = std::max(1u, target.replication_factor());
+    tilesPerReplica = target.num_ipus() * target.tiles_per_ipu();
+    report.replicas = replicas;
+    report.ipus.resize(target.num_ipus());
+    memory = std::make_unique<DeviceMemory>(tilesPerReplica * replicas, target.bytes_per_tile());
     loadConstants();
     planComputeSets();
     planExchanges();
@@ -178,24 +190,27 @@ struct Engine::Impl {
   }
 
   // A tensor without bytes has no mapping vector at all (flatbuffers omits empty ones).
-  void scatter(const fb::Tensor &t, const uint8_t *host) {
+  // Replica r's copy of a tile.
+  uint32_t tileOf(uint32_t tile, uint32_t r) const { return tile + r * tilesPerReplica; }
+  void scatter(const fb::Tensor &t, const uint8_t *host, uint32_t r = 0) {
     if (!t.mapping())
       return;
     for (const fb::TileInterval *iv : *t.mapping())
-      std::memcpy(memory->tile(iv->tile()) + iv->offset(), host + iv->begin(), iv->bytes());
+      std::memcpy(memory->tile(tileOf(iv->tile(), r)) + iv->offset(), host + iv->begin(), iv->bytes());
   }
-  void gather(const fb::Tensor &t, uint8_t *host) {
+  void gather(const fb::Tensor &t, uint8_t *host, uint32_t r = 0) {
     if (!t.mapping())
       return;
     for (const fb::TileInterval *iv : *t.mapping())
-      std::memcpy(host + iv->begin(), memory->tile(iv->tile()) + iv->offset(), iv->bytes());
+      std::memcpy(host + iv->begin(), memory->tile(tileOf(iv->tile(), r)) + iv->offset(), iv->bytes());
   }
 
   void loadConstants() {
     for (uint32_t i = 0; i < len(root.tensors()); ++i) {
       const fb::Tensor *t = root.tensors()->Get(i);
       if (t->constant() >= 0 && t->mapping())
-        scatter(*t, root.constants()->Get(t->constant())->data()->data());
+        for (uint32_t r = 0; r < replicas; ++r)
+          scatter(*t, root.constants()->Get(t->constant())->data()->data(), r);
     }
   }
 
@@ -236,10 +251,25 @@ struct Engine::Impl {
         costs.clear();
         for (uint32_t k = tw.begin; k < tw.end; ++k)
           costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
-        plan.cycles = std::max(plan.cycles, tileComputeCycles(costs, target.workers_per_tile()));
+        const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
+        plan.cycles = std::max(plan.cycles, tileCycles);
+        const uint32_t ipu = cs->vertices()->Get(order[tw.begin])->tile() / target.tiles_per_ipu();
+        if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
+          plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
+        plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
         tileWork.push_back(std::accumulate(costs.begin(), costs.end(), uint64_t(0)));
         work += tileWork.back();
       }
+      // Replicas run the same vertices on their own tiles, at the same time.
+      const size_t oneReplica = plan.tiles.size();
+      for (uint32_t r = 1; r < replicas; ++r)
+        for (size_t i = 0; i < oneReplica; ++i) {
+          const TileWork &tw = plan.tiles[i];
+          const uint32_t tile = cs->vertices()->Get(order[tw.begin])->tile();
+          plan.tiles.push_back({memory->tile(tileOf(tile, r)), tw.begin, tw.end});
+          tileWork.push_back(tileWork[i]);
+          work += tileWork[i];
+        }
       // Contiguous runs of tiles, a few per thread (few atomics, neighbouring
       // tiles together); one chunk when the step is too small to share.
       uint64_t target = work < kParallelComputeCycles ? work + 1 : work / (4 * pool->size()) + 1;
@@ -253,7 +283,7 @@ struct Engine::Impl {
         }
       }
       plan.chunks.push_back(static_cast<uint32_t>(plan.tiles.size()));
-      rep.tiles = static_cast<uint32_t>(plan.tiles.size());
+      rep.tiles = static_cast<uint32_t>(plan.tiles.size() / replicas);
       rep.cyclesPerRun = plan.cycles;
     }
   }
@@ -268,10 +298,19 @@ struct Engine::Impl {
       std::vector<const fb::Copy *> local;
       for (uint32_t i = 0; i < len(step->copies()); ++i) {
         const fb::Copy *c = step->copies()->Get(i);
-        if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu())
-          plan.remote.push_back({c->src_tile(), c->src_offset(), c->dst_tile(), c->dst_offset(), c->bytes()});
-        else if (c->bytes())
+        if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
+          auto add = [&](auto &list, uint32_t ipu) {
+            auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
+            (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += uint64_t(c->bytes()) * replicas;
+          };
+          add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
+          add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
+          for (uint32_t r = 0; r < replicas; ++r)
+            plan.remote.push_back(
+                {tileOf(c->src_tile(), r), c->src_offset(), tileOf(c->dst_tile(), r), c->dst_offset(), c->bytes()});
+        } else if (c->bytes()) {
           local.push_back(c);
+        }
       }
       std::stable_sort(local.begin(), local.end(), [](const fb::Copy *a, const fb::Copy *b) {
         return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
@@ -296,6 +335,19 @@ struct Engine::Impl {
         firstOfOp.push_back(c);
       }
       local = std::move(firstOfOp);
+      // Replicas: the same copies on each replica's tiles (blocks stay sorted by destination).
+      std::vector<uint32_t> dstTiles;
+      for (const fb::Copy *c : local)
+        dstTiles.push_back(c->dst_tile());
+      const size_t oneReplica = plan.local.size();
+      for (uint32_t r = 1; r < replicas; ++r)
+        for (size_t i = 0; i < oneReplica; ++i) {
+          const fb::Copy *c = local[i];
+          plan.local.push_back({memory->tile(tileOf(c->dst_tile(), r)) + c->dst_offset(),
+                                memory->tile(tileOf(c->src_tile(), r)) + c->src_offset(), plan.local[i].bytes});
+          dstTiles.push_back(tileOf(c->dst_tile(), r));
+        }
+      total *= replicas;
       // Chunks of whole destination tiles, a few per thread, so one tile's
       // memory is written by one thread.
       uint64_t chunkBytes = total < kParallelCopyBytes
@@ -303,14 +355,14 @@ struct Engine::Impl {
                                 : std::max<uint64_t>(16 << 10, total / (4 * pool->size()));
       plan.chunks.push_back(0);
       uint64_t acc = 0;
-      for (size_t i = 0; i < local.size(); ++i) {
-        if (acc >= chunkBytes && local[i]->dst_tile() != local[i - 1]->dst_tile()) {
+      for (size_t i = 0; i < dstTiles.size(); ++i) {
+        if (acc >= chunkBytes && dstTiles[i] != dstTiles[i - 1]) {
           plan.chunks.push_back(static_cast<uint32_t>(i));
           acc = 0;
         }
         acc += plan.local[i].bytes;
       }
-      plan.chunks.push_back(static_cast<uint32_t>(local.size()));
+      plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
       plan.cost = exchangeCost(target, *step);
       ExchangeReport &rep = report.exchanges[e];
       rep.name = step->name() ? step->name()->str() : fmt::format("exchange{}", e);
@@ -327,6 +379,9 @@ struct Engine::Impl {
     streamSource.assign(nStreams, nullptr);
     streamSink.assign(nStreams, nullptr);
     streamed.assign(nStreams, false);
+    streamHostBytes.assign(nStreams, 0);
+    streamCalls.assign(nStreams, 0);
+    streamMoves.assign(nStreams, 0);
     const fb::Metadata *m = root.metadata();
     if (!m)
       return;
@@ -334,8 +389,17 @@ struct Engine::Impl {
       for (uint32_t i = 0; i < len(list); ++i) {
         const fb::IoInfo *io = list->Get(i);
         const fb::Tensor *t = root.tensors()->Get(io->tensor());
-        out.push_back({io->name()->str(), static_cast<DType>(t->dtype()), popef::tensorShape(*t),
-                       popef::tensorBytes(*t)});
+        IoDesc d{io->name()->str(), static_cast<DType>(t->dtype()), popef::tensorShape(*t), popef::tensorBytes(*t)};
+        if (len(io->host_shape())) { // the whole step's host array (docs/multi-ipu.md)
+          d.shape.assign(io->host_shape()->begin(), io->host_shape()->end());
+          uint64_t elems = 1;
+          for (int64_t x : d.shape)
+            elems *= uint64_t(x);
+          d.bytes = elems * dtypeSize(d.dtype);
+        }
+        if (&out == &inputs)
+          flexibleInput.push_back(len(io->host_shape()) != 0);
+        out.push_back(std::move(d));
       }
     };
     add(m->inputs(), inputs);
@@ -359,6 +423,8 @@ struct Engine::Impl {
     });
     double s = secondsSince(t0);
     ComputeSetReport &rep = report.computeSets[index];
+    for (const auto &[ipu, cycles] : plan.ipuCycles)
+      report.ipus[ipu].computeCycles += cycles;
     rep.runs++;
     rep.cycles += plan.cycles;
     rep.seconds += s;
@@ -375,8 +441,15 @@ struct Engine::Impl {
       for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i)
         copyBytes(ops[i].dst, ops[i].src, ops[i].bytes);
     });
-    if (!plan.remote.empty())
+    if (!plan.remote.empty()) {
       link->exchange(plan.remote, *memory);
+      for (const RemoteCopy &c : plan.remote)
+        report.interIpuBytes += c.bytes;
+      for (const auto &[ipu, bytes] : plan.ipuSent)
+        report.ipus[ipu].linkBytesSent += bytes;
+      for (const auto &[ipu, bytes] : plan.ipuReceived)
+        report.ipus[ipu].linkBytesReceived += bytes;
+    }
     double s = secondsSince(t0);
     ExchangeReport &rep = report.exchanges[index];
     rep.runs++;
@@ -392,22 +465,35 @@ struct Engine::Impl {
     const fb::HostStream *stream = root.streams()->Get(index);
     const fb::Tensor &t = *root.tensors()->Get(stream->tensor());
     uint64_t bytes = popef::tensorBytes(t);
+    // The host buffer is a FIFO of chunks: execution k of this stream uses
+    // chunk k (k-th transfer for outputs), one per replica side by side.
+    const uint64_t k = streamCalls[index]++;
+    const uint64_t chunks = bytes ? std::max<uint64_t>(1, streamHostBytes[index] / bytes) : 1;
+    auto chunk = [&](uint64_t slot, uint32_t r) { return ((slot * replicas + r) % chunks) * bytes; };
     if (index < streamCallbacks.size() && streamCallbacks[index] && !streamSource[index] && !streamSink[index]) {
       streamViaCallback(index, t, bytes);
     } else if (stream->direction() == fb::StreamDirection::HostToDevice) {
       if (!streamSource[index])
         fail("{}: host stream '{}' has no host data (it is not a model input)", label,
              stream->name() ? stream->name()->str() : "");
-      scatter(t, streamSource[index]);
-      report.hostBytesIn += bytes;
+      for (uint32_t r = 0; r < replicas; ++r)
+        scatter(t, streamSource[index] + (streamHostBytes[index] ? chunk(k, r) : 0), r);
+      report.hostBytesIn += bytes * replicas;
     } else {
+      const uint32_t every = std::max(1u, stream->every()), group = std::max(1u, stream->group());
+      if ((k / group) % every != every - 1) {
+        report.seconds.host += secondsSince(t0);
+        return; // anchor EVERYN / FINAL / SUM: not this micro-batch
+      }
+      const uint64_t slot = streamMoves[index]++;
       if (streamSink[index]) {
-        gather(t, streamSink[index]);
+        for (uint32_t r = 0; r < replicas; ++r)
+          gather(t, streamSink[index] + (streamHostBytes[index] ? chunk(slot, r) : 0), r);
         streamed[index] = true;
       }
-      report.hostBytesOut += bytes;
+      report.hostBytesOut += bytes * replicas;
     }
-    StreamCost cost = streamCopyCost(target, bytes);
+    StreamCost cost = streamCopyCost(target, bytes * replicas);
     report.cycles.sync += cost.sync;
     report.cycles.host += cost.host;
     report.seconds.host += secondsSince(t0);
@@ -418,7 +504,19 @@ struct Engine::Impl {
       observer->onProgram(p);
     switch (p.kind()) {
     case fb::ProgramKind::Sequence:
-      if (p.children())
+      if (p.parallel() && p.children()) {
+        // Children on different IPUs at the same time (a pipeline cycle):
+        // the cycle costs as much as its slowest child.
+        const PhaseCycles start = report.cycles;
+        PhaseCycles slowest = start;
+        for (const fb::Program *c : *p.children()) {
+          report.cycles = start;
+          exec(*c);
+          if (report.cycles.total() > slowest.total())
+            slowest = report.cycles;
+        }
+        report.cycles = slowest;
+      } else if (p.children())
         for (const fb::Program *c : *p.children())
           exec(*c);
       break;
@@ -578,7 +676,7 @@ struct Engine::Impl {
       if (h.dtype != io.dtype)
         problems.push_back(fmt::format("'{}' has dtype {}, expected {}", io.name, dtypeName(h.dtype),
                                        dtypeName(io.dtype)));
-      else if (h.shape != io.shape)
+      else if (h.shape != io.shape && !(flexibleInput[&io - inputs.data()] && h.data.size() == io.bytes))
         problems.push_back(fmt::format("'{}' has shape {}, expected {}", io.name,
                                        shapeToString(h.shape), shapeToString(io.shape)));
       else if (h.data.size() != io.bytes)
@@ -603,10 +701,14 @@ struct Engine::Impl {
     std::fill(streamSource.begin(), streamSource.end(), nullptr);
     std::fill(streamSink.begin(), streamSink.end(), nullptr);
     std::fill(streamed.begin(), streamed.end(), false);
+    std::fill(streamHostBytes.begin(), streamHostBytes.end(), 0);
+    std::fill(streamCalls.begin(), streamCalls.end(), 0);
+    std::fill(streamMoves.begin(), streamMoves.end(), 0);
     static const uint8_t kNoBytes[1] = {}; // non-null stand-in for empty tensors
     for (uint32_t i = 0; i < inputs.size(); ++i) {
       const auto &data = given.at(inputs[i].name).data;
       streamSource[m->inputs()->Get(i)->stream()] = data.empty() ? kNoBytes : data.data();
+      streamHostBytes[m->inputs()->Get(i)->stream()] = data.size();
     }
     HostTensorMap result;
     for (uint32_t i = 0; i < outputs.size(); ++i) {
@@ -615,6 +717,7 @@ struct Engine::Impl {
       h.shape = outputs[i].shape;
       h.data.assign(outputs[i].bytes, 0);
       streamSink[m->outputs()->Get(i)->stream()] = h.data.empty() ? sinkForEmpty : h.data.data();
+      streamHostBytes[m->outputs()->Get(i)->stream()] = h.data.size();
     }
     exec(*root.main());
     for (uint32_t i = 0; i < outputs.size(); ++i)
@@ -695,6 +798,9 @@ void Engine::resetReport() {
     c.runs = c.cycles = 0, c.seconds = 0;
   for (auto &e : r.exchanges)
     e.runs = e.cycles = 0, e.seconds = 0;
+  r.interIpuBytes = 0;
+  for (auto &ipu : r.ipus)
+    ipu = {};
 }
 
 } // namespace popc::runtime

@@ -56,6 +56,14 @@ struct Report {
   PhaseSeconds seconds;
   std::vector<ComputeSetReport> computeSets; // index = popef compute set index
   std::vector<ExchangeReport> exchanges;     // index = popef exchange index
+  uint32_t replicas = 1;                     // replicated graphs running side by side
+  uint64_t interIpuBytes = 0;                // bytes moved over IPU-links (all replicas)
+  // Per IPU of one replica: busiest-tile compute cycles summed over compute
+  // set runs, and bytes sent/received over the links (all replicas).
+  struct Ipu {
+    uint64_t computeCycles = 0, linkBytesSent = 0, linkBytesReceived = 0;
+  };
+  std::vector<Ipu> ipus;
 };
 
 } // namespace popc::runtime

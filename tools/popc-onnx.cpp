@@ -57,6 +57,30 @@ int main(int argc, char **argv) {
                  "Fix a graph input's value at compile time from a .npy (or the .npz member of that name), "
                  "e.g. --freeze-input shape=shape.npy: needed when an op uses the input as a shape, axes or "
                  "count; the executable no longer takes it (repeatable)");
+  // Multi-IPU (docs/multi-ipu.md).
+  auto *numIpusOption = app.get_option("--num-ipus");
+  app.add_option("--auto-shard", options.autoShard,
+                 "Split the model into N contiguous stages of balanced cycles and memory, stage i on IPU i "
+                 "(sets --num-ipus N unless given)")
+      ->check(CLI::Range(1u, 64u));
+  app.add_flag("--pipeline", options.pipeline,
+               "Pipeline the stages (__pipeline_stage, else __ipu_number or --auto-shard): micro-batches of a step "
+               "flow through the stages' IPUs at the same time");
+  app.add_option("--batches-per-step", options.batchesPerStep,
+                 "Batches run on the device per host call (a Repeat); inputs get a leading dimension of this size")
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--accumulation-factor", options.accumulationFactor,
+                 "Micro-batches per batch run in series (PopART data layout [batches, accumulation, replicas, ...])")
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--replication-factor", options.replicationFactor,
+                 "Run this many replicas of the graph over replicas x --num-ipus IPUs, each on its slice of the input")
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--anchor", options.anchors,
+                 "Return type of an output per step: NAME=ALL (every batch, default), NAME=EVERYN:k, NAME=FINAL or "
+                 "NAME=SUM (repeatable)");
+  app.add_option("--batch-size", options.batchSize,
+                 "Check: micro-batch size x replication factor x accumulation factor must equal this");
+  app.add_option("--step-size", options.stepSize, "Check: batch size x batches per step must equal this");
   app.add_option("--dump-ir", options.dumpIrDir, "Write the IR as text at every pass checkpoint into DIR");
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
@@ -82,6 +106,8 @@ int main(int argc, char **argv) {
     popc::tools::applyLogLevel(logLevel);
     if (tilesPerIpu)
       options.tilesPerIpu = tilesPerIpu;
+    if (options.autoShard && numIpusOption->count() == 0)
+      options.numIpus = options.autoShard;
     if (bytesPerTile)
       options.bytesPerTile = bytesPerTile;
     options.inputShapes = onnx::parseInputShapes(inputShapes);

@@ -54,6 +54,8 @@ ordered_json programJson(const fb::Executable &exe, const fb::Program &p) {
   j["kind"] = fb::EnumNameProgramKind(p.kind());
   if (!str(p.name()).empty())
     j["name"] = str(p.name());
+  if (p.parallel())
+    j["parallel"] = true;
   switch (p.kind()) {
   case fb::ProgramKind::Execute:
     j["compute_set"] = p.index();
@@ -107,6 +109,8 @@ ordered_json describe(const popc::popef::Executable &file) {
                  {"host_bytes_per_cycle", t.host_bytes_per_cycle()},
                  {"sync_cycles", t.sync_cycles()},
                  {"global_sync_cycles", t.global_sync_cycles()}};
+  if (t.replication_factor() > 1)
+    j["target"]["replication_factor"] = t.replication_factor();
   const fb::Metadata *m = exe.metadata();
   j["model"] = {{"name", m ? str(m->model_name()) : ""},
                 {"inputs", ioJson(exe, m ? m->inputs() : nullptr)},
@@ -114,6 +118,23 @@ ordered_json describe(const popc::popef::Executable &file) {
                 {"options", ordered_json::object()}};
   for (uint32_t i = 0; m && i < len(m->options()); ++i)
     j["model"]["options"][str(m->options()->Get(i)->key())] = str(m->options()->Get(i)->value());
+  // Step structure (docs/multi-ipu.md), only when there is one.
+  if (m && (m->batches_per_step() > 1 || m->accumulation_factor() > 1 || m->pipeline_stages() ||
+            t.replication_factor() > 1)) {
+    j["step"] = {{"batches_per_step", m->batches_per_step()},
+                 {"accumulation_factor", m->accumulation_factor()},
+                 {"replication_factor", t.replication_factor()},
+                 {"pipeline_stages", m->pipeline_stages()}};
+  }
+  for (const char *kind : {"inputs", "outputs"}) {
+    const auto *list = std::string(kind) == "inputs" ? (m ? m->inputs() : nullptr) : (m ? m->outputs() : nullptr);
+    for (uint32_t i = 0; i < len(list); ++i) {
+      if (len(list->Get(i)->host_shape()))
+        j["model"][kind][i]["host_shape"] = shapeJson(list->Get(i)->host_shape());
+      if (list->Get(i)->anchor())
+        j["model"][kind][i]["anchor"] = str(list->Get(i)->anchor());
+    }
+  }
 
   // Tensors, and bytes mapped per tile (used when the file has no memory plan).
   std::map<uint32_t, uint64_t> mapped;
@@ -157,6 +178,28 @@ ordered_json describe(const popc::popef::Executable &file) {
                  {"mean_bytes_per_used_tile", perTile.empty() ? 0.0 : double(sum) / perTile.size()},
                  {"bytes_per_tile", t.bytes_per_tile()},
                  {"top_tiles", top}};
+
+  // Per IPU (multi-IPU targets): memory and the bytes its exchanges send over the links.
+  if (t.num_ipus() > 1) {
+    std::vector<uint64_t> ipuBytes(t.num_ipus(), 0), ipuMax(t.num_ipus(), 0), ipuTiles(t.num_ipus(), 0),
+        ipuSent(t.num_ipus(), 0), ipuReceived(t.num_ipus(), 0);
+    for (auto [bytes, tile] : perTile) {
+      const uint32_t ipu = tile / t.tiles_per_ipu();
+      ipuBytes[ipu] += bytes, ipuTiles[ipu]++, ipuMax[ipu] = std::max(ipuMax[ipu], bytes);
+    }
+    for (uint32_t i = 0; i < len(exe.exchanges()); ++i)
+      for (uint32_t c = 0; c < len(exe.exchanges()->Get(i)->copies()); ++c) {
+        const fb::Copy *cp = exe.exchanges()->Get(i)->copies()->Get(c);
+        const uint32_t from = cp->src_tile() / t.tiles_per_ipu(), to = cp->dst_tile() / t.tiles_per_ipu();
+        if (from != to)
+          ipuSent[from] += cp->bytes(), ipuReceived[to] += cp->bytes();
+      }
+    j["memory"]["per_ipu"] = ordered_json::array();
+    for (uint32_t ipu = 0; ipu < t.num_ipus(); ++ipu)
+      j["memory"]["per_ipu"].push_back({{"ipu", ipu}, {"used_tiles", ipuTiles[ipu]}, {"total_bytes", ipuBytes[ipu]},
+                                        {"max_bytes", ipuMax[ipu]}, {"inter_ipu_bytes_sent", ipuSent[ipu]},
+                                        {"inter_ipu_bytes_received", ipuReceived[ipu]}});
+  }
 
   j["code_modules"] = ordered_json::array();
   for (uint32_t i = 0; i < len(exe.code()); ++i)
@@ -237,6 +280,8 @@ void printProgram(const ordered_json &p, int depth) {
     line += fmt::format(" function {}", p["function"].get<uint32_t>());
   if (p.contains("name"))
     line += fmt::format("  ({})", p["name"].get<std::string>());
+  if (p.contains("parallel"))
+    line += "  [IPUs in parallel]";
   fmt::print("{:{}}{}\n", "", 2 * depth, line);
   if (p.contains("children"))
     for (const auto &c : p["children"])
@@ -263,8 +308,10 @@ void printText(const ordered_json &j) {
   for (const char *kind : {"inputs", "outputs"}) {
     fmt::print("  {}:\n", kind);
     for (const auto &io : m[kind])
-      fmt::print("    {} {} {}\n", io["name"].get<std::string>(), io["dtype"].get<std::string>(),
-                 shapeStr(io["shape"]));
+      fmt::print("    {} {} {}{}{}\n", io["name"].get<std::string>(), io["dtype"].get<std::string>(),
+                 shapeStr(io["shape"]),
+                 io.contains("host_shape") ? fmt::format(", per step {}", shapeStr(io["host_shape"])) : "",
+                 io.contains("anchor") ? fmt::format(", anchor {}", io["anchor"].get<std::string>()) : "");
   }
   if (!m["options"].empty()) {
     fmt::print("  options:");
@@ -289,6 +336,22 @@ void printText(const ordered_json &j) {
              human(static_cast<uint64_t>(mem["mean_bytes_per_used_tile"].get<double>())));
   for (const auto &tt : mem["top_tiles"])
     fmt::print("  tile {:>6}: {}\n", tt["tile"].get<uint32_t>(), human(tt["bytes"].get<uint64_t>()));
+  if (mem.contains("per_ipu"))
+    for (const auto &ipu : mem["per_ipu"])
+      fmt::print("  IPU {:>3}: {} on {} tiles, max {} per tile; inter-IPU exchange: sends {}, receives {}\n",
+                 ipu["ipu"].get<uint32_t>(), human(ipu["total_bytes"].get<uint64_t>()),
+                 ipu["used_tiles"].get<uint64_t>(), human(ipu["max_bytes"].get<uint64_t>()),
+                 human(ipu["inter_ipu_bytes_sent"].get<uint64_t>()),
+                 human(ipu["inter_ipu_bytes_received"].get<uint64_t>()));
+  if (j.contains("step")) {
+    const auto &st = j["step"];
+    fmt::print("\nstep: {} batch(es) per step x {} accumulation x {} replica(s){}\n",
+               st["batches_per_step"].get<uint32_t>(), st["accumulation_factor"].get<uint32_t>(),
+               st["replication_factor"].get<uint32_t>(),
+               st["pipeline_stages"].get<uint32_t>()
+                   ? fmt::format(", pipelined over {} stages", st["pipeline_stages"].get<uint32_t>())
+                   : "");
+  }
 
   fmt::print("\nvertex types ({}):\n", j["vertex_types"].size());
   for (const auto &vt : j["vertex_types"]) {

@@ -88,6 +88,12 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
   fmt::print("    exchange {:>14} {}\n", c.exchange, percent(c.exchange, total));
   fmt::print("    sync     {:>14} {}\n", c.sync, percent(c.sync, total));
   fmt::print("    host     {:>14} {}\n", c.host, percent(c.host, total));
+  if (r.replicas > 1 || r.interIpuBytes)
+    fmt::print("  replicas {}, inter-IPU exchange {} bytes\n", r.replicas, r.interIpuBytes);
+  if (r.ipus.size() > 1)
+    for (size_t i = 0; i < r.ipus.size(); ++i)
+      fmt::print("    IPU {:>3}: compute {:>12} cycles, link bytes sent {:>10}, received {:>10}\n", i,
+                 r.ipus[i].computeCycles, r.ipus[i].linkBytesSent, r.ipus[i].linkBytesReceived);
   fmt::print("  wall time: open+verify {:.3f} s, load {:.3f} s, JIT {:.3f} s, run {:.3f} s "
              "({:.3f} ms/iteration)\n",
              openSeconds, r.loadSeconds, r.jitSeconds, r.runSeconds,

@@ -287,7 +287,7 @@ static DataStream addFifo(detail::GraphImpl &g, const std::string &handle, Type 
                             h2d ? graph::TensorRole::Input : graph::TensorRole::Output);
   s.stream = g.dg.addStream(handle, s.buffer, h2d ? graph::StreamDirection::HostToDevice
                                                   : graph::StreamDirection::DeviceToHost);
-  (h2d ? g.dg.inputs : g.dg.outputs).push_back({handle, toDType(type), {int64_t(n)}, s.buffer, s.stream});
+  (h2d ? g.dg.inputs : g.dg.outputs).push_back({handle, toDType(type), {int64_t(n)}, s.buffer, s.stream, {}, {}});
   g.streams.push_back(s);
   return DataStream(uint32_t(g.streams.size() - 1), handle);
 }

@@ -7,6 +7,7 @@
 #include "compiler/ir/ir.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lib/lowering.h"
+#include "compiler/lib/step.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/passes/pass_manager.h"
 #include "support/error.h"
@@ -66,6 +67,61 @@ void checkLowerable(const ir::Graph &g, const std::string &modelPath) {
   fail("{}: unsupported operators: {}", modelPath, list);
 }
 
+// The step options, checked against each other and the model with PopART's
+// glossary: batch size = micro-batch size x replication x accumulation, step
+// size = batch size x batches per step.
+lib::StepConfig stepConfig(const CompileOptions &o, const ir::Ir &ir, const graph::Target &target,
+                           const std::string &modelPath) {
+  lib::StepConfig c;
+  c.batchesPerStep = o.batchesPerStep;
+  c.accumulationFactor = o.accumulationFactor;
+  c.replicationFactor = o.replicationFactor;
+  c.pipeline = o.pipeline;
+  for (const std::string &spec : o.anchors) {
+    auto [name, anchor] = lib::parseAnchor(spec);
+    if (!c.anchors.emplace(name, anchor).second)
+      fail("--anchor {}: given twice", name);
+  }
+  if (!o.batchesPerStep || !o.accumulationFactor || !o.replicationFactor)
+    fail("--batches-per-step, --accumulation-factor and --replication-factor must be at least 1");
+  if (uint64_t(o.replicationFactor) * target.numIpus > 64)
+    fail("--replication-factor {} x --num-ipus {} = {} IPUs: more than the 64 IPUs of the largest system",
+         o.replicationFactor, target.numIpus, uint64_t(o.replicationFactor) * target.numIpus);
+  if (o.autoShard > target.numIpus)
+    fail("--auto-shard {} needs {} IPUs but --num-ipus is {}", o.autoShard, o.autoShard, target.numIpus);
+  if (uint64_t(o.batchesPerStep) * o.accumulationFactor > (1u << 20))
+    fail("--batches-per-step {} x --accumulation-factor {}: more than 2^20 micro-batches per step",
+         o.batchesPerStep, o.accumulationFactor);
+  if (!o.batchSize && !o.stepSize)
+    return c;
+  // The micro-batch size is the leading dimension of the model's inputs.
+  int64_t micro = -1;
+  std::string from;
+  for (const std::string &name : ir.main.inputs) {
+    const Shape &s = ir.main.tensor(name).info.shape;
+    if (s.empty())
+      continue;
+    if (micro < 0)
+      micro = s[0], from = name;
+    else if (s[0] != micro)
+      fail("{}: --batch-size/--step-size: inputs '{}' and '{}' disagree on the micro-batch size (dimension 0: {} "
+           "vs {})", modelPath, from, name, micro, s[0]);
+  }
+  if (micro < 0)
+    fail("{}: --batch-size/--step-size: the model has no input with a batch dimension", modelPath);
+  const uint64_t batch = uint64_t(micro) * o.replicationFactor * o.accumulationFactor;
+  const std::string batchText = fmt::format("micro-batch size {} (input '{}' dimension 0) x replication factor {} "
+                                            "x accumulation factor {} = {}",
+                                            micro, from, o.replicationFactor, o.accumulationFactor, batch);
+  if (o.batchSize && o.batchSize != batch)
+    fail("--batch-size {} is inconsistent: batch size = {}", o.batchSize, batchText);
+  if (o.stepSize && o.stepSize != batch * o.batchesPerStep)
+    fail("--step-size {} is inconsistent: step size = batch size x batches per step = {} x {} = {}, where batch "
+         "size = {}",
+         o.stepSize, batch, o.batchesPerStep, batch * o.batchesPerStep, batchText);
+  return c;
+}
+
 } // namespace
 
 std::map<std::string, FrozenInput> loadFrozenInputs(const std::vector<std::string> &specs) {
@@ -101,8 +157,11 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // Every field, by name: adding a member to CompileOptions breaks this line
   // until the new option is either described below or listed as not
   // changing the executable — so the cache key cannot silently miss it.
-  const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_] =
-      *this;
+  const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
+               autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
+               stepSize_] = *this;
+  (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
+  (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
   (void)dumpIrDir_, (void)dumpDotDir_; // debug output only; the executable is the same
   (void)arch_, (void)numIpus_, (void)tilesPerIpu_, (void)bytesPerTile_, (void)inputShapes_, (void)frozenInputs_;
   const graph::Target t = makeTarget(*this);
@@ -114,6 +173,22 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   };
   for (const auto &[name, shape] : inputShapes)
     d["input-shape:" + name] = shapeToString(shape);
+  // Multi-IPU options only when set, so plain compiles keep their metadata and cache keys.
+  if (autoShard)
+    d["auto-shard"] = std::to_string(autoShard);
+  if (pipeline)
+    d["pipeline"] = "1";
+  if (batchesPerStep != 1)
+    d["batches-per-step"] = std::to_string(batchesPerStep);
+  if (accumulationFactor != 1)
+    d["accumulation-factor"] = std::to_string(accumulationFactor);
+  if (replicationFactor != 1)
+    d["replication-factor"] = std::to_string(replicationFactor);
+  for (const std::string &spec : anchors) {
+    auto [name, anchor] = lib::parseAnchor(spec);
+    d["anchor:" + name] = anchor.text();
+  }
+  // --batch-size / --step-size only check; they do not change the executable.
   for (const auto &[name, value] : frozenInputs)
     d["freeze-input:" + name] = fmt::format("{}{}:{:016x}", dtypeName(value.dtype), shapeToString(value.shape),
                                             XXH3_64bits(value.data.data(), value.data.size()));
@@ -198,6 +273,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   if (profile)
     profile->ir = irJson(ir.main);
   checkLowerable(ir.main, modelPath);
+  const lib::StepConfig step = stepConfig(options, ir, target, modelPath);
 
   phase("lowering");
   t0 = Clock::now();
@@ -205,8 +281,28 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   codegen::VertexCodegen codegen;
   std::optional<graph::MemoryPlan> plan;
   try {
-    lib::lowerIr(ir, dg, codegen);
-    plan = graph::planMemory(dg);
+    uint32_t stages = 1;
+    if (options.autoShard) {
+      lib::autoShard(ir, target, options.autoShard);
+      for (auto &op : ir.main.ops()) // its stages replace any __pipeline_stage
+        op->pipelineStage = -1;
+    }
+    if (options.pipeline)
+      stages = lib::assignPipelineStages(ir, target.numIpus);
+    lib::LowerOptions lowerOptions;
+    lowerOptions.pipeline = options.pipeline;
+    lowerOptions.anchors = step.anchors;
+    lowerOptions.iterations = step.iterations();
+    const std::vector<lib::Segment> segments = lib::lowerIrSegments(ir, dg, codegen, lowerOptions);
+    if (step.trivial()) {
+      plan = graph::planMemory(dg);
+    } else {
+      lib::applyStepLayout(dg, step, stages);
+      lib::StepPrograms programs = lib::buildStepPrograms(dg, segments, step, stages);
+      dg.main() = std::move(programs.plan); // liveness of one sequential micro-batch
+      plan = graph::planMemory(dg);
+      dg.main() = std::move(programs.run);
+    }
   } catch (const Error &e) {
     e.rethrowWithPrefix(modelPath + ": "); // name the model in lowering errors
   }

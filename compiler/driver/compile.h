@@ -31,6 +31,12 @@ struct CompileOptions {
   std::map<std::string, Shape> inputShapes;
   std::map<std::string, FrozenInput> frozenInputs; // become constants; no longer inputs
   std::string dumpIrDir, dumpDotDir;
+  // Multi-IPU (docs/multi-ipu.md).
+  uint32_t autoShard = 0;              // --auto-shard N: N balanced contiguous stages, one per IPU
+  bool pipeline = false;               // --pipeline
+  uint32_t batchesPerStep = 1, accumulationFactor = 1, replicationFactor = 1;
+  std::vector<std::string> anchors;    // --anchor NAME=ALL|EVERYN:k|FINAL|SUM
+  uint32_t batchSize = 0, stepSize = 0; // --batch-size / --step-size: checked against the rest (0 = unchecked)
 
   // Every option that changes the executable, as stable key/value text. Stored
   // in the popef metadata and part of the cache key.

@@ -82,6 +82,9 @@ struct HostStream {
   std::string name;
   TensorId tensor = 0;
   StreamDirection direction = StreamDirection::HostToDevice;
+  // Outputs only: transfer on executions k with (k / group) % every == every - 1
+  // (anchor return types, docs/multi-ipu.md); popef HostStream.every/group.
+  uint32_t every = 1, group = 1;
 };
 
 enum class ProgramKind : uint8_t { Sequence = 0, Execute, Exchange, StreamCopy, Repeat, Call, Sync,
@@ -95,6 +98,7 @@ struct Program {
   std::vector<Program> children;
   TensorId tensor = 0;              // If, RepeatWhileTrue, Switch (scalar), PrintTensor
   std::vector<int64_t> caseValues;  // Switch: one per case child (the last child is the default)
+  bool parallel = false; // Sequence of per-IPU work running at once (pipeline cycle)
 
   static Program sequence(std::string name = {}) { return {ProgramKind::Sequence, 0, 0, std::move(name), {}, 0, {}}; }
   static Program execute(uint32_t cs) { return {ProgramKind::Execute, cs, 0, {}, {}, 0, {}}; }
@@ -109,6 +113,8 @@ struct IoInfo {
   Shape shape;
   TensorId tensor = 0;
   uint32_t stream = 0;
+  Shape hostShape;    // whole step on the host (empty = shape)
+  std::string anchor; // outputs: ALL | EVERYN:k | FINAL | SUM
 };
 
 // Tiles mapLinearly uses for `elems` elements (same rule, for planning ahead).
@@ -156,6 +162,8 @@ public:
 
   std::vector<IoInfo> inputs, outputs;
   std::string modelName;
+  // Step structure (docs/multi-ipu.md); all 1 / 0 for a plain single run.
+  uint32_t replicationFactor = 1, batchesPerStep = 1, accumulationFactor = 1, pipelineStages = 0;
 
 private:
   Target target_;
@@ -164,6 +172,9 @@ private:
   std::vector<ComputeSet> computeSets_;
   std::vector<ExchangeStep> exchanges_;
   std::vector<HostStream> streams_;
+public:
+  HostStream &stream(uint32_t i) { return streams_.at(i); }
+private:
   Program main_ = Program::sequence("main");
 };
 

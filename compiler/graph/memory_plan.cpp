@@ -157,7 +157,7 @@ std::string outOfMemoryReport(const DeviceGraph &g, const std::vector<uint64_t> 
   std::string report = fmt::format(
       "out of memory: {} of {} tiles exceed the {} bytes per tile of {} (worst tiles below). "
       "Fix: a smaller batch (--input-shape), more tiles (--tiles-per-ipu, if reduced), or more IPUs "
-      "(--num-ipus together with __ipu_number attributes on the model's nodes)",
+      "(--auto-shard N, or --num-ipus with __ipu_number attributes on the model's nodes)",
       over.size(), used.size(), limit, g.target().arch);
   for (size_t i = 0; i < std::min<size_t>(over.size(), 5); ++i) {
     const uint32_t t = over[i];

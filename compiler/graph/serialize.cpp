@@ -79,6 +79,7 @@ std::unique_ptr<fb::ProgramT> toProgram(const Program &p) {
   out->name = p.name;
   out->tensor = p.tensor;
   out->case_values = p.caseValues;
+  out->parallel = p.parallel;
   for (const Program &c : p.children)
     out->children.push_back(toProgram(c));
   return out;
@@ -91,6 +92,10 @@ std::unique_ptr<fb::IoInfoT> toIoInfo(const IoInfo &io) {
   out->shape = io.shape;
   out->tensor = io.tensor;
   out->stream = io.stream;
+  if (!io.hostShape.empty() && io.hostShape != io.shape)
+    out->host_shape = io.hostShape;
+  if (!io.anchor.empty())
+    out->anchor = io.anchor;
   return out;
 }
 
@@ -104,9 +109,13 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   exe.format_version = popef::kFormatVersion;
   exe.compiler_version = compilerVersion();
   exe.target = toTarget(g.target());
+  exe.target->replication_factor = g.replicationFactor;
 
   auto meta = std::make_unique<fb::MetadataT>();
   meta->model_name = g.modelName;
+  meta->batches_per_step = g.batchesPerStep;
+  meta->accumulation_factor = g.accumulationFactor;
+  meta->pipeline_stages = g.pipelineStages;
   for (const IoInfo &io : g.inputs)
     meta->inputs.push_back(toIoInfo(io));
   for (const IoInfo &io : g.outputs)
@@ -198,6 +207,8 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     out->name = s.name;
     out->tensor = s.tensor;
     out->direction = static_cast<fb::StreamDirection>(s.direction);
+    out->every = s.every;
+    out->group = s.group;
     exe.streams.push_back(std::move(out));
   }
 

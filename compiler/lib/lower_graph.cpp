@@ -1,11 +1,14 @@
 // Lowers the main IR graph: host streams for the inputs, constants on first
 // use, every op through its lowering, then streams for the outputs.
 #include "compiler/lib/lowering.h"
+#include "compiler/lib/ops.h"
+#include "compiler/lib/step.h"
 
 #include "support/error.h"
 #include "support/log.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace popc::lib {
@@ -45,26 +48,107 @@ void streamOutput(const std::string &name, const ir::Graph &g, Lowering &L,
   }
   streamed.insert(outTensor);
   const uint32_t stream = dg.addStream(name, outTensor, graph::StreamDirection::DeviceToHost);
-  dg.outputs.push_back({name, info.dtype, info.shape, outTensor, stream});
+  dg.outputs.push_back({name, info.dtype, info.shape, outTensor, stream, {}, {}});
+}
+
+} // namespace
+
+namespace {
+
+// Cuts main's children appended since the last cut into a segment of `stage`.
+struct SegmentCutter {
+  graph::DeviceGraph &dg;
+  std::vector<Segment> segments;
+  size_t done = 0;
+  void cut(int64_t stage) {
+    auto &children = dg.main().children;
+    if (children.size() == done)
+      return;
+    Segment s{stage, {children.begin() + done, children.end()}};
+    done = children.size();
+    if (!segments.empty() && segments.back().stage == stage)
+      for (auto &p : s.programs)
+        segments.back().programs.push_back(std::move(p));
+    else
+      segments.push_back(std::move(s));
+  }
+};
+
+// SUM anchor: acc (zeroed in the prologue) += value each micro-batch; the
+// stream then reads acc, moving data only on the step's last micro-batch.
+Value sumAccumulator(const std::string &name, const Value &v, Lowering &L, SegmentCutter &cut, int64_t stage) {
+  auto &dg = L.graph;
+  Value acc = L.newValue(name + "/sum", v.info);
+  L.mapLike(acc, v);
+  Value zeros = L.newValue(name + "/sum/zero", v.info, graph::TensorRole::Constant);
+  dg.tensor(zeros.tensor).constData.assign(dg.tensor(v.tensor).bytes, 0);
+  dg.setMapping(zeros.tensor, dg.tensor(acc.tensor).mapping);
+  cut.cut(stage);
+  {
+    OpBuilder b(L, name + "/sum/zero");
+    dg.exchange(b.preExchange()).copies.push_back({zeros.tensor, 0, acc.tensor, 0, dg.tensor(acc.tensor).bytes});
+  }
+  cut.cut(-1);
+  Value sum = lowerElementwise(L, name + "/sum/add", "Add", {acc, v}, v.info);
+  {
+    OpBuilder b(L, name + "/sum/update");
+    dg.exchange(b.preExchange()).copies.push_back({sum.tensor, 0, acc.tensor, 0, dg.tensor(acc.tensor).bytes});
+  }
+  cut.cut(stage);
+  return acc;
 }
 
 } // namespace
 
 void lowerIr(const ir::Ir &ir, graph::DeviceGraph &dg, codegen::VertexCodegen &codegen) {
+  lowerIrSegments(ir, dg, codegen, {});
+}
+
+std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, codegen::VertexCodegen &codegen,
+                                     const LowerOptions &options) {
   auto log = log::get("lib");
   Lowering L(dg, codegen);
   L.setCurrentIpu(0);
   const ir::Graph &g = ir.main;
   dg.modelName = ir.modelName;
+  SegmentCutter cut{dg, {}, 0};
+  auto stageOf = [&](const ir::Op &op) { return options.pipeline ? std::max<int64_t>(op.pipelineStage, 0) : 0; };
+  // Pipelining: each stage's IPU (one per stage, assignPipelineStages checks).
+  std::map<int64_t, int64_t> stageOfIpu, ipuOfStage;
+  if (options.pipeline)
+    for (const auto &op : g.ops()) {
+      stageOfIpu.emplace(op->ipu, stageOf(*op));
+      ipuOfStage.emplace(stageOf(*op), op->ipu);
+    }
+  std::map<std::pair<std::string, int64_t>, Value> forwarded; // (IR value, IPU) -> its copy on that IPU
+  // Where a graph input or output lives: with the op that consumes or produces
+  // it, so a sharded model sends no tensor over the links twice.
+  auto firstConsumer = [&](const std::string &name) -> const ir::Op * {
+    auto c = g.consumers(name);
+    return c.empty() ? nullptr : g.ops()[c.front()].get();
+  };
+  auto producerOf = [&](const std::string &name) -> const ir::Op * {
+    auto p = g.producer(name);
+    if (p)
+      return g.ops()[*p].get();
+    return firstConsumer(name);
+  };
 
   for (const std::string &name : g.inputs) {
     const ir::Tensor &t = g.tensor(name);
+    const ir::Op *user = firstConsumer(name);
+    try {
+      L.setCurrentIpu(user ? user->ipu : 0);
+    } catch (const Error &e) {
+      fail("{} '{}': {}", user->type, user->name, e.what());
+    }
     Value v = L.newValue(name, t.info, graph::TensorRole::Input);
     L.mapLinearly(v);
     const uint32_t stream = dg.addStream(name, v.tensor, graph::StreamDirection::HostToDevice);
     dg.main().children.push_back(graph::Program::streamCopy(stream));
-    dg.inputs.push_back({name, t.info.dtype, t.info.shape, v.tensor, stream});
+    dg.inputs.push_back({name, t.info.dtype, t.info.shape, v.tensor, stream, {}, {}});
     L.bind(name, v);
+    cut.cut(user ? stageOf(*user) : 0);
   }
 
   for (const auto &op : g.ops()) {
@@ -86,16 +170,105 @@ void lowerIr(const ir::Ir &ir, graph::DeviceGraph &dg, codegen::VertexCodegen &c
     const LowerFn *lower = findLowering(op->type);
     if (!lower)
       fail("{} '{}': no device lowering for this operator yet", op->type, op->name);
+    // Operands on another IPU cross the links once, whole, into a copy on this
+    // op's IPU (PopART's IpuCopy) that the lowering then spreads over its
+    // tiles by on-IPU exchange; constants get their own copy per IPU. When
+    // pipelining, a value from two or more stages back is forwarded stage by
+    // stage (PopART stashes it): a stage reads only its own and the previous
+    // stage's IPU.
+    std::map<std::string, Value> originals;
+    if (dg.target().numIpus > 1)
+      for (const std::string &in : op->inputs)
+        if (!in.empty() && !originals.count(in)) {
+          const Value v = L.value(in);
+          const auto &t = dg.tensor(v.tensor);
+          const uint32_t tpi = dg.target().tilesPerIpu;
+          if (t.mapping.empty() || v.info.bytes() != t.bytes) // (partial views: gathered as they are)
+            continue;
+          const int64_t fromIpu = t.mapping.front().tile / tpi;
+          if (fromIpu == op->ipu || std::any_of(t.mapping.begin(), t.mapping.end(), [&](const graph::Interval &iv) {
+                return int64_t(iv.tile / tpi) != fromIpu;
+              }))
+            continue;
+          cut.cut(stageOf(*op));
+          Value cur = v;
+          if (t.role == graph::TensorRole::Constant) {
+            auto key = std::pair(in, op->ipu + (int64_t(1) << 32));
+            if (!forwarded.count(key)) {
+              Value c = L.newValue(fmt::format("{}/ipu{}", in, op->ipu), v.info, graph::TensorRole::Constant);
+              dg.tensor(c.tensor).constData = t.constData;
+              L.setCurrentIpu(op->ipu);
+              L.mapLinearly(c);
+              forwarded.emplace(key, c);
+            }
+            cur = forwarded.at(key);
+          } else {
+            // The hops: through each stage in between when pipelining, then here.
+            std::vector<std::pair<int64_t, std::string>> hops; // (IPU, name)
+            const int64_t from = stageOfIpu.count(fromIpu) ? stageOfIpu.at(fromIpu) : stageOf(*op);
+            if (options.pipeline)
+              for (int64_t k = from + 1; k < stageOf(*op); ++k)
+                hops.push_back({ipuOfStage.at(k), fmt::format("{}/stash{}", in, k)});
+            hops.push_back({op->ipu, fmt::format("{}/ipucopy{}", in, op->ipu)});
+            for (size_t h = 0; h < hops.size(); ++h) {
+              const auto [ipu, name] = hops[h];
+              auto key = std::pair(in, ipu);
+              if (!forwarded.count(key)) {
+                L.setCurrentIpu(ipu);
+                Value next = L.newValue(name, v.info);
+                L.mapLinearly(next);
+                {
+                  OpBuilder b(L, name);
+                  dg.exchange(b.preExchange()).copies.push_back({cur.tensor, 0, next.tensor, 0, t.bytes});
+                }
+                cut.cut(h + 1 < hops.size() ? stageOfIpu.at(ipu) : stageOf(*op));
+                forwarded.emplace(key, next);
+              }
+              cur = forwarded.at(key);
+            }
+          }
+          originals.emplace(in, v);
+          L.bind(in, cur);
+        }
+    L.setCurrentIpu(op->ipu);
     log->debug("lowering {} '{}'", op->type, op->name);
     (*lower)(*op, g, L);
+    for (const auto &[name, v] : originals)
+      L.bind(name, v);
+    cut.cut(stageOf(*op));
   }
 
-  L.setCurrentIpu(0);
   std::set<graph::TensorId> streamed;
-  for (const std::string &name : g.outputs)
-    streamOutput(name, g, L, streamed);
-  for (const graph::IoInfo &out : dg.outputs)
-    dg.main().children.push_back(graph::Program::streamCopy(out.stream));
+  std::vector<int64_t> outputStages;
+  for (const std::string &name : g.outputs) {
+    const ir::Op *producer = producerOf(name);
+    L.setCurrentIpu(producer ? producer->ipu : 0);
+    const int64_t stage = producer ? stageOf(*producer) : 0;
+    auto anchor = options.anchors.find(name);
+    if (anchor != options.anchors.end() && anchor->second.kind == Anchor::Kind::Sum && options.iterations > 1) {
+      if (!L.has(name))
+        bindConstant(g.tensor(name), L); // a constant output sums like any other
+      {
+        Value acc = sumAccumulator(name, L.value(name), L, cut, stage);
+        graph::DeviceTensor &t = dg.tensor(acc.tensor);
+        t.role = graph::TensorRole::Output;
+        streamed.insert(acc.tensor);
+        const uint32_t stream = dg.addStream(name, acc.tensor, graph::StreamDirection::DeviceToHost);
+        const ir::TensorInfo &info = g.tensor(name).info;
+        dg.outputs.push_back({name, info.dtype, info.shape, acc.tensor, stream, {}, {}});
+      }
+    } else {
+      streamOutput(name, g, L, streamed);
+    }
+    cut.cut(stage);
+    outputStages.push_back(stage);
+  }
+  L.setCurrentIpu(0);
+  for (size_t i = 0; i < dg.outputs.size(); ++i) {
+    dg.main().children.push_back(graph::Program::streamCopy(dg.outputs[i].stream));
+    cut.cut(outputStages[i]);
+  }
+  return std::move(cut.segments);
 }
 
 } // namespace popc::lib

@@ -83,6 +83,10 @@ private:
           kMaxWorkersPerTile);
     numTiles_ = static_cast<uint32_t>(tiles);
     bytesPerTile_ = t->bytes_per_tile();
+    // Replicas multiply the runner's arena (docs/multi-ipu.md).
+    if (t->replication_factor() == 0 || tiles * t->replication_factor() > kMaxTiles)
+      bad("target", "replication_factor {} x {} tiles per replica must be between 1 and {} tiles",
+          t->replication_factor(), tiles, kMaxTiles);
   }
 
   void checkTile(const std::string &where, const char *what, uint32_t tile) {
@@ -419,6 +423,21 @@ private:
         same = io->shape()->Get(d) == t->shape()->Get(d);
       if (!same)
         bad(where, "shape differs from the shape of tensor {}", io->tensor());
+      // A step's host array holds whole chunks of the tensor, at most 2^26 of them.
+      if (len(io->host_shape())) {
+        checkAligned(where, "host_shape", io->host_shape());
+        uint64_t elems = 1, chunk = 1;
+        for (uint32_t d = 0; d < len(io->shape()); ++d)
+          chunk *= uint64_t(std::max<int64_t>(io->shape()->Get(d), 0));
+        for (uint32_t d = 0; d < len(io->host_shape()); ++d) {
+          const int64_t x = io->host_shape()->Get(d);
+          if (x < 0 || x > (int64_t(1) << 26) || __builtin_mul_overflow(elems, uint64_t(x), &elems) ||
+              elems / (chunk + 1) > (uint64_t(1) << 26))
+            bad(where, "host_shape dimension {} is {}: not a step of whole tensors", d, x);
+        }
+        if (chunk && (elems == 0 || elems % chunk || elems / chunk > (uint64_t(1) << 26)))
+          bad(where, "host_shape holds {} elements, not a whole number of {}-element tensors", elems, chunk);
+      }
     }
   }
 

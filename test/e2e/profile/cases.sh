@@ -286,6 +286,25 @@ for s in x["simulation"]["steps"]:
     assert s["type"] in documented, s["type"]
 PY
   ;;
+pipelined_replicated_matches_report)
+  # Pipelined over 3 IPUs (parallel Sequences), replicated twice, an EVERYN anchor: the execution
+  # profile's cycles are still the engine's.
+  M=$SRC/test/e2e/multiipu/models.py
+  "$PY" "$M" model cnn c.onnx && "$PY" "$M" inputs cnn in.npz --lead 6,2 || die "models.py failed"
+  "$BIN/popc-onnx" c.onnx -o c.popef --tiles-per-ipu 32 --auto-shard 3 --pipeline --batches-per-step 6 \
+    --replication-factor 2 --anchor y=EVERYN:3 --profile-dir prof || die "compile failed"
+  "$BIN/poprun-lite" c.popef --inputs in.npz --outputs c.npz --report --profile-dir prof --summary >report.txt ||
+    die "poprun-lite failed"
+  want=$(sed -n 's/.*cycles total \([0-9]*\) over.*/\1/p' report.txt)
+  "$PY" - "$want" <<'PY' || die "execution.json does not match --report"
+import json, sys
+x = json.load(open("prof/execution.json")); g = json.load(open("prof/graph.json"))
+assert g["target"]["replicationFactor"] == 2 and g["target"]["numIPUs"] == 3
+assert any(p.get("parallel") for p in g["programs"]), "no parallel Sequence"
+assert x["simulation"]["cycles"] == int(sys.argv[1]), (x["simulation"]["cycles"], sys.argv[1])
+PY
+  grep -qE "^  Total cycles: +$("$PY" -c "print(f'{int(\"$want\"):,}')") " report.txt || die "summary total differs"
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS: $CASE"

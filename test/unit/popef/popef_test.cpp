@@ -345,3 +345,18 @@ TEST_CASE("any changed byte or truncation fails the file checksum", "[popef]") {
   std::vector<uint8_t> cut(good.begin(), good.end() - 1);
   CHECK_THROWS_WITH(Executable::fromBytes(cut, "x.popef"), Catch::Contains("x.popef:"));
 }
+
+TEST_CASE("popef step fields are checked: replicas bound the arena, host shapes hold whole tensors", "[popef]") {
+  expectRejected([](auto &e) { e.target->replication_factor = 0; }, "replication_factor 0 x 4 tiles per replica");
+  expectRejected([](auto &e) { e.target->replication_factor = 1u << 19; }, "must be between 1 and");
+  expectRejected([](auto &e) { e.metadata->inputs[0]->host_shape = {3, 5}; },
+                 "host_shape holds 15 elements, not a whole number of 4-element tensors");
+  expectRejected([](auto &e) { e.metadata->inputs[0]->host_shape = {0, 4}; }, "not a whole number");
+  expectRejected([](auto &e) { e.metadata->inputs[0]->host_shape = {-2, 4}; }, "host_shape dimension 0 is -2");
+  expectRejected([](auto &e) { e.metadata->outputs[0]->host_shape = {1ll << 30, 4}; }, "host_shape dimension 0");
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  exe.target->replication_factor = 2;
+  exe.metadata->inputs[0]->host_shape = {3, 2, 4};
+  exe.metadata->outputs[0]->host_shape = {2, 4};
+  CHECK_NOTHROW(Executable::fromBytes(popc::popef::serialize(exe), "ok"));
+}

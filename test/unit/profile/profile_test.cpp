@@ -207,8 +207,10 @@ TEST_CASE("execution profile of the sample trace: steps, cycles and balances", "
 
 TEST_CASE("execution profile: a trace naming an unknown program is an error", "[profile]") {
   const Json g = popc::profile::graphProfile(*sample());
-  const std::vector<uint32_t> bad = {0, 99};
-  CHECK_THROWS_WITH(popc::profile::executionProfile(g, bad), Catch::Contains("program 99"));
+  const std::vector<uint32_t> unknown = {99};
+  CHECK_THROWS_WITH(popc::profile::executionProfile(g, unknown), Catch::Contains("names program 99"));
+  const std::vector<uint32_t> offTree = {0, 2};
+  CHECK_THROWS_WITH(popc::profile::executionProfile(g, offTree), Catch::Contains("entry 1 is not program 1"));
 }
 
 TEST_CASE("execution profile from the engine's trace matches the engine's cycle report", "[profile]") {

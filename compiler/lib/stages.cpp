@@ -1,0 +1,197 @@
+// Sharding and pipeline stages (PopART virtual graphs and pipeline stages):
+// --auto-shard splits the op list into contiguous stages of balanced cost;
+// --pipeline checks and completes the stage annotations.
+#include "compiler/lib/lowering.h"
+#include "compiler/lib/step.h"
+
+#include "support/error.h"
+#include "support/log.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace popc::lib {
+
+namespace {
+
+// Cost of one op measured by a trial lowering: the busiest tile's compute
+// cycles and the bytes of the tensors it is first to touch (weights included).
+struct OpCost {
+  double cycles = 0, bytes = 0;
+};
+
+void measure(const graph::DeviceGraph &g, const codegen::VertexCodegen &cg, const graph::Program &p, OpCost &c,
+             std::vector<bool> &seen) {
+  auto touch = [&](graph::TensorId t) {
+    if (!seen[t]) {
+      seen[t] = true;
+      c.bytes += double(g.tensor(t).bytes);
+    }
+  };
+  switch (p.kind) {
+  case graph::ProgramKind::Sequence:
+  case graph::ProgramKind::Repeat:
+    for (const auto &ch : p.children)
+      measure(g, cg, ch, c, seen);
+    break;
+  case graph::ProgramKind::Execute: {
+    std::map<uint32_t, uint64_t> perTile;
+    for (const auto &v : g.computeSets()[p.index].vertices) {
+      perTile[v.tile] += cg.vertexTypes().at(v.type).cycles;
+      for (const auto &f : v.fields)
+        touch(f.tensor);
+    }
+    uint64_t worst = 0;
+    for (const auto &[tile, cycles] : perTile)
+      worst = std::max(worst, cycles);
+    c.cycles += double(worst) / std::max(1u, g.target().workersPerTile);
+    break;
+  }
+  case graph::ProgramKind::Exchange:
+    for (const auto &cp : g.exchanges()[p.index].copies) {
+      touch(cp.src);
+      touch(cp.dst);
+    }
+    break;
+  default: break;
+  }
+}
+
+// Contiguous split of `w` into exactly `parts` non-empty ranges minimising the
+// largest sum (binary search on the bound, then split the widest ranges).
+std::vector<uint32_t> balancedSplit(const std::vector<double> &w, uint32_t parts) {
+  double lo = 0, hi = 0;
+  for (double x : w)
+    lo = std::max(lo, x), hi += x;
+  auto greedy = [&](double bound) {
+    std::vector<uint32_t> starts{0};
+    double acc = 0;
+    for (uint32_t i = 0; i < w.size(); ++i) {
+      if (acc + w[i] > bound && acc > 0) {
+        starts.push_back(i);
+        acc = 0;
+      }
+      acc += w[i];
+    }
+    return starts;
+  };
+  for (int it = 0; it < 60; ++it) {
+    const double mid = (lo + hi) / 2;
+    (greedy(mid).size() <= parts ? hi : lo) = mid;
+  }
+  std::vector<uint32_t> starts = greedy(hi * (1 + 1e-12));
+  // Fewer ranges than stages (tiny ops at the end): split the longest ones.
+  while (starts.size() < parts) {
+    size_t best = 0, bestLen = 0;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      const size_t end = k + 1 < starts.size() ? starts[k + 1] : w.size();
+      if (end - starts[k] > bestLen)
+        best = k, bestLen = end - starts[k];
+    }
+    starts.insert(starts.begin() + best + 1, starts[best] + uint32_t(bestLen / 2));
+  }
+  return starts;
+}
+
+} // namespace
+
+void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages) {
+  auto &ops = ir.main.ops();
+  if (ops.size() < stages)
+    fail("--auto-shard {}: the model has only {} op(s) after optimisation; use at most that many stages", stages,
+         ops.size());
+  // Trial lowering on one IPU of the target, one segment per op.
+  std::vector<int64_t> savedStage, savedIpu;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    savedStage.push_back(ops[i]->pipelineStage);
+    savedIpu.push_back(ops[i]->ipu);
+    ops[i]->pipelineStage = int64_t(i);
+    ops[i]->ipu = 0;
+  }
+  graph::Target one = target;
+  one.numIpus = 1;
+  graph::DeviceGraph g(one);
+  codegen::VertexCodegen cg;
+  LowerOptions lo;
+  lo.pipeline = true;
+  std::vector<Segment> segments = lowerIrSegments(ir, g, cg, lo);
+  std::vector<OpCost> cost(ops.size());
+  std::vector<bool> seen(g.tensors().size(), false);
+  for (const Segment &s : segments)
+    if (s.stage >= 0 && size_t(s.stage) < ops.size())
+      for (const auto &p : s.programs)
+        measure(g, cg, p, cost[s.stage], seen);
+  double cycles = 0, bytes = 0;
+  for (const OpCost &c : cost)
+    cycles += c.cycles, bytes += c.bytes;
+  std::vector<double> w;
+  for (const OpCost &c : cost)
+    w.push_back((cycles > 0 ? c.cycles / cycles : 0) + (bytes > 0 ? c.bytes / bytes : 0) + 1e-9);
+  const std::vector<uint32_t> starts = balancedSplit(w, stages);
+  auto log = log::get("lib");
+  for (uint32_t s = 0; s < stages; ++s) {
+    const uint32_t end = s + 1 < stages ? starts[s + 1] : uint32_t(ops.size());
+    OpCost sum;
+    for (uint32_t i = starts[s]; i < end; ++i) {
+      ops[i]->ipu = s;
+      sum.cycles += cost[i].cycles, sum.bytes += cost[i].bytes;
+    }
+    log->info("auto-shard: stage {} = ops {}..{} ({} .. {}), ~{:.0f} cycles, ~{:.0f} bytes", s, starts[s], end - 1,
+              ops[starts[s]]->name, ops[end - 1]->name, sum.cycles, sum.bytes);
+  }
+  for (size_t i = 0; i < ops.size(); ++i)
+    ops[i]->pipelineStage = savedStage[i];
+  (void)savedIpu; // --auto-shard replaces any __ipu_number annotations
+}
+
+uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus) {
+  auto &g = ir.main;
+  auto &ops = g.ops();
+  const bool annotated = std::any_of(ops.begin(), ops.end(), [](const auto &op) { return op->pipelineStage >= 0; });
+  std::map<std::string, int64_t> stageOfTensor;
+  for (auto &op : ops) {
+    int64_t inherited = 0;
+    for (const auto &in : op->inputs)
+      if (auto it = stageOfTensor.find(in); it != stageOfTensor.end())
+        inherited = std::max(inherited, it->second);
+    if (!annotated)
+      op->pipelineStage = op->ipu;
+    else if (op->pipelineStage < 0)
+      op->pipelineStage = inherited;
+    for (const auto &in : op->inputs)
+      if (auto it = stageOfTensor.find(in); it != stageOfTensor.end() && it->second > op->pipelineStage)
+        fail("--pipeline: {} '{}' (stage {}) reads '{}' computed in stage {}: stages must follow the data flow "
+             "(__pipeline_stage / __ipu_number)",
+             op->type, op->name, op->pipelineStage, in, it->second);
+    for (const auto &o : op->outputs)
+      stageOfTensor[o] = op->pipelineStage;
+  }
+  int64_t maxStage = 0;
+  for (const auto &op : ops)
+    maxStage = std::max(maxStage, op->pipelineStage);
+  const uint32_t stages = uint32_t(maxStage + 1);
+  // Stage s on IPU s unless __ipu_number says otherwise; one IPU per stage.
+  const bool ipusGiven = std::any_of(ops.begin(), ops.end(), [](const auto &op) { return op->ipu != 0; });
+  std::map<int64_t, int64_t> ipuOfStage;
+  std::set<int64_t> used;
+  for (auto &op : ops) {
+    if (!ipusGiven)
+      op->ipu = op->pipelineStage;
+    auto [it, added] = ipuOfStage.emplace(op->pipelineStage, op->ipu);
+    if (added && !used.insert(op->ipu).second)
+      fail("--pipeline: stage {} is on IPU {}, which another stage uses: give each stage its own IPU",
+           op->pipelineStage, op->ipu);
+    if (it->second != op->ipu)
+      fail("--pipeline: {} '{}' in stage {} is on IPU {} but the stage's other ops are on IPU {}", op->type,
+           op->name, op->pipelineStage, op->ipu, it->second);
+  }
+  for (uint32_t s = 0; s < stages; ++s)
+    if (!ipuOfStage.count(s))
+      fail("--pipeline: stage {} has no ops (stages must be numbered 0..{} without gaps)", s, stages - 1);
+  if (stages > numIpus)
+    fail("--pipeline: {} stages need {} IPUs but --num-ipus is {}", stages, stages, numIpus);
+  return stages;
+}
+
+} // namespace popc::lib

@@ -1,0 +1,76 @@
+// The step structure of a multi-IPU executable (docs/multi-ipu.md), as in
+// PopART: a host call runs batches-per-step x accumulation micro-batches per
+// replica (a Repeat, or a pipeline of stages over IPUs), outputs come back per
+// anchor return type, replicas run the same graph on their slice of the data.
+#pragma once
+#include "compiler/codegen/kernels.h"
+#include "compiler/graph/device_graph.h"
+#include "compiler/ir/ir.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace popc::lib {
+
+// PopART AnchorReturnType.
+struct Anchor {
+  enum class Kind { All, EveryN, Final, Sum } kind = Kind::All;
+  uint32_t n = 1; // EveryN
+  std::string text() const; // "ALL", "EVERYN:2", "FINAL", "SUM"
+};
+// "NAME=ALL|EVERYN:k|FINAL|SUM" (popc-onnx --anchor). Throws popc::Error.
+std::pair<std::string, Anchor> parseAnchor(const std::string &spec);
+
+struct StepConfig {
+  uint32_t batchesPerStep = 1, accumulationFactor = 1, replicationFactor = 1;
+  bool pipeline = false;
+  std::map<std::string, Anchor> anchors; // by output name; others are ALL
+  // Micro-batches each replica runs per host call.
+  uint32_t iterations() const { return batchesPerStep * accumulationFactor; }
+  bool trivial() const { return iterations() == 1 && replicationFactor == 1 && !pipeline && anchors.empty(); }
+};
+
+// A run of main-program steps belonging to one pipeline stage (-1: the step
+// prologue, run once before the micro-batches).
+struct Segment {
+  int64_t stage = 0;
+  std::vector<graph::Program> programs;
+};
+
+struct LowerOptions {
+  bool pipeline = false; // segments follow Op::pipelineStage (else all stage 0)
+  std::map<std::string, Anchor> anchors;
+  uint32_t iterations = 1; // micro-batches per step (SUM/FINAL transfer on the last)
+};
+
+// lowerIr with the step options; returns the main program cut into segments
+// (their concatenation is the main program lowerIr builds).
+std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &graph, codegen::VertexCodegen &codegen,
+                                     const LowerOptions &options);
+
+// Stage (and IPU) assignment before lowering:
+// --auto-shard N: N contiguous stages of the op list balancing the compute
+// cycles and bytes a trial lowering on one IPU measures; op.ipu = stage.
+void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages);
+// --pipeline: op.pipelineStage from `__pipeline_stage` (unannotated ops
+// inherit their producers' stage) or else op.ipu. Checks stages are ordered
+// along data flow and each stage sits on one IPU. Returns the stage count.
+uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus);
+
+// Programs of one step: `plan` is the sequential order the memory planner
+// sees (valid for every tile in the pipelined order, see step_program.cpp),
+// `run` the program the executable runs.
+struct StepPrograms {
+  graph::Program plan, run;
+};
+StepPrograms buildStepPrograms(const graph::DeviceGraph &graph, const std::vector<Segment> &segments,
+                               const StepConfig &config, uint32_t stages);
+
+// Host shapes (leading [batches_per_step, accumulation, replication] dims
+// greater than 1, as PopART's data layout) and stream FIFO rules for every
+// input and output; sets graph's step fields.
+void applyStepLayout(graph::DeviceGraph &graph, const StepConfig &config, uint32_t stages);
+
+} // namespace popc::lib
