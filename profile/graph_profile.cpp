@@ -322,6 +322,44 @@ Json memoryJson(const fb::Executable &exe, uint32_t numTiles) {
             "hostExchangeCode", "message"}}};
 }
 
+// Per IPU: memory (from the per-tile totals) and the bytes each IPU sends and
+// receives over the IPU links per run of the program's exchanges.
+Json ipusJson(const fb::Executable &exe, const Json &tileTotals) {
+  const fb::Target &t = *exe.target();
+  const uint32_t tilesPerIpu = std::max(1u, t.tiles_per_ipu());
+  const uint32_t numIpus = std::max(1u, t.num_ipus()) * std::max(1u, t.replication_factor());
+  std::vector<uint64_t> bytes(numIpus), maxTile(numIpus), tilesUsed(numIpus), sent(numIpus), received(numIpus);
+  for (size_t tile = 0; tile < tileTotals.size(); ++tile) {
+    const uint32_t ipu = uint32_t(tile / tilesPerIpu);
+    const uint64_t b = tileTotals[tile].get<uint64_t>();
+    if (ipu >= numIpus || !b)
+      continue;
+    bytes[ipu] += b;
+    maxTile[ipu] = std::max(maxTile[ipu], b);
+    ++tilesUsed[ipu];
+  }
+  for (uint32_t e = 0; e < len(exe.exchanges()); ++e) {
+    const fb::ExchangeStep *step = exe.exchanges()->Get(e);
+    for (uint32_t i = 0; i < len(step->copies()); ++i) {
+      const fb::Copy *c = step->copies()->Get(i);
+      const uint32_t from = c->src_tile() / tilesPerIpu, to = c->dst_tile() / tilesPerIpu;
+      if (from != to && from < numIpus && to < numIpus) {
+        sent[from] += c->bytes();
+        received[to] += c->bytes();
+      }
+    }
+  }
+  Json out = Json::array();
+  for (uint32_t ipu = 0; ipu < numIpus; ++ipu)
+    out.push_back({{"ipu", ipu},
+                   {"memoryBytes", bytes[ipu]},
+                   {"maxTileBytes", maxTile[ipu]},
+                   {"tilesUsed", tilesUsed[ipu]},
+                   {"linkBytesSent", sent[ipu]},
+                   {"linkBytesReceived", received[ipu]}});
+  return out;
+}
+
 } // namespace
 
 Json tensorMap(const popef::Executable &file) {
@@ -415,6 +453,7 @@ Json graphProfile(const popef::Executable &file) {
   for (uint32_t id : index.functionIds())
     j["functionPrograms"].push_back(id);
   j["memory"] = memoryJson(exe, numTiles);
+  j["ipus"] = ipusJson(exe, j["memory"]["byTile"]["total"]);
   return j;
 }
 

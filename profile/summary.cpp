@@ -127,6 +127,15 @@ void memory(Out &o, const Json &graph) {
   o.right(10, "Total:", withCommas(overlapped), 59, " B");
   o.right(10, "Total After Overlapping:", withCommas(total - nonOverlapped), 59, " B");
 
+  if (graph.contains("ipus") && graph["ipus"].size() > 1) {
+    o.line("  By IPU (memory; bytes over the IPU links per run):");
+    for (const auto &ipu : graph["ipus"])
+      o.line(fmt::format("    IPU {}: {} B on {} tiles (max {} B per tile); links: sent {} B, received {} B",
+                         u(ipu["ipu"]), withCommas(u(ipu["memoryBytes"])), withCommas(u(ipu["tilesUsed"])),
+                         withCommas(u(ipu["maxTileBytes"])), withCommas(u(ipu["linkBytesSent"])),
+                         withCommas(u(ipu["linkBytesReceived"]))));
+  }
+
   // Vertex data: each vertex's field-offset table (popc keeps these with the
   // host-side compute set plan, so they are not part of the tile totals).
   const std::vector<uint64_t> instances = instancesByType(graph);

@@ -249,6 +249,11 @@ TEST_CASE("profile summary of the sample matches the golden text", "[profile]") 
   popc::profile::SummaryOptions options;
   options.showExecutionSteps = true;
   const std::string text = popc::profile::profileSummary(g, &x, options);
+  // Per IPU: the sample's one inter-IPU copy moves 16 bytes from IPU 0 to IPU 1.
+  REQUIRE(g["ipus"].size() == 2);
+  CHECK(g["ipus"][0]["linkBytesSent"] == 16);
+  CHECK(g["ipus"][1]["linkBytesReceived"] == 16);
+  CHECK(g["ipus"][0]["memoryBytes"].get<uint64_t>() + g["ipus"][1]["memoryBytes"].get<uint64_t>() == 64);
   const std::string goldenPath = std::string(POPC_TEST_SOURCE_DIR) + "/test/unit/profile/golden/sample_summary.txt";
   if (std::getenv("POPC_UPDATE_GOLDEN"))
     std::ofstream(goldenPath) << text;
