@@ -126,13 +126,14 @@ struct Engine::Impl {
   Report report;
   const std::atomic<bool> *stop = nullptr;
   bool jitted = false;
+  ProgramObserver *observer = nullptr;
   // Graph API: per-stream host callbacks and the PrintTensor sink.
   std::vector<Engine::StreamCallback> streamCallbacks;
   std::function<void(const std::string &)> printHandler;
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
-        link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()) {
+        link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()), observer(options.observer) {
     pool = std::make_unique<ThreadPool>(options.threads);
     report.arch = target.arch() ? target.arch()->str() : "";
     report.clockHz = target.clock_hz();
@@ -513,6 +514,8 @@ struct Engine::Impl {
 
   void exec(const fb::Program &p) {
     checkStop();
+    if (observer) [[unlikely]]
+      observer->onProgram(p);
     switch (p.kind()) {
     case fb::ProgramKind::Sequence:
       if (p.parallel() && p.children()) {

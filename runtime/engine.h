@@ -4,6 +4,7 @@
 #pragma once
 #include "formats/popef/popef.h"
 #include "runtime/ipu_link.h"
+#include "runtime/program_observer.h"
 #include "runtime/report.h"
 #include "support/dtype.h"
 #include "support/error.h"
@@ -21,6 +22,7 @@ namespace popc::runtime {
 struct EngineOptions {
   unsigned threads = 0;             // host threads incl. the caller; 0 = hardware concurrency
   std::shared_ptr<IpuLink> ipuLink; // null = all IPUs in this process
+  ProgramObserver *observer = nullptr; // profiling hook (program trace); null = off
   // Checked between steps (each Execute, Exchange, StreamCopy, Sync and Repeat
   // iteration): once true, run() throws Stopped. Null = never stop.
   const std::atomic<bool> *stop = nullptr;

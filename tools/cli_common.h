@@ -46,10 +46,11 @@ inline int runTool(const std::string &tool, const std::function<int()> &body) {
   }
 }
 
-// Log level from --log-level, else POPC_LOG_LEVEL, else the default (warn).
+// Logging from POPC_LOG_DEST, POPC_LOG_LEVEL and POPC_LOG_CONFIG, then
+// --log-level (which wins over POPC_LOG_LEVEL; POPC_LOG_CONFIG's modules keep
+// their own levels). Default: warn, to stderr.
 inline void applyLogLevel(std::string level) {
-  if (level.empty() && std::getenv("POPC_LOG_LEVEL"))
-    level = std::getenv("POPC_LOG_LEVEL");
+  log::configureFromEnvironment(level.empty());
   if (!level.empty())
     log::setLevel(level);
 }

@@ -3,8 +3,11 @@
 #include "cache/tiered_store.h"
 #include "compiler/driver/cache_key.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/graph_profile.h"
 #include "compiler/onnx/importer.h"
 #include "formats/popef/popef.h"
+#include "profile/graph_profile.h"
+#include "profile/json_writer.h"
 #include "support/error.h"
 #include "support/log.h"
 #include "support/version.h"
@@ -12,6 +15,7 @@
 #include "tools/cache_options.h"
 #include "tools/cli_common.h"
 #include "tools/run_guard.h"
+#include "tools/progress.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -31,7 +35,8 @@ int main(int argc, char **argv) {
   driver::CompileOptions options;
   std::vector<std::string> inputShapes, frozenInputs;
   uint32_t tilesPerIpu = 0, bytesPerTile = 0;
-  bool stats = false;
+  bool stats = false, quiet = false;
+  std::string profileDir, tensorMapPath;
   popc::tools::CacheOptions cacheOptions;
   popc::tools::RunGuardOptions guard;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
@@ -82,6 +87,12 @@ int main(int argc, char **argv) {
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
   app.add_flag("--stats", stats, "Print compile-time statistics");
+  app.add_flag("-q,--quiet", quiet, "No phase progress on the terminal (it is never shown when stderr is not a terminal)");
+  app.add_option("--profile-dir", profileDir,
+                 "Write the graph profile DIR/graph.json (Poplar's graph profile, with liveness; "
+                 "docs/profile-format.md). Compiles even when the cache has the executable");
+  app.add_option("--save-tensor-map", tensorMapPath,
+                 "Write FILE (JSON): every tensor's name -> dtype, shape, tiles and byte intervals on them");
   cacheOptions.add(app, "Content-addressed cache directory: a compile of the same model bytes, external data, "
                         "options and compiler is taken from it instead of recompiled");
   app.add_flag("--cache-copy", cacheOptions.copyHits,
@@ -116,10 +127,13 @@ int main(int argc, char **argv) {
       key = driver::executableCacheKey(model, options);
     }
     auto log = log::get("popc-onnx");
-    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty();
-    if (store && key && !wantsDumps) {
+    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty() ||
+                            std::getenv("POPC_IR_DUMP") || std::getenv("POPC_DOT_CHECKS");
+    if (store && key && !wantsDumps && profileDir.empty()) {
       auto t0 = std::chrono::steady_clock::now();
       if (auto size = store->getToFile("exe", key->key, output)) {
+        if (!tensorMapPath.empty())
+          profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
         log->info("cache hit {} ({}): wrote {} bytes to {} in {:.3f} s without compiling", key->key,
                   store->describe(), *size, output,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -131,8 +145,27 @@ int main(int argc, char **argv) {
     }
 
     driver::CompileStats st;
-    const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st);
+    driver::ProfileFacts facts;
+    popc::tools::PhaseProgress progress("popc-onnx", quiet);
+    driver::CompileHooks hooks;
+    hooks.profile = profileDir.empty() ? nullptr : &facts;
+    if (progress.enabled())
+      hooks.phase = [&](const char *phase) { progress.phase(phase); };
+    const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st, &hooks);
+    progress.done();
     popc::popef::writeFile(output, bytes);
+    if (!profileDir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(profileDir, ec);
+      if (ec)
+        fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
+      profile::Json graph = profile::graphProfile(*popc::popef::Executable::fromBytes(bytes, output));
+      graph["memory"]["liveness"] = facts.liveness;
+      graph["ir"] = facts.ir;
+      profile::writeJsonFile((std::filesystem::path(profileDir) / "graph.json").string(), graph);
+    }
+    if (!tensorMapPath.empty())
+      profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::fromBytes(bytes, output)));
     if (store && key)
       store->put("exe", key->key, bytes);
     if (stats)

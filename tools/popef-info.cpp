@@ -2,6 +2,8 @@
 // memory per tile, vertex types, compute sets, exchanges, program tree).
 // The text output is rendered from the same JSON document --json prints.
 #include "formats/popef/popef.h"
+#include "profile/graph_profile.h"
+#include "profile/summary.h"
 #include "support/error.h"
 #include "support/version.h"
 
@@ -385,11 +387,24 @@ int main(int argc, char **argv) {
   bool json = false;
   app.add_option("executable", path, "Executable to inspect (.popef)")->required();
   app.add_flag("--json", json, "Print the description as JSON");
+  bool summary = false;
+  popc::profile::SummaryOptions summaryOptions;
+  app.add_flag("--summary", summary,
+               "Print the profile summary of the graph (Poplar's printProfileSummary layout: target, graph, "
+               "memory); poprun-lite --summary adds the execution");
+  app.add_flag("--show-var-storage", summaryOptions.showVarStorage,
+               "With --summary: liveness per program (only in popc-onnx --profile-dir's graph.json)");
   app.set_version_flag("--version", compilerVersion());
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
     return *exitCode;
   return popc::tools::runTool("popef-info", [&]() -> int {
-    ordered_json j = describe(*popc::popef::Executable::open(path));
+    auto exe = popc::popef::Executable::open(path);
+    if (summary) {
+      summaryOptions.colours = popc::profile::coloursFor(1);
+      fmt::print("{}", popc::profile::profileSummary(popc::profile::graphProfile(*exe), nullptr, summaryOptions));
+      return 0;
+    }
+    ordered_json j = describe(*exe);
     if (json)
       fmt::print("{}\n", j.dump(2));
     else

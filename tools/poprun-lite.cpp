@@ -5,6 +5,9 @@
 #include "formats/npz/compare.h"
 #include "formats/npz/npz.h"
 #include "formats/popef/popef.h"
+#include "profile/execution_profile.h"
+#include "profile/json_writer.h"
+#include "profile/summary.h"
 #include "runtime/engine.h"
 #include "runtime/memory_budget.h"
 #include "runtime/object_cache.h"
@@ -25,6 +28,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace {
 
@@ -123,6 +127,31 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
                steps[i]->bytes, steps[i]->interIpu ? ", inter-IPU" : "", 1e3 * steps[i]->seconds);
 }
 
+// The graph profile: popc-onnx's (with liveness) when the directory has
+// one, else computed from the executable.
+profile::Json graphProfileFor(const popc::popef::Executable &exe, const std::string &dir) {
+  const std::filesystem::path path = std::filesystem::path(dir) / "graph.json";
+  if (!dir.empty() && std::filesystem::exists(path))
+    return profile::readJsonFile(path.string());
+  profile::Json graph = profile::graphProfile(exe);
+  if (!dir.empty())
+    profile::writeJsonFile(path.string(), graph);
+  return graph;
+}
+
+void writeProfile(const popc::popef::Executable &exe, const std::vector<uint32_t> &trace, const std::string &dir,
+                  const profile::SummaryOptions *summary) {
+  const profile::Json graph = graphProfileFor(exe, dir);
+  const profile::Json execution = profile::executionProfile(graph, trace);
+  if (!dir.empty())
+    profile::writeJsonFile((std::filesystem::path(dir) / "execution.json").string(), execution);
+  if (summary) {
+    profile::SummaryOptions options = *summary;
+    options.colours = profile::coloursFor(1);
+    fmt::print("{}", profile::profileSummary(graph, &execution, options));
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -134,6 +163,9 @@ int main(int argc, char **argv) {
   uint64_t iterations = 1;
   unsigned threads = 0;
   bool report = false, preload = false;
+  std::string profileDir;
+  popc::profile::SummaryOptions summaryOptions;
+  bool summary = false;
   popc::tools::CacheOptions cacheOptions;
   popc::tools::RunGuardOptions guard;
   app.add_option("model", model, "Executable to run (.popef)")->required();
@@ -143,6 +175,14 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   app.add_option("--threads", threads, "Host threads (default: all cores)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
+  app.add_option("--profile-dir", profileDir,
+                 "Write the execution profile DIR/execution.json (Poplar's execution profile: program trace "
+                 "and simulated steps; docs/profile-format.md), and DIR/graph.json unless popc-onnx wrote it");
+  app.add_flag("--summary", summary, "Print the profile summary (Poplar's printProfileSummary layout)");
+  app.add_flag("--show-execution-steps", summaryOptions.showExecutionSteps,
+               "With --summary: list every simulated step");
+  app.add_flag("--show-var-storage", summaryOptions.showVarStorage,
+               "With --summary: liveness per program (needs graph.json from popc-onnx --profile-dir)");
   app.add_flag("--preload", preload,
                "Load and JIT the executable before reading inputs (like POPART_PRELOAD_POPEF). Without "
                "--inputs it only warms the JIT object cache (--cache-dir) and exits 0")
@@ -169,11 +209,25 @@ int main(int argc, char **argv) {
     if (auto store = cacheOptions.open())
       runtime::setObjectCache(std::make_shared<StoreObjectCache>(store));
 
+    // Profiling records the program trace; without it the engine has no observer.
+    std::unique_ptr<profile::TraceRecorder> trace;
+    if (summary || !profileDir.empty())
+      trace = std::make_unique<profile::TraceRecorder>(*executable);
+    if (!profileDir.empty()) { // fail before running, not after
+      std::error_code ec;
+      std::filesystem::create_directories(profileDir, ec);
+      if (ec)
+        fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
+    }
+    runtime::EngineOptions engineOptions{threads, nullptr};
+    engineOptions.observer = trace.get();
+    engineOptions.stop = watchdog.flag();
+
     // --preload: load and JIT before the inputs are read, so a later run (or
     // this one's inputs) finds the machine code ready.
     std::unique_ptr<runtime::Engine> engine;
     if (preload) {
-      engine = std::make_unique<runtime::Engine>(executable, runtime::EngineOptions{threads, nullptr, watchdog.flag()});
+      engine = std::make_unique<runtime::Engine>(executable, engineOptions);
       log::get("poprun-lite")->info("preloaded {}: JIT {:.3f} s", model, engine->report().jitSeconds);
       if (inputsPath.empty()) {
         fmt::print("preloaded {} (JIT {:.3f} s); no --inputs, nothing to run\n", model,
@@ -188,7 +242,7 @@ int main(int argc, char **argv) {
         inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
 
     if (!engine)
-      engine = std::make_unique<runtime::Engine>(executable, runtime::EngineOptions{threads, nullptr, watchdog.flag()});
+      engine = std::make_unique<runtime::Engine>(executable, engineOptions);
     if (inputsPath.empty() && !engine->inputs().empty())
       fail("{}: the model needs inputs: pass --inputs FILE.npz with {}", model, engine->describeInputs());
 
@@ -215,6 +269,8 @@ int main(int argc, char **argv) {
     }
     if (report)
       printReport(engine->report(), openSeconds, iterations);
+    if (trace)
+      writeProfile(*executable, trace->trace(), profileDir, summary ? &summaryOptions : nullptr);
     return 0;
   });
 }

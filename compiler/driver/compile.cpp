@@ -1,9 +1,11 @@
 #include "compiler/driver/compile.h"
 
 #include "compiler/codegen/kernels.h"
+#include "compiler/driver/graph_profile.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/serialize.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/printer.h"
 #include "compiler/lib/lowering.h"
 #include "compiler/lib/step.h"
 #include "compiler/onnx/importer.h"
@@ -15,7 +17,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -192,12 +196,18 @@ std::map<std::string, std::string> CompileOptions::describe() const {
 }
 
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
-                                 CompileStats *stats) {
+                                 CompileStats *stats, const CompileHooks *hooks) {
+  ProfileFacts *profile = hooks ? hooks->profile : nullptr;
+  auto phase = [&](const char *name) {
+    if (hooks && hooks->phase)
+      hooks->phase(name);
+  };
   auto log = log::get("driver");
   CompileStats local;
   CompileStats &st = stats ? *stats : local;
   const graph::Target target = makeTarget(options);
 
+  phase("import");
   auto t0 = Clock::now();
   onnx::ImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
@@ -211,16 +221,61 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
   st.importSeconds = secondsSince(t0);
 
+  phase("passes");
   t0 = Clock::now();
   passes::PassOptions passOptions;
   passOptions.dumpIrDir = options.dumpIrDir;
   passOptions.dumpDotDir = options.dumpDotDir;
-  passes::runPasses(ir, passOptions);
+  // POPC_DOT_CHECKS=FWD0:FINAL or ALL (PopART's POPART_DOT_CHECKS): DOT files of
+  // those checkpoints into POPC_DOT_DIR (default: the current directory);
+  // --dump-dot DIR already writes every checkpoint.
+  if (const char *checks = std::getenv("POPC_DOT_CHECKS"); checks && *checks && options.dumpDotDir.empty()) {
+    const char *dir = std::getenv("POPC_DOT_DIR");
+    passOptions.dumpDotDir = dir && *dir ? dir : ".";
+    std::string list = checks;
+    for (size_t begin = 0; begin <= list.size();) {
+      size_t end = std::min(list.find(':', begin), list.size());
+      std::string name = list.substr(begin, end - begin);
+      begin = end + 1;
+      const auto &known = passes::checkpointNames();
+      if (name == "ALL") {
+        passOptions.dotCheckpoints.clear();
+        break;
+      }
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string names;
+        for (const auto &k : known)
+          names += k + " ";
+        fail("POPC_DOT_CHECKS '{}': unknown checkpoint '{}' (use {}or ALL, separated by ':')", list, name, names);
+      }
+      passOptions.dotCheckpoints.push_back(name);
+    }
+  }
+  // POPC_IR_DUMP=FILE (PopART's POPART_IR_DUMP): the IR at the end of the
+  // passes, or as far as they got when one fails.
+  const char *irDump = std::getenv("POPC_IR_DUMP");
+  auto dumpIr = [&] {
+    std::ofstream out(irDump, std::ios::binary | std::ios::trunc);
+    if (!(out << ir::printIr(ir)) || !out.flush())
+      fail("POPC_IR_DUMP {}: cannot write the IR dump: set it to a writable file name", irDump);
+  };
+  try {
+    passes::runPasses(ir, passOptions);
+  } catch (const Error &) {
+    if (irDump && *irDump)
+      dumpIr();
+    throw;
+  }
+  if (irDump && *irDump)
+    dumpIr();
   st.irOps = ir.main.ops().size();
   st.passesSeconds = secondsSince(t0);
+  if (profile)
+    profile->ir = irJson(ir.main);
   checkLowerable(ir.main, modelPath);
   const lib::StepConfig step = stepConfig(options, ir, target, modelPath);
 
+  phase("lowering");
   t0 = Clock::now();
   graph::DeviceGraph dg(target);
   codegen::VertexCodegen codegen;
@@ -252,9 +307,12 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     e.rethrowWithPrefix(modelPath + ": "); // name the model in lowering errors
   }
   st.lowerSeconds = secondsSince(t0);
+  if (profile)
+    profile->liveness = livenessJson(dg, *plan);
   for (const auto &cs : dg.computeSets())
     st.vertices += cs.vertices.size();
 
+  phase("codegen");
   t0 = Clock::now();
   graph::ExecutableCode code;
   code.bitcode = codegen.finish();
@@ -262,6 +320,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   st.vertexTypes = code.vertexTypes.size();
   st.codegenSeconds = secondsSince(t0);
 
+  phase("write");
   t0 = Clock::now();
   graph::ExchangeStats exchange;
   std::vector<uint8_t> bytes = graph::serializeExecutable(dg, *plan, code, options.describe(), &exchange);

@@ -4,6 +4,7 @@
 #include "support/dtype.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,9 +49,18 @@ struct CompileStats {
   uint64_t exchangeCopies = 0, exchangeBytes = 0; // as written: split per tile, coalesced
 };
 
+struct ProfileFacts; // compiler/driver/graph_profile.h
+
+// Optional observers of one compile (popc-onnx: --profile-dir, progress).
+struct CompileHooks {
+  ProfileFacts *profile = nullptr; // receives the compile-time facts of the graph profile
+  // Called as each phase starts: "import", "passes", "lowering", "codegen", "write".
+  std::function<void(const char *phase)> phase;
+};
+
 // Compiles the ONNX model at `modelPath`. Throws popc::Error for bad models,
 // unsupported operators and out-of-memory (with its report).
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
-                                 CompileStats *stats = nullptr);
+                                 CompileStats *stats = nullptr, const CompileHooks *hooks = nullptr);
 
 } // namespace popc::driver

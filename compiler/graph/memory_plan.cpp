@@ -39,6 +39,7 @@ public:
     }
     return ranges_;
   }
+  uint32_t steps() const { return step_; }
 
 private:
   void walk(const Program &p) {
@@ -187,7 +188,8 @@ std::pair<uint32_t, uint32_t> MemoryPlan::address(const DeviceGraph &g, TensorId
 }
 
 MemoryPlan planMemory(const DeviceGraph &graph) {
-  const std::vector<LiveRange> live = LivenessWalker(graph).run();
+  LivenessWalker walker(graph);
+  const std::vector<LiveRange> live = walker.run();
   const uint32_t numTiles = graph.target().numTiles();
   std::vector<std::vector<Block>> tileBlocks(numTiles);
   for (TensorId t = 0; t < graph.tensors().size(); ++t) {
@@ -211,6 +213,9 @@ MemoryPlan planMemory(const DeviceGraph &graph) {
     throw Error(outOfMemoryReport(graph, plan.tileBytesUsed, tileBlocks));
   for (auto &v : plan.bases)
     std::sort(v.begin(), v.end());
+  for (const LiveRange &r : live)
+    plan.liveSteps.push_back({r.first, r.last});
+  plan.numSteps = walker.steps();
   return plan;
 }
 

@@ -20,6 +20,11 @@ public:
   std::vector<uint64_t> tileBytesUsed; // peak bytes per tile
   // bases[t] = (tile, offset) pairs sorted by tile
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> bases;
+  // Liveness the plan used (profiles report it): per tensor, the first and
+  // last program step it is live at; steps number the leaf programs of main
+  // in execution order (a Repeat body once, a Call one step).
+  std::vector<std::pair<uint32_t, uint32_t>> liveSteps;
+  uint32_t numSteps = 0;
 };
 
 // Throws popc::Error with the out-of-memory report if a tile exceeds

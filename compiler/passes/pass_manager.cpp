@@ -74,7 +74,8 @@ void PassManager::checkpoint(const ir::Ir &ir, const std::string &name, size_t i
   std::string stem = fmt::format("{:02}_{}", index, name);
   if (!options_.dumpIrDir.empty())
     writeFile(options_.dumpIrDir, stem + ".ir.txt", ir::printIr(ir));
-  if (!options_.dumpDotDir.empty()) {
+  const auto &dots = options_.dotCheckpoints;
+  if (!options_.dumpDotDir.empty() && (dots.empty() || std::find(dots.begin(), dots.end(), name) != dots.end())) {
     writeFile(options_.dumpDotDir, stem + ".dot", ir::graphToDot(ir.main));
     for (const auto &[id, g] : ir.subgraphs)
       writeFile(options_.dumpDotDir, stem + "." + safeFilePart(id) + ".dot", ir::graphToDot(g));

@@ -21,6 +21,8 @@ struct PassOptions {
   std::string dumpDotDir;
   // Pass names to skip (every instance of the name); unknown names are an error.
   std::vector<std::string> disabledPasses;
+  // Checkpoints dumpDotDir writes (POPC_DOT_CHECKS); empty = every checkpoint.
+  std::vector<std::string> dotCheckpoints;
 };
 
 // Rewrites the IR in place; returns the number of rewrites (for logging).
