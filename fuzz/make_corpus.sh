@@ -18,9 +18,11 @@ C=fuzz/corpus
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# Everything is regenerated except regress-* files: inputs that once crashed a reader.
-[ -d "$C" ] && find "$C" -type f ! -name 'regress-*' -delete
-mkdir -p "$C"/{npy,npz,onnx,popef,bitcode}
+# Everything is regenerated except regress-* files (inputs that once crashed a
+# reader), the hand-made cache_entry seeds and the hostile-* popefs (from
+# test/hardening/make_hostile, copied by hand).
+[ -d "$C" ] && find "$C" -type f ! -name 'regress-*' ! -name 'hostile-*' ! -path '*/cache_entry/*' -delete
+mkdir -p "$C"/{npy,npz,onnx,popef,bitcode,loader,cache_entry}
 "$PY" fuzz/make_seeds.py "$TMP"
 
 cp "$TMP"/npy/*.npy "$C/npy/"
@@ -53,6 +55,11 @@ for m in samples/mlp/model.onnx "$TMP"/onnx/*.onnx; do
   name=$(basename "$m" .onnx)
   [ "$name" = model ] && name=mlp
   "$BIN/popc-onnx" "$m" -o "$C/popef/$name.popef"
+done
+
+# loader: the small compiled models (the loader target is slower per input).
+for name in add relu softmax_reshape gemm_tanh conv_pool; do
+  [ -f "$C/popef/$name.popef" ] && cp "$C/popef/$name.popef" "$C/loader/"
 done
 
 # Bitcode modules: each "BC\xC0\xDE" blob inside a popef is a flatbuffers

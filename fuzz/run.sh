@@ -2,7 +2,7 @@
 # Runs one libFuzzer target for a bounded time.
 #
 #   fuzz/run.sh TARGET SECONDS [extra libFuzzer flags...]
-#   TARGET: npy | npz | popef | onnx | bitcode
+#   TARGET: npy | npz | popef | onnx | bitcode | cache_entry | loader
 #
 # Uses build-fuzz/bin/fuzz_TARGET (override with BUILD_DIR=...). Starts from the
 # committed seeds in fuzz/corpus/TARGET/ (read only) and keeps new inputs in

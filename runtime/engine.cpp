@@ -124,6 +124,8 @@ struct Engine::Impl {
   std::vector<bool> flexibleInput;           // step inputs: any shape with the right element count
   uint8_t sinkForEmpty[1] = {};
   Report report;
+  const std::atomic<bool> *stop = nullptr;
+  bool jitted = false;
   ProgramObserver *observer = nullptr;
   // Graph API: per-stream host callbacks and the PrintTensor sink.
   std::vector<Engine::StreamCallback> streamCallbacks;
@@ -137,10 +139,16 @@ struct Engine::Impl {
     report.clockHz = target.clock_hz();
     report.threads = pool->size();
 
+    stop = options.stop;
     auto t0 = Clock::now();
-    compile();
+    if (options.skipJit) {
+      typeFns.assign(len(root.vertex_types()), nullptr);
+    } else {
+      compile();
+      jitted = true;
+      report.hostCpu = jit->hostCpu();
+    }
     report.jitSeconds = secondsSince(t0);
-    report.hostCpu = jit->hostCpu();
 
     t0 = Clock::now();
     replicas = std::max(1u, target.replication_factor());
@@ -499,7 +507,13 @@ struct Engine::Impl {
     report.seconds.host += secondsSince(t0);
   }
 
+  void checkStop() {
+    if (stop && stop->load(std::memory_order_relaxed))
+      throw Stopped(fmt::format("{}: run stopped between steps (the stop flag was set)", label));
+  }
+
   void exec(const fb::Program &p) {
+    checkStop();
     if (observer) [[unlikely]]
       observer->onProgram(p);
     switch (p.kind()) {
@@ -521,9 +535,11 @@ struct Engine::Impl {
           exec(*c);
       break;
     case fb::ProgramKind::Repeat:
-      for (uint32_t i = 0; i < p.count() && p.children(); ++i)
+      for (uint32_t i = 0; i < p.count() && p.children(); ++i) {
+        checkStop();
         for (const fb::Program *c : *p.children())
           exec(*c);
+      }
       break;
     case fb::ProgramKind::Execute: execute(p.index()); break;
     case fb::ProgramKind::Exchange: exchange(p.index()); break;
@@ -642,7 +658,11 @@ struct Engine::Impl {
         text += std::string(size_t(indent), ' ');
       text += "}";
     };
-    rec(0, 0, 0);
+    // No elements: nothing to recurse over (a verified [2^38, 0] would loop 2^38 times).
+    if (bytes.empty())
+      text = "{}";
+    else
+      rec(0, 0, 0);
     report.cycles.sync += target.global_sync_cycles();
     const std::string line = fmt::format("{}: {}", p.name() ? p.name()->str() : "", text);
     if (printHandler)
@@ -695,6 +715,8 @@ struct Engine::Impl {
   }
 
   HostTensorMap run(const HostTensorMap &given) {
+    if (!jitted)
+      fail("{}: engine was built with skipJit; it cannot run", label);
     checkInputs(given);
     auto t0 = Clock::now();
     const fb::Metadata *m = root.metadata();
@@ -752,6 +774,8 @@ void Engine::runProgram(uint32_t index) {
   Impl &im = *impl_;
   if (index >= numPrograms())
     fail("{}: program {} does not exist (the executable has {})", im.label, index, numPrograms());
+  if (!im.jitted)
+    fail("{}: engine was built with skipJit; it cannot run", im.label);
   auto t0 = Clock::now();
   im.exec(*im.root.main()->children()->Get(index));
   im.report.runs++;

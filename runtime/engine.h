@@ -7,6 +7,9 @@
 #include "runtime/program_observer.h"
 #include "runtime/report.h"
 #include "support/dtype.h"
+#include "support/error.h"
+
+#include <atomic>
 
 #include <functional>
 #include <map>
@@ -20,6 +23,18 @@ struct EngineOptions {
   unsigned threads = 0;             // host threads incl. the caller; 0 = hardware concurrency
   std::shared_ptr<IpuLink> ipuLink; // null = all IPUs in this process
   ProgramObserver *observer = nullptr; // profiling hook (program trace); null = off
+  // Checked between steps (each Execute, Exchange, StreamCopy, Sync and Repeat
+  // iteration): once true, run() throws Stopped. Null = never stop.
+  const std::atomic<bool> *stop = nullptr;
+  // Verify, plan memory and build the step tables, but neither gate nor JIT the
+  // code (vertex functions stay null): for fuzzing the loader. run() refuses.
+  bool skipJit = false;
+};
+
+// Thrown by Engine::run when EngineOptions::stop was set (poprun-lite --timeout).
+class Stopped : public Error {
+public:
+  using Error::Error;
 };
 
 // Host-side tensor: raw little-endian bytes, row-major.

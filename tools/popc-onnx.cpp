@@ -14,6 +14,7 @@
 
 #include "tools/cache_options.h"
 #include "tools/cli_common.h"
+#include "tools/run_guard.h"
 #include "tools/progress.h"
 
 #include <CLI/CLI.hpp>
@@ -37,6 +38,7 @@ int main(int argc, char **argv) {
   bool stats = false, quiet = false;
   std::string profileDir, tensorMapPath;
   popc::tools::CacheOptions cacheOptions;
+  popc::tools::RunGuardOptions guard;
   app.add_option("model", model, "ONNX model to compile (.onnx)")->required();
   app.add_option("-o,--output", output, "Executable to write (default: <model>.popef beside the model)");
   app.add_option("--arch", options.arch, "Target architecture: ipu1 (GC2) or ipu2 (GC200)")
@@ -97,6 +99,7 @@ int main(int argc, char **argv) {
                "Copy cache hits to -o instead of hard-linking them (a link is instant for any size and "
                "read-only; a copy is independent of the cache)")
       ->envname("POPC_CACHE_COPY");
+  guard.addMaxMemory(app, "Refuse a model with a tensor whose declared size exceeds this");
   app.set_version_flag("--version", compilerVersion());
 
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
@@ -104,6 +107,7 @@ int main(int argc, char **argv) {
 
   return popc::tools::runTool("popc-onnx", [&]() -> int {
     popc::tools::applyLogLevel(logLevel);
+    limits::setMemoryBudget(guard.maxMemoryBytes());
     if (tilesPerIpu)
       options.tilesPerIpu = tilesPerIpu;
     if (options.autoShard && numIpusOption->count() == 0)

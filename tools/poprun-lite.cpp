@@ -9,13 +9,16 @@
 #include "profile/json_writer.h"
 #include "profile/summary.h"
 #include "runtime/engine.h"
+#include "runtime/memory_budget.h"
 #include "runtime/object_cache.h"
 #include "support/error.h"
+#include "support/limits.h"
 #include "support/log.h"
 #include "support/version.h"
 
 #include "tools/cache_options.h"
 #include "tools/cli_common.h"
+#include "tools/run_guard.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -164,6 +167,7 @@ int main(int argc, char **argv) {
   popc::profile::SummaryOptions summaryOptions;
   bool summary = false;
   popc::tools::CacheOptions cacheOptions;
+  popc::tools::RunGuardOptions guard;
   app.add_option("model", model, "Executable to run (.popef)")->required();
   app.add_option("--inputs", inputsPath, "Model inputs (.npz, one array per input name)");
   app.add_option("--outputs", outputsPath, "Write the model outputs to this .npz (default: print a summary)");
@@ -185,6 +189,7 @@ int main(int argc, char **argv) {
       ->envname("POPC_PRELOAD_POPEF");
   cacheOptions.add(app, "Cache JIT-compiled machine code here (shared with popc-onnx --cache-dir)");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
+  guard.add(app);
   app.set_version_flag("--version", compilerVersion());
 
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
@@ -192,10 +197,14 @@ int main(int argc, char **argv) {
 
   return popc::tools::runTool("poprun-lite", [&]() -> int {
     popc::tools::applyLogLevel(logLevel);
+    const uint64_t maxMemory = guard.maxMemoryBytes();
+    limits::setMemoryBudget(maxMemory);
+    popc::tools::Watchdog watchdog("poprun-lite", guard.timeoutSeconds);
 
     auto t0 = std::chrono::steady_clock::now();
     auto executable = popc::popef::Executable::open(model);
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    runtime::checkMemoryBudget(*executable, maxMemory);
 
     if (auto store = cacheOptions.open())
       runtime::setObjectCache(std::make_shared<StoreObjectCache>(store));
@@ -212,6 +221,7 @@ int main(int argc, char **argv) {
     }
     runtime::EngineOptions engineOptions{threads, nullptr};
     engineOptions.observer = trace.get();
+    engineOptions.stop = watchdog.flag();
 
     // --preload: load and JIT before the inputs are read, so a later run (or
     // this one's inputs) finds the machine code ready.
@@ -228,7 +238,7 @@ int main(int argc, char **argv) {
 
     runtime::HostTensorMap inputs;
     if (!inputsPath.empty())
-      for (auto &[name, array] : npz::readNpz(inputsPath))
+      for (auto &[name, array] : npz::readNpz(inputsPath, maxMemory ? maxMemory : UINT64_MAX))
         inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
 
     if (!engine)
@@ -237,8 +247,16 @@ int main(int argc, char **argv) {
       fail("{}: the model needs inputs: pass --inputs FILE.npz with {}", model, engine->describeInputs());
 
     runtime::HostTensorMap outputs;
-    for (uint64_t i = 0; i < iterations; ++i)
-      outputs = engine->run(inputs);
+    uint64_t done = 0;
+    try {
+      for (; done < iterations; ++done)
+        outputs = engine->run(inputs);
+    } catch (const runtime::Stopped &) {
+      fmt::print(stderr, "poprun-lite: error: {}: stopped by --timeout {} s after {} complete iteration(s); "
+                         "no outputs written\n", model, guard.timeoutSeconds, done);
+      return limits::kExitTimeout;
+    }
+    watchdog.finished();
 
     if (!outputsPath.empty()) {
       npz::ArrayMap arrays;

@@ -53,6 +53,7 @@ public:
       }
       if (!changed)
         break;
+      checkExpandedSize(rebuilt.node_size(), "expanding If/Loop", path_);
       graph.clear_node();
       for (auto &n : *rebuilt.mutable_node())
         *graph.add_node() = std::move(n);
@@ -274,6 +275,8 @@ private:
             return prefix + name;
       return name;
     };
+    checkExpandedSize(out.node_size() + trips * (int64_t(body.node_size()) + 2),
+                      fmt::format("unrolling Loop node '{}' {} times", node.name(), trips), path_);
     for (int64_t i = 0; i < trips; ++i) {
       const std::string prefix = fmt::format("{}iter{}/", base, i);
       std::map<std::string, std::string> bind;

@@ -200,6 +200,7 @@ int expandFunctionOps(::onnx::ModelProto &model, int64_t opset, const std::strin
     }
     if (!changed)
       break;
+    checkExpandedSize(rebuilt.node_size(), "expanding ONNX function bodies", path);
     graph.clear_node();
     for (auto &n : *rebuilt.mutable_node())
       *graph.add_node() = std::move(n);

@@ -205,6 +205,7 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
   } catch (const Error &e) {
     e.rethrowWithPrefix(path + ": ");
   }
+  checkDeclaredSizes(g, path);
   for (const auto &name : g.outputs)
     if (g.tensor(name).kind == ir::TensorKind::Input)
       log::get("onnx")->warn("{}: graph output '{}' is a graph input", path, name);
@@ -215,6 +216,7 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
   auto logger = log::get("onnx");
   ::onnx::ModelProto model = readModel(path);
+  checkSubgraphDepth(model, path);
   int64_t opset = aiOnnxOpset(model, path);
   if (opset > 0 && opset < 7) {
     // Legacy broadcast/consumed_inputs/is_test semantics: let ONNX's own

@@ -15,6 +15,11 @@ namespace popc::onnx::detail {
 // model_file.cpp: parse the file; inline external-data tensors (checked to stay
 // inside the model's directory) as raw_data.
 ::onnx::ModelProto readModel(const std::string &path);
+
+// Resource limits (resource_limits.cpp, constants in support/limits.h).
+void checkSubgraphDepth(const ::onnx::ModelProto &model, const std::string &path);
+void checkExpandedSize(int64_t nodes, const std::string &what, const std::string &path);
+void checkDeclaredSizes(const ir::Graph &g, const std::string &path);
 void loadExternalData(::onnx::ModelProto &model, const std::string &path);
 
 // tensor_proto.cpp

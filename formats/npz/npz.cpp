@@ -93,9 +93,10 @@ void writeEmptyZip(const std::string &path) {
 }
 
 // Reads every member of an opened archive; `where` names it in errors.
-ArrayMap readMembers(zip_t *zip, const std::string &where) {
+ArrayMap readMembers(zip_t *zip, const std::string &where, uint64_t maxBytes) {
   ArrayMap arrays;
   zip_int64_t count = zip_get_num_entries(zip, 0);
+  uint64_t total = 0; // recorded uncompressed sizes so far
   for (zip_int64_t i = 0; i < count; ++i) {
     zip_stat_t st;
     zip_stat_init(&st);
@@ -112,6 +113,12 @@ ArrayMap readMembers(zip_t *zip, const std::string &where) {
     if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
       fail("{}: encrypted zip members are not supported; fix: save without encryption", label);
     std::string key = name.substr(0, name.size() - kSuffix.size());
+    // readMember never reads past the recorded size, so this bounds inflation.
+    if (st.size > maxBytes - total)
+      fail("{}: inflates to {} bytes, which with the members before it exceeds the limit of {} bytes "
+           "(a zip bomb?); fix: raise --max-memory if the file is trusted",
+           label, st.size, maxBytes);
+    total += st.size;
     std::vector<uint8_t> bytes = readMember(zip, i, st, label);
     if (!arrays.emplace(key, readNpy(bytes, label)).second)
       fail("{}: duplicate array key '{}'; fix: re-save with unique names", label, key);
@@ -128,7 +135,7 @@ ArrayMap readMembers(zip_t *zip, const std::string &where) {
 
 } // namespace
 
-ArrayMap readNpz(const std::string &path) {
+ArrayMap readNpz(const std::string &path, uint64_t maxBytes) {
   std::error_code ec;
   auto status = std::filesystem::status(path, ec);
   if (!std::filesystem::exists(status))
@@ -142,10 +149,10 @@ ArrayMap readNpz(const std::string &path) {
   ZipPtr zip(zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
   if (!zip)
     failOpen(path, code);
-  return readMembers(zip.get(), path);
+  return readMembers(zip.get(), path, maxBytes);
 }
 
-ArrayMap readNpzBytes(std::span<const uint8_t> bytes, const std::string &label) {
+ArrayMap readNpzBytes(std::span<const uint8_t> bytes, const std::string &label, uint64_t maxBytes) {
   if (bytes.empty())
     fail("{}: empty file is not a .npz archive; fix: write it with numpy.savez", label);
   zip_error_t error;
@@ -165,7 +172,7 @@ ArrayMap readNpzBytes(std::span<const uint8_t> bytes, const std::string &label) 
     failOpen(label, code);
   }
   zip_error_fini(&error);
-  return readMembers(zip.get(), label);
+  return readMembers(zip.get(), label, maxBytes);
 }
 
 void writeNpz(const std::string &path, const ArrayMap &arrays, bool compressed) {

@@ -35,10 +35,17 @@ Array readNpy(std::span<const uint8_t> bytes, const std::string &label);
 // Serialises like numpy.save (format 1.0, or 2.0 for huge headers).
 std::vector<uint8_t> writeNpy(const Array &array);
 
+// Default bound on the uncompressed bytes of all members of one archive (a zip
+// bomb is refused before it is inflated); the tools pass their --max-memory.
+constexpr uint64_t kDefaultMaxNpzBytes = 16ull << 30;
+
 // Reads every member "<key>.npy" of a .npz (stored or deflated) into map[key].
-ArrayMap readNpz(const std::string &path);
+// Members whose recorded sizes add up to more than `maxBytes` are refused before
+// reading; a member that inflates past its recorded size stops at that size.
+ArrayMap readNpz(const std::string &path, uint64_t maxBytes = kDefaultMaxNpzBytes);
 // Same for an archive already in memory (no file needed); `label` names it in errors.
-ArrayMap readNpzBytes(std::span<const uint8_t> bytes, const std::string &label);
+ArrayMap readNpzBytes(std::span<const uint8_t> bytes, const std::string &label,
+                      uint64_t maxBytes = kDefaultMaxNpzBytes);
 // Writes a .npz like numpy.savez (compressed=false) / savez_compressed (true).
 // Output bytes depend only on the arguments (fixed member timestamps, key order);
 // the file is written to a temporary name and renamed into place.

@@ -253,20 +253,24 @@ private:
 
   // Copies of one step run in parallel: destinations must not overlap each
   // other, and no source may read bytes another copy of the step writes.
+  // O(n log n): zero-byte copies touch nothing and are left out, so the sorted
+  // destinations of a tile are disjoint and each source needs two neighbours.
   void checkCopyOverlaps(uint32_t step, const fb::ExchangeStep *ex) {
     uint32_t n = len(ex->copies());
-    std::vector<uint32_t> order(n);
-    std::iota(order.begin(), order.end(), 0u);
+    std::vector<uint32_t> order;
+    order.reserve(n);
+    for (uint32_t k = 0; k < n; ++k)
+      if (ex->copies()->Get(k)->bytes())
+        order.push_back(k);
     auto key = [&](uint32_t k) {
       const fb::Copy *c = ex->copies()->Get(k);
       return std::pair(c->dst_tile(), c->dst_offset());
     };
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-    for (uint32_t k = 1; k < n; ++k) {
+    for (size_t k = 1; k < order.size(); ++k) {
       const fb::Copy *p = ex->copies()->Get(order[k - 1]);
       const fb::Copy *c = ex->copies()->Get(order[k]);
-      if (p->dst_tile() == c->dst_tile() && uint64_t(p->dst_offset()) + p->bytes() > c->dst_offset() &&
-          p->bytes() && c->bytes())
+      if (p->dst_tile() == c->dst_tile() && uint64_t(p->dst_offset()) + p->bytes() > c->dst_offset())
         bad(fmt::format("exchanges[{}].copies[{}]", step, order[k]),
             "destination overlaps copies[{}] on tile {}", order[k - 1], c->dst_tile());
     }
@@ -274,28 +278,19 @@ private:
       const fb::Copy *c = ex->copies()->Get(j);
       if (!c->bytes())
         continue;
-      // Destinations on src_tile from src_offset on; destinations do not overlap each
-      // other (checked above), so of those before it only the last non-empty one can
-      // reach into the source. (Scanning from the tile's first destination was
-      // quadratic for steps with many copies per tile.)
-      auto it = std::lower_bound(order.begin(), order.end(), std::pair(c->src_tile(), c->src_offset()),
-                                 [&](uint32_t k, std::pair<uint32_t, uint32_t> v) { return key(k) < v; });
-      while (it != order.begin()) {
-        auto prev = std::prev(it);
-        if (key(*prev).first != c->src_tile())
-          break;
-        it = prev;
-        if (ex->copies()->Get(*prev)->bytes())
-          break;
-      }
-      for (; it != order.end(); ++it) {
-        const fb::Copy *d = ex->copies()->Get(*it);
-        if (d->dst_tile() != c->src_tile() || d->dst_offset() >= uint64_t(c->src_offset()) + c->bytes())
-          break;
-        if (d->bytes() && uint64_t(d->dst_offset()) + d->bytes() > c->src_offset())
+      // The destinations on src_tile next to src_offset: the last one starting
+      // at or before it, and the first one starting after it.
+      auto it = std::upper_bound(order.begin(), order.end(), std::pair(c->src_tile(), c->src_offset()),
+                                 [&](std::pair<uint32_t, uint32_t> v, uint32_t k) { return v < key(k); });
+      auto overlaps = [&](uint32_t k) {
+        const fb::Copy *d = ex->copies()->Get(k);
+        return d->dst_tile() == c->src_tile() && d->dst_offset() < uint64_t(c->src_offset()) + c->bytes() &&
+               uint64_t(d->dst_offset()) + d->bytes() > c->src_offset();
+      };
+      for (auto near : {it == order.begin() ? order.end() : std::prev(it), it})
+        if (near != order.end() && overlaps(*near))
           bad(fmt::format("exchanges[{}].copies[{}]", step, j),
-              "source overlaps the destination of copies[{}] in the same step", *it);
-      }
+              "source overlaps the destination of copies[{}] in the same step", *near);
     }
   }
 

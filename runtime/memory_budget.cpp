@@ -1,0 +1,71 @@
+#include "runtime/memory_budget.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace popc::runtime {
+
+namespace fb = ::popef::fb;
+
+namespace {
+template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+constexpr uint64_t kPage = 4096;
+std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", b / double(1ull << 30)); }
+} // namespace
+
+MemoryEstimate estimateMemory(const popef::Executable &exe) {
+  const fb::Executable &root = exe.root();
+  const fb::Target &t = *root.target();
+  // Verified: tiles <= kMaxTiles (2^20), so this table is at most 4 MiB.
+  std::vector<uint32_t> extent(uint64_t(t.num_ipus()) * t.tiles_per_ipu(), 0);
+  auto touch = [&](uint32_t tile, uint64_t end) { extent[tile] = std::max<uint32_t>(extent[tile], uint32_t(end)); };
+  MemoryEstimate e;
+  for (uint32_t i = 0; i < len(root.tensors()); ++i)
+    for (uint32_t j = 0; j < len(root.tensors()->Get(i)->mapping()); ++j) {
+      const fb::TileInterval *iv = root.tensors()->Get(i)->mapping()->Get(j);
+      touch(iv->tile(), uint64_t(iv->offset()) + iv->bytes());
+    }
+  for (uint32_t c = 0; c < len(root.compute_sets()); ++c) {
+    const fb::ComputeSet *cs = root.compute_sets()->Get(c);
+    for (uint32_t v = 0; v < len(cs->vertices()); ++v) {
+      const fb::Vertex *x = cs->vertices()->Get(v);
+      const fb::VertexType *vt = root.vertex_types()->Get(x->type());
+      for (uint32_t f = 0; f < len(vt->fields()); ++f)
+        touch(x->tile(), uint64_t(cs->field_offsets()->Get(x->fields_begin() + f)) + vt->fields()->Get(f)->bytes());
+    }
+    e.tables += uint64_t(len(cs->vertices())) * 16 + 16;
+  }
+  for (uint32_t s = 0; s < len(root.exchanges()); ++s) {
+    const fb::ExchangeStep *step = root.exchanges()->Get(s);
+    for (uint32_t k = 0; k < len(step->copies()); ++k) {
+      const fb::Copy *c = step->copies()->Get(k);
+      touch(c->src_tile(), uint64_t(c->src_offset()) + c->bytes());
+      touch(c->dst_tile(), uint64_t(c->dst_offset()) + c->bytes());
+    }
+    e.tables += uint64_t(len(step->copies())) * 32;
+  }
+  for (uint32_t end : extent)
+    if (end) {
+      e.device += (end + kPage - 1) / kPage * kPage;
+      e.tilesUsed++;
+    }
+  if (const fb::Metadata *m = root.metadata())
+    for (const auto *list : {m->inputs(), m->outputs()})
+      for (uint32_t i = 0; i < len(list); ++i)
+        e.host += popef::tensorBytes(*root.tensors()->Get(list->Get(i)->tensor()));
+  return e;
+}
+
+void checkMemoryBudget(const popef::Executable &exe, uint64_t budget) {
+  if (!budget)
+    return;
+  MemoryEstimate e = estimateMemory(exe);
+  if (e.total() > budget)
+    fail("{}: running it needs about {} ({} of tile memory on {} tiles, {} of host inputs and outputs, {} of "
+         "tables), more than --max-memory {}: raise --max-memory (or POPC_MAX_MEMORY) if the file is trusted",
+         exe.label(), gib(e.total()), gib(e.device), e.tilesUsed, gib(e.host), gib(e.tables), gib(budget));
+}
+
+} // namespace popc::runtime

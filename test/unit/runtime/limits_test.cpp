@@ -1,0 +1,108 @@
+// Resource limits of the runtime: the memory estimate poprun-lite checks
+// against --max-memory, the stop flag behind --timeout, and skipJit.
+#include "runtime/engine.h"
+#include "runtime/memory_budget.h"
+#include "support/error.h"
+#include "test/unit/popef/sample_executable.h"
+#include "test/unit/runtime/vertex_ir.h"
+
+#include <catch2/catch.hpp>
+
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace fb = ::popef::fb;
+using popc::runtime::Engine;
+using popc::runtime::EngineOptions;
+
+namespace {
+
+// out[i] = in0[i] + in1[i], 2 floats (the sample executable's vertex).
+std::vector<uint8_t> addBitcode() {
+  llvm::LLVMContext ctx;
+  llvm::Module m("vertices", ctx);
+  llvm::IRBuilder<> b(ctx);
+  auto *ptr = b.getPtrTy();
+  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false),
+                                   llvm::Function::ExternalLinkage, "add_f32_2", m);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Value *base = f->getArg(0), *offsets = f->getArg(1);
+  llvm::Value *in0 = popc::test::fieldPointer(b, base, offsets, 0), *in1 = popc::test::fieldPointer(b, base, offsets, 1),
+              *out = popc::test::fieldPointer(b, base, offsets, 2);
+  for (unsigned i = 0; i < 2; ++i) {
+    llvm::Value *x = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in0, i));
+    llvm::Value *y = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in1, i));
+    b.CreateStore(b.CreateFAdd(x, y), b.CreateConstGEP1_32(b.getFloatTy(), out, i));
+  }
+  b.CreateRetVoid();
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  llvm::WriteBitcodeToFile(m, os);
+  os.flush();
+  return {bytes.begin(), bytes.end()};
+}
+
+std::shared_ptr<const popc::popef::Executable> sample(std::vector<uint8_t> bitcode) {
+  return popc::popef::Executable::fromBytes(popc::popef::serialize(popc::test::makeSampleExecutable(std::move(bitcode))),
+                                            "sample.popef");
+}
+
+popc::runtime::HostTensorMap inputs() {
+  popc::runtime::HostTensor a{popc::DType::F32, {4}, std::vector<uint8_t>(16)};
+  float v[4] = {1, 2, 3, 4};
+  std::memcpy(a.data.data(), v, 16);
+  return {{"a", a}};
+}
+
+} // namespace
+
+TEST_CASE("memory estimate of the sample executable", "[runtime][limits]") {
+  auto exe = sample({1, 2, 3, 4}); // the estimate never looks at the code
+  auto e = popc::runtime::estimateMemory(*exe);
+  // Tiles 0 and 1 reach byte 40 (a, b, sum and the vertex fields), tiles 2 and
+  // 3 byte 8 (out): one page each.
+  CHECK(e.tilesUsed == 4);
+  CHECK(e.device == 4 * 4096);
+  CHECK(e.host == 16 + 16);                   // input a, output out
+  CHECK(e.tables == (2 * 16 + 16) + 2 * 32); // 2 vertices, 2 copies
+  CHECK_NOTHROW(popc::runtime::checkMemoryBudget(*exe, e.total()));
+  CHECK_NOTHROW(popc::runtime::checkMemoryBudget(*exe, 0)); // 0 = no limit
+  REQUIRE_THROWS_AS(popc::runtime::checkMemoryBudget(*exe, e.total() - 1), popc::Error);
+  try {
+    popc::runtime::checkMemoryBudget(*exe, 1000);
+  } catch (const popc::Error &err) {
+    CHECK_THAT(err.what(), Catch::Contains("sample.popef: running it needs about") &&
+                               Catch::Contains("on 4 tiles") && Catch::Contains("more than --max-memory"));
+  }
+}
+
+TEST_CASE("the stop flag ends a run between steps", "[runtime][limits]") {
+  std::atomic<bool> stop{false};
+  EngineOptions options;
+  options.threads = 1;
+  options.stop = &stop;
+  Engine engine(sample(addBitcode()), options);
+  auto out = engine.run(inputs());
+  std::vector<float> v(4);
+  std::memcpy(v.data(), out.at("out").data.data(), 16);
+  CHECK(v == std::vector<float>{11, 22, 33, 44});
+  stop = true;
+  CHECK_THROWS_AS(engine.run(inputs()), popc::runtime::Stopped);
+  CHECK(engine.report().runs == 1);
+  stop = false; // the engine stays usable
+  CHECK(engine.run(inputs()).at("out").data == out.at("out").data);
+}
+
+TEST_CASE("skipJit builds the engine without code and refuses to run", "[runtime][limits]") {
+  EngineOptions options;
+  options.skipJit = true;
+  Engine engine(sample({1, 2, 3, 4}), options); // not bitcode at all: never parsed
+  CHECK(engine.describeInputs() == "a float32 [4]");
+  CHECK_THROWS_AS(engine.run(inputs()), popc::Error);
+}
