@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
 # Cache end-to-end cases: cases.sh CASE BIN_DIR SOURCE_DIR SCRATCH_DIR
-set -uo pipefail
-CASE=$1 BIN=$2 SRC=$3 TMP=$4
-rm -rf "$TMP" && mkdir -p "$TMP" && cd "$TMP" || exit 1
-PY=${POPC_PYTHON:-/usr/bin/python3}
+. "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 unset POPC_CACHE_DIR POPC_REMOTE_CACHE POPC_CACHE_MAX_SIZE POPC_PRELOAD_POPEF POPC_LOG_LEVEL
 MLP=$SRC/samples/mlp/model.onnx CNN=$SRC/samples/cnn/model.onnx
 
-die() { echo "FAIL: $*" >&2; exit 1; }
 compile() { "$BIN/popc-onnx" "$@" || die "popc-onnx $* failed"; }
 # counter NAME: a counter from the stats file of ./c (0 when absent)
 counter() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' c/stats; }

@@ -1,29 +1,15 @@
 #!/usr/bin/env bash
 # Multi-IPU test cases: cases.sh CASE BIN_DIR SOURCE_DIR SCRATCH_DIR
 # Models and references come from models.py (numpy/torch per micro-batch).
-set -uo pipefail
-CASE=$1 BIN=$2 SRC=$3 TMP=$4
-rm -rf "$TMP" && mkdir -p "$TMP" && cd "$TMP" || exit 1
-PY=${POPC_PYTHON:-/usr/bin/python3}
+. "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 M="$SRC/test/e2e/multiipu/models.py"
 
-die() { echo "FAIL: $*" >&2; exit 1; }
 py() { "$PY" "$M" "$@" || die "models.py $* failed"; }
 compile() { "$BIN/popc-onnx" "$@" || die "popc-onnx $* failed"; }
 run() { "$BIN/poprun-lite" "$@" || die "poprun-lite $* failed"; }
 same() { "$BIN/npz-compare" "$1" "$2" --rtol 1e-4 --atol 1e-5 || die "$1 differs from $2"; }
 exact() { "$BIN/npz-compare" "$1" "$2" --rtol 0 --atol 0 || die "$1 is not bit-identical to $2"; }
 json() { "$BIN/popef-info" "$1" --json > info.json || die "popef-info $1 failed"; "$PY" -c "import json,sys; j=json.load(open('info.json')); $2" || die "popef-info $1: check failed: $2"; }
-
-# expect_error "substring" cmd...: exit 1 with a one-line error holding the substring.
-expect_error() {
-  local want=$1; shift
-  "$@" >out.txt 2>err.txt
-  local rc=$?
-  [ "$rc" -eq 1 ] || { cat err.txt; die "expected exit 1 from '$*', got $rc"; }
-  grep -qF -- "$want" err.txt || { cat err.txt; die "error of '$*' lacks '$want'"; }
-  [ "$(grep -c . err.txt)" -eq 1 ] || { cat err.txt; die "error of '$*' is not one line"; }
-}
 
 T="--tiles-per-ipu 16"
 

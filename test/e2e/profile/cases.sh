@@ -1,21 +1,7 @@
 #!/usr/bin/env bash
 # Profile end-to-end cases: cases.sh CASE BIN_DIR SOURCE_DIR SCRATCH_DIR
-set -uo pipefail
-CASE=$1 BIN=$2 SRC=$3 TMP=$4
-rm -rf "$TMP" && mkdir -p "$TMP" && cd "$TMP" || exit 1
-PY=${POPC_PYTHON:-/usr/bin/python3}
+. "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 MLP=$SRC/samples/mlp
-
-die() { echo "FAIL: $*" >&2; exit 1; }
-
-expect_error() {
-  local want=$1; shift
-  "$@" >out.txt 2>err.txt
-  local rc=$?
-  [ "$rc" -eq 1 ] || { cat err.txt; die "expected exit 1 from '$*', got $rc"; }
-  grep -qF -- "$want" err.txt || { cat err.txt; die "error of '$*' lacks '$want'"; }
-  [ "$(grep -c . err.txt)" -eq 1 ] || { cat err.txt; die "error of '$*' is not one line"; }
-}
 
 # mlp.popef + prof/graph.json (popc-onnx) + prof/execution.json (poprun-lite).
 profile_mlp() {
