@@ -26,6 +26,21 @@ using ::onnx::NodeProto;
 
 bool isAiOnnx(const NodeProto &node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
+void addIntAttr(NodeProto &n, const char *name, int64_t value) {
+  auto *a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void addIntsAttr(NodeProto &n, const char *name, const std::vector<int64_t> &values) {
+  auto *a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t v : values)
+    a->add_ints(v);
+}
+
 const std::set<std::string> kSequenceOps = {"SequenceEmpty",  "SequenceConstruct", "SequenceInsert",
                                             "SequenceErase",  "SequenceAt",        "SequenceLength",
                                             "ConcatFromSequence", "SplitToSequence"};
@@ -168,10 +183,11 @@ private:
     return n;
   }
 
-  // A Constant node with an int64 tensor of `dims` holding `values`.
-  std::string emitInts(const NodeProto &node, const std::vector<int64_t> &values, bool scalar) {
-    const std::string name = freshName(node, "const");
-    NodeProto &c = emit("Constant", name, {}, {name});
+  // A Constant node named `name` with output `out`: an int64 scalar or 1-D
+  // tensor holding `values`. Recorded as a compile-time constant.
+  void emitIntConstant(const std::string &name, const std::string &out, const std::vector<int64_t> &values,
+                       bool scalar) {
+    NodeProto &c = emit("Constant", name, {}, {out});
     auto *a = c.add_attribute();
     a->set_name("value");
     a->set_type(::onnx::AttributeProto::TENSOR);
@@ -181,7 +197,13 @@ private:
       t->add_dims(int64_t(values.size()));
     for (int64_t v : values)
       t->add_int64_data(v);
-    constants_[name] = t;
+    constants_[out] = t;
+  }
+
+  // A fresh 1-D int64 constant holding `values`; returns its name.
+  std::string emitInts(const NodeProto &node, const std::vector<int64_t> &values) {
+    const std::string name = freshName(node, "const");
+    emitIntConstant(name, name, values, false);
     return name;
   }
 
@@ -189,14 +211,10 @@ private:
   void emitAxisOp(const NodeProto &node, const char *type, const std::string &in, const std::string &out,
                   int64_t axis) {
     if (opset_ >= 13) {
-      const std::string axes = emitInts(node, {axis}, false);
+      const std::string axes = emitInts(node, {axis});
       emit(type, freshName(node, type), {in, axes}, {out});
     } else {
-      NodeProto &n = emit(type, freshName(node, type), {in}, {out});
-      auto *a = n.add_attribute();
-      a->set_name("axes");
-      a->set_type(::onnx::AttributeProto::INTS);
-      a->add_ints(axis);
+      addIntsAttr(emit(type, freshName(node, type), {in}, {out}), "axes", {axis});
     }
   }
 
@@ -224,14 +242,7 @@ private:
       const Sequence &s = sequenceInput(node, 0);
       emit("Identity", node.name(), {s[position(node, 1, s.size(), false)]}, {out});
     } else if (type == "SequenceLength") {
-      const size_t n = sequenceInput(node, 0).size();
-      NodeProto &c = emit("Constant", node.name(), {}, {out});
-      auto *a = c.add_attribute();
-      a->set_name("value");
-      a->set_type(::onnx::AttributeProto::TENSOR);
-      a->mutable_t()->set_data_type(::onnx::TensorProto::INT64);
-      a->mutable_t()->add_int64_data(int64_t(n));
-      constants_[out] = &a->t();
+      emitIntConstant(node.name(), out, {int64_t(sequenceInput(node, 0).size())}, true);
     } else if (type == "ConcatFromSequence") {
       concatFromSequence(node, out);
     } else if (type == "SplitToSequence") {
@@ -245,11 +256,7 @@ private:
       failNode(node, "concatenating an empty sequence");
     const int64_t axis = intAttr(node, "axis", 0);
     if (!intAttr(node, "new_axis", 0)) {
-      NodeProto &c = emit("Concat", node.name(), s, {out});
-      auto *a = c.add_attribute();
-      a->set_name("axis");
-      a->set_type(::onnx::AttributeProto::INT);
-      a->set_i(axis);
+      addIntAttr(emit("Concat", node.name(), s, {out}), "axis", axis);
       return;
     }
     // new_axis: each tensor gains the axis (rank r+1, axis in [-r-1, r]), then Concat.
@@ -263,11 +270,7 @@ private:
       parts.push_back(freshName(node, "part"));
       emitAxisOp(node, "Unsqueeze", t, parts.back(), a);
     }
-    NodeProto &c = emit("Concat", node.name(), parts, {out});
-    auto *attr = c.add_attribute();
-    attr->set_name("axis");
-    attr->set_type(::onnx::AttributeProto::INT);
-    attr->set_i(a);
+    addIntAttr(emit("Concat", node.name(), parts, {out}), "axis", a);
   }
 
   void splitToSequence(const NodeProto &node, const std::string &out) {
@@ -315,19 +318,11 @@ private:
       s.push_back(freshName(node, squeeze ? "chunk" : "part"));
     std::vector<std::string> inputs{node.input(0)};
     if (opset_ >= 13)
-      inputs.push_back(emitInts(node, sizes, false));
+      inputs.push_back(emitInts(node, sizes));
     NodeProto &split = emit("Split", freshName(node, "Split"), inputs, s);
-    auto *a = split.add_attribute();
-    a->set_name("axis");
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(axis);
-    if (opset_ < 13) {
-      auto *sp = split.add_attribute();
-      sp->set_name("split");
-      sp->set_type(::onnx::AttributeProto::INTS);
-      for (int64_t x : sizes)
-        sp->add_ints(x);
-    }
+    addIntAttr(split, "axis", axis);
+    if (opset_ < 13)
+      addIntsAttr(split, "split", sizes);
     if (squeeze)
       for (auto &part : s) {
         const std::string squeezed = freshName(node, "part");
