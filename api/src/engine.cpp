@@ -34,6 +34,13 @@ struct Engine::Impl {
     return it->second;
   }
 
+  const detail::StreamRec &stream(const std::string &name) const {
+    for (const auto &r : streams)
+      if (r.name == name)
+        return r;
+    fail("connectStream: no stream named '{}'", name);
+  }
+
   // Host copy between a view and a flat buffer, one variable at a time.
   void transfer(const Tensor &t, uint8_t *host, bool toDevice) {
     const std::size_t es = typeSize(t.elementType());
@@ -109,12 +116,7 @@ void Engine::readTensor(const std::string &name, void *begin, void *end) {
 }
 
 void Engine::connectStream(const std::string &name, void *begin, void *end) {
-  const detail::StreamRec *s = nullptr;
-  for (const auto &r : impl_->streams)
-    if (r.name == name)
-      s = &r;
-  if (!s)
-    fail("connectStream: no stream named '{}'", name);
+  const detail::StreamRec *s = &impl_->stream(name);
   const uint64_t bytes = s->elements * typeSize(s->type);
   uint8_t *b = static_cast<uint8_t *>(begin), *e = static_cast<uint8_t *>(end);
   if (e < b || uint64_t(e - b) < bytes || (e - b) % std::max<uint64_t>(bytes, 1) != 0)
@@ -134,13 +136,8 @@ void Engine::connectStream(const std::string &name, void *begin, void *end) {
 }
 
 void Engine::connectStream(const std::string &name, void *p) {
-  const detail::StreamRec *s = nullptr;
-  for (const auto &r : impl_->streams)
-    if (r.name == name)
-      s = &r;
-  if (!s)
-    fail("connectStream: no stream named '{}'", name);
-  connectStream(name, p, static_cast<uint8_t *>(p) + s->elements * typeSize(s->type));
+  const detail::StreamRec &s = impl_->stream(name);
+  connectStream(name, p, static_cast<uint8_t *>(p) + s.elements * typeSize(s.type));
 }
 
 void Engine::connectStreamToCallback(const std::string &name, std::function<void(void *)> callback) {
