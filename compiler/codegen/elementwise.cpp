@@ -79,7 +79,7 @@ const std::map<std::string, OpInfo> &ops() {
 }
 
 unsigned dtypeClass(DType t) {
-  if (isFloatDType(t)) return kF;
+  if (isFloatingPoint(t)) return kF;
   if (isSignedDType(t)) return kS;
   return t == DType::Bool ? kB : kU;
 }

@@ -14,9 +14,10 @@ namespace popc::codegen::detail {
 
 using namespace llvm;
 
-bool isFloatDType(DType t) { return isFloatingPoint(t); }
 bool isSignedDType(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
 DType computeDType(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+
+namespace {
 
 // bfloat16 is the upper half of a float32: widening is a shift, narrowing
 // rounds to nearest even in integer arithmetic (no libcall, no CPU feature),
@@ -33,6 +34,8 @@ Value *floatToBf16Bits(IRBuilder<> &b, Value *f) {
   Value *isNan = b.CreateFCmpUNO(f, f);
   return b.CreateTrunc(b.CreateSelect(isNan, quietNan, rounded), b.getInt16Ty());
 }
+
+} // namespace
 
 Value *loadValue(Emitter &em, DType t, Value *base, Value *index) {
   IRBuilder<> &b = em.b();
@@ -81,7 +84,7 @@ Value *fconst(Emitter &em, DType t, double v) { return ConstantFP::get(computeTy
 
 Value *umaxOrSmax(Emitter &em, DType t, Value *x, Value *y, bool max) {
   IRBuilder<> &b = em.b();
-  if (isFloatDType(t)) // NaN-propagating, like numpy.maximum and PyTorch
+  if (isFloatingPoint(t)) // NaN-propagating, like numpy.maximum and PyTorch
     return em.binaryIntrinsic(max ? Intrinsic::maximum : Intrinsic::minimum, x, y);
   bool u = !isSignedDType(t);
   return b.CreateBinaryIntrinsic(max ? (u ? Intrinsic::umax : Intrinsic::smax) : (u ? Intrinsic::umin : Intrinsic::smin),
@@ -91,7 +94,7 @@ Value *umaxOrSmax(Emitter &em, DType t, Value *x, Value *y, bool max) {
 // x < y (ordered for floats: false with NaN).
 Value *less(Emitter &em, DType t, Value *x, Value *y) {
   IRBuilder<> &b = em.b();
-  if (isFloatDType(t))
+  if (isFloatingPoint(t))
     return b.CreateFCmpOLT(x, y);
   return isSignedDType(t) ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
 }
@@ -118,7 +121,7 @@ Value *intDivRem(Emitter &em, DType t, Value *x, Value *d, bool rem) {
 // the divisor added.
 Value *mod(Emitter &em, DType t, Value *x, Value *d, bool fmod) {
   IRBuilder<> &b = em.b();
-  if (isFloatDType(t)) {
+  if (isFloatingPoint(t)) {
     Value *r = em.libm("fmodf", {x, d});
     if (fmod)
       return r;
@@ -174,7 +177,7 @@ Value *clipConst(Emitter &em, DType t, Value *x, double v, bool lower) {
   IRBuilder<> &b = em.b();
   if (std::isnan(v))
     return x;
-  if (isFloatDType(t)) {
+  if (isFloatingPoint(t)) {
     if (std::isinf(v) && (v < 0) == lower)
       return x;
     Value *c = fconst(em, t, v);
@@ -283,7 +286,7 @@ Value *convert(Emitter &em, Value *v, DType from, DType to) {
     return convert(em, v, DType::F32, to);
   if (to == DType::BF16)
     return bf16BitsToFloat(b, floatToBf16Bits(b, convert(em, v, from, DType::F32)));
-  const bool fromF = isFloatDType(from), toF = isFloatDType(to);
+  const bool fromF = isFloatingPoint(from), toF = isFloatingPoint(to);
   if (to == DType::Bool)
     return fromF ? b.CreateFCmpUNE(v, ConstantFP::get(v->getType(), 0.0))
                  : b.CreateICmpNE(v, ConstantInt::get(v->getType(), 0));
@@ -324,7 +327,7 @@ Value *applyOp(Emitter &em, const ElementwiseSpec &s, const ElementTypes &types,
   IRBuilder<> &b = em.b();
   const std::string &op = s.op;
   const DType t = s.dtype;
-  const bool fp = isFloatDType(t);
+  const bool fp = isFloatingPoint(t);
   Value *x = in[0];
   if (op == "Copy")
     return x;
@@ -388,7 +391,7 @@ Value *applyOp(Emitter &em, const ElementwiseSpec &s, const ElementTypes &types,
     const DType et = types.in[1];
     if (fp)
       return em.binaryIntrinsic(Intrinsic::pow, x, convert(em, in[1], et, computeDType(t)));
-    if (!isFloatDType(et)) // integer ** integer: exact
+    if (!isFloatingPoint(et)) // integer ** integer: exact
       return intPow(em, t, x, convert(em, in[1], et, t));
     // Integer base, float exponent: in double, truncated back like numpy's astype.
     Value *r = em.binaryIntrinsic(Intrinsic::pow, convert(em, x, t, DType::F64), convert(em, in[1], et, DType::F64));

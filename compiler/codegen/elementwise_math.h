@@ -12,9 +12,8 @@
 
 namespace popc::codegen::detail {
 
-bool isFloatDType(DType t);   // F32 F16 F64
 bool isSignedDType(DType t);  // I8 I16 I32 I64
-DType computeDType(DType t);  // F16 → F32, else t
+DType computeDType(DType t);  // F16, BF16 → F32, else t
 
 // Loads element `index` of a field of dtype t as a compute value, and stores
 // one back (a float compute value is rounded to float16 when t is F16; a value

@@ -26,8 +26,6 @@ template <typename T> T load(const uint8_t *p) {
 }
 template <typename T> void store(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
 
-bool isFloat(DType t) { return isFloatingPoint(t); }
-
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> stridesOf(const Shape &s) {
   std::vector<int64_t> st(s.size(), 1);
@@ -76,12 +74,12 @@ Result binary(const Op &op, const Tensor &a, const Tensor &b, const TensorInfo &
   const bool cmp = kCompare.count(t) != 0, logical = kLogical.count(t) != 0;
   if (a.info.dtype != b.info.dtype || (!cmp && a.info.dtype != out.dtype))
     return std::nullopt;
-  if (t == "Mod" && (op.attrs.getInt("fmod", 0) != 0 || isFloat(a.info.dtype)))
+  if (t == "Mod" && (op.attrs.getInt("fmod", 0) != 0 || isFloatingPoint(a.info.dtype)))
     return std::nullopt;
   std::vector<int64_t> ia = broadcastIndex(a.info.shape, out.shape);
   std::vector<int64_t> ib = broadcastIndex(b.info.shape, out.shape);
   size_t n = ia.size();
-  if (isFloat(a.info.dtype) && !logical) {
+  if (isFloatingPoint(a.info.dtype) && !logical) {
     // Evaluate in double, round once to the output type.
     std::vector<double> x = decodeDoubles(a.info.dtype, a.data), y = decodeDoubles(b.info.dtype, b.data);
     std::vector<double> r(n);
@@ -142,7 +140,7 @@ Result unary(const Op &op, const Tensor &a, const TensorInfo &out) {
   }
   if (a.info.dtype != out.dtype || out.dtype == DType::Bool)
     return std::nullopt;
-  if (!isFloat(out.dtype)) {
+  if (!isFloatingPoint(out.dtype)) {
     if (t != "Neg" && t != "Abs" && t != "Relu" && t != "Sign")
       return std::nullopt;
     std::vector<int64_t> x = decodeInt64s(a.info.dtype, a.data);
@@ -173,9 +171,9 @@ Result unary(const Op &op, const Tensor &a, const TensorInfo &out) {
 
 Result cast(const Tensor &a, const TensorInfo &out) {
   DType from = a.info.dtype, to = out.dtype;
-  if (isFloat(to))
+  if (isFloatingPoint(to))
     return std::vector<Bytes>{encodeDoubles(to, decodeDoubles(from, a.data))};
-  if (!isFloat(from)) {
+  if (!isFloatingPoint(from)) {
     std::vector<int64_t> v = decodeInt64s(from, a.data);
     return std::vector<Bytes>{encodeInt64s(to, v)};
   }
@@ -348,7 +346,7 @@ Result constantOfShape(const Op &op, const TensorInfo &out) {
 Result range(const std::vector<const Tensor *> &ins, const TensorInfo &out) {
   const DType t = out.dtype;
   const int64_t n = out.elements();
-  if (isFloat(t)) {
+  if (isFloatingPoint(t)) {
     const double start = decodeDoubles(t, ins[0]->data)[0], delta = decodeDoubles(t, ins[2]->data)[0];
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
