@@ -28,30 +28,6 @@ namespace fb = ::popef::fb;
 
 namespace {
 
-// out[i] = in0[i] + in1[i] for 2 floats (the sample's "add_f32_2" vertex).
-std::vector<uint8_t> addBitcode() {
-  llvm::LLVMContext ctx;
-  llvm::Module m("vertices", ctx);
-  llvm::IRBuilder<> b(ctx);
-  auto *ptr = b.getPtrTy();
-  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false),
-                                   llvm::Function::ExternalLinkage, "add_f32_2", m);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
-  auto field = [&](unsigned i) { return popc::test::fieldPointer(b, f->getArg(0), f->getArg(1), i); };
-  llvm::Value *in0 = field(0), *in1 = field(1), *out = field(2);
-  for (unsigned i = 0; i < 2; ++i) {
-    llvm::Value *x = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in0, i));
-    llvm::Value *y = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in1, i));
-    b.CreateStore(b.CreateFAdd(x, y), b.CreateConstGEP1_32(b.getFloatTy(), out, i));
-  }
-  b.CreateRetVoid();
-  std::string bytes;
-  llvm::raw_string_ostream os(bytes);
-  llvm::WriteBitcodeToFile(m, os);
-  os.flush();
-  return {bytes.begin(), bytes.end()};
-}
-
 std::shared_ptr<const popc::popef::Executable> sample(std::vector<uint8_t> bitcode = {'B', 'C', 0xC0, 0xDE, 1, 2, 3, 4}) {
   return popc::popef::Executable::fromBytes(popc::popef::serialize(popc::test::makeSampleExecutable(std::move(bitcode))),
                                             "sample.popef");
@@ -214,7 +190,7 @@ TEST_CASE("execution profile: a trace naming an unknown program is an error", "[
 }
 
 TEST_CASE("execution profile from the engine's trace matches the engine's cycle report", "[profile]") {
-  auto exe = sample(addBitcode());
+  auto exe = sample(popc::test::sampleAddBitcode());
   popc::profile::TraceRecorder trace(*exe);
   popc::runtime::EngineOptions options{1, nullptr};
   options.observer = &trace;
@@ -299,7 +275,7 @@ TEST_CASE("html report embeds the profiles safely", "[profile]") {
 TEST_CASE("execution profile of control flow (If, Switch) matches the engine's cycles", "[profile]") {
   // Appended to the sample's main: If b[0] (10, true) { add } else { Sync };
   // Switch b[0] { case 10: Sync; case 20: add; default: Sync } — each waits for b with one sync.
-  auto exe = popc::test::makeSampleExecutable(addBitcode());
+  auto exe = popc::test::makeSampleExecutable(popc::test::sampleAddBitcode());
   auto node = [](fb::ProgramKind kind, uint32_t index = 0) { return popc::test::sampleProgram(kind, index); };
   auto branch = node(fb::ProgramKind::If);
   branch->tensor = 1;

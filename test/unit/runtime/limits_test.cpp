@@ -23,31 +23,6 @@ using popc::runtime::EngineOptions;
 
 namespace {
 
-// out[i] = in0[i] + in1[i], 2 floats (the sample executable's vertex).
-std::vector<uint8_t> addBitcode() {
-  llvm::LLVMContext ctx;
-  llvm::Module m("vertices", ctx);
-  llvm::IRBuilder<> b(ctx);
-  auto *ptr = b.getPtrTy();
-  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false),
-                                   llvm::Function::ExternalLinkage, "add_f32_2", m);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
-  llvm::Value *base = f->getArg(0), *offsets = f->getArg(1);
-  llvm::Value *in0 = popc::test::fieldPointer(b, base, offsets, 0), *in1 = popc::test::fieldPointer(b, base, offsets, 1),
-              *out = popc::test::fieldPointer(b, base, offsets, 2);
-  for (unsigned i = 0; i < 2; ++i) {
-    llvm::Value *x = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in0, i));
-    llvm::Value *y = b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), in1, i));
-    b.CreateStore(b.CreateFAdd(x, y), b.CreateConstGEP1_32(b.getFloatTy(), out, i));
-  }
-  b.CreateRetVoid();
-  std::string bytes;
-  llvm::raw_string_ostream os(bytes);
-  llvm::WriteBitcodeToFile(m, os);
-  os.flush();
-  return {bytes.begin(), bytes.end()};
-}
-
 std::shared_ptr<const popc::popef::Executable> sample(std::vector<uint8_t> bitcode) {
   return popc::popef::Executable::fromBytes(popc::popef::serialize(popc::test::makeSampleExecutable(std::move(bitcode))),
                                             "sample.popef");
@@ -87,7 +62,7 @@ TEST_CASE("the stop flag ends a run between steps", "[runtime][limits]") {
   EngineOptions options;
   options.threads = 1;
   options.stop = &stop;
-  Engine engine(sample(addBitcode()), options);
+  Engine engine(sample(popc::test::sampleAddBitcode()), options);
   auto out = engine.run(inputs());
   std::vector<float> v(4);
   std::memcpy(v.data(), out.at("out").data.data(), 16);

@@ -2,6 +2,7 @@
 #include "formats/npz/npz.h"
 #include "formats/popef/popef.h"
 #include "test/unit/popef/sample_executable.h"
+#include "test/unit/runtime/vertex_ir.h"
 
 #include <catch2/catch.hpp>
 
@@ -20,31 +21,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-// out[i] = in0[i] + in1[i], 2 floats (the runtime test's vertex).
-std::vector<uint8_t> addBitcode() {
-  llvm::LLVMContext ctx;
-  llvm::Module m("v", ctx);
-  llvm::IRBuilder<> b(ctx);
-  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false),
-                                   llvm::Function::ExternalLinkage, "add_f32_2", m);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
-  auto field = [&](unsigned i) {
-    llvm::Value *off = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), f->getArg(1), i));
-    return b.CreateGEP(b.getInt8Ty(), f->getArg(0), b.CreateZExt(off, b.getInt64Ty()));
-  };
-  llvm::Value *x = field(0), *y = field(1), *o = field(2);
-  for (unsigned i = 0; i < 2; ++i)
-    b.CreateStore(b.CreateFAdd(b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), x, i)),
-                               b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), y, i))),
-                  b.CreateConstGEP1_32(b.getFloatTy(), o, i));
-  b.CreateRetVoid();
-  std::string bytes;
-  llvm::raw_string_ostream os(bytes);
-  llvm::WriteBitcodeToFile(m, os);
-  os.flush();
-  return {bytes.begin(), bytes.end()};
-}
 
 struct Result {
   int code;
@@ -71,7 +47,7 @@ TEST_CASE("poprun-lite and popef-info on the sample", "[runtime][tools]") {
   fs::path dir = fs::temp_directory_path() / ("popc-tools-test." + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string model = (dir / "sample.popef").string();
-  popc::popef::writeFile(model, popc::popef::serialize(popc::test::makeSampleExecutable(addBitcode())));
+  popc::popef::writeFile(model, popc::popef::serialize(popc::test::makeSampleExecutable(popc::test::sampleAddBitcode())));
   float a[4] = {1, 2, 3, 4};
   popc::npz::writeNpz((dir / "in.npz").string(), {{"a", popc::npz::makeArray(popc::DType::F32, {4}, a)}});
 
