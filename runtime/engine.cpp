@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include "runtime/bitcode_gate.h"
+#include "runtime/bitcode_probe.h"
 #include "runtime/cycle_model.h"
 #include "runtime/device_memory.h"
 #include "runtime/jit.h"
@@ -168,8 +169,15 @@ struct Engine::Impl {
   void compile() {
     jit = std::make_unique<Jit>(pool.get());
     uint32_t nTypes = len(root.vertex_types());
-    for (uint32_t m = 0; m < len(root.code()); ++m) {
-      std::vector<std::string> entries;
+    std::vector<CodeModuleRef> modules(len(root.code()));
+    for (uint32_t m = 0; m < modules.size(); ++m) {
+      modules[m].bitcode = {root.code()->Get(m)->bitcode()->data(), root.code()->Get(m)->bitcode()->size()};
+      for (uint32_t t = 0; t < nTypes; ++t)
+        if (root.vertex_types()->Get(t)->module_() == m)
+          modules[m].entrySymbols.push_back(root.vertex_types()->Get(t)->symbol()->str());
+    }
+    probeCodeModules(modules, label);
+    for (uint32_t m = 0; m < modules.size(); ++m) {
       // Types sharing a symbol get the smallest field table (the strictest).
       MemorySandbox sandbox;
       sandbox.halfStride = DeviceMemory::strideFor(target.bytes_per_tile()) / 2;
@@ -178,7 +186,6 @@ struct Engine::Impl {
         const fb::VertexType *vt = root.vertex_types()->Get(t);
         if (vt->module_() != m)
           continue;
-        entries.push_back(vt->symbol()->str());
         unsigned fields = len(vt->fields());
         auto [it, added] = sandbox.entryFieldCounts.emplace(vt->symbol()->str(), fields);
         if (!added)
@@ -186,8 +193,7 @@ struct Engine::Impl {
       }
       std::string where = fmt::format("{}: code module {}", label, m);
       auto context = std::make_unique<llvm::LLVMContext>();
-      const auto *bitcode = root.code()->Get(m)->bitcode();
-      auto module = loadCodeModule(*context, {bitcode->data(), bitcode->size()}, where, entries);
+      auto module = loadCodeModule(*context, modules[m].bitcode, where, modules[m].entrySymbols);
       jit->addModule(std::move(module), std::move(context), where, &sandbox);
     }
     typeFns.resize(nTypes);

@@ -24,6 +24,11 @@ constexpr int kExitOk = 0, kExitError = 1, kExitInternal = 2, kExitTimeout = 3;
 // anyway (vertex code is not interruptible; steps are checked between).
 constexpr unsigned kTimeoutGraceSeconds = 2;
 
+// poprun-lite parses a popef's code modules in a child process first
+// (runtime/bitcode_probe.h); a child that takes longer is killed and the file
+// refused. Parsing every module of ResNet-50 takes well under a second.
+constexpr unsigned kBitcodeProbeSeconds = 60;
+
 } // namespace popc::limits
 
 namespace popc::limits {

@@ -2,7 +2,10 @@
 // load time with a one-line reason, or bounded by a documented limit (memory
 // budget, --timeout, the memory sandbox) — never executed as written.
 //
-//   make_hostile OUT_DIR
+//   make_hostile OUT_DIR [FINDINGS_DIR]
+//
+// FINDINGS_DIR (fuzz/findings) adds one case per bitcode file there that
+// crashes LLVM's reader, embedded in a popef with valid checksums.
 //
 // writes OUT_DIR/<case>.popef, OUT_DIR/inputs.npz, OUT_DIR/expected.npz and
 // OUT_DIR/cases.tsv: one line per case, tab-separated: name, expected exit
@@ -27,6 +30,8 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
+#include <set>
 
 namespace {
 
@@ -173,8 +178,8 @@ void writeArrays(const fs::path &dir) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_hostile OUT_DIR\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: make_hostile OUT_DIR [FINDINGS_DIR]\n");
     return 2;
   }
   Writer w{argv[1], {}};
@@ -225,6 +230,18 @@ int main(int argc, char **argv) {
     e.code[0]->bitcode = {'B', 'C', 0xc0, 0xde, 0x35, 0x14, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x62, 0x0c};
     w.exe("bc_garbage", e, 1, "invalid bitcode");
   }
+  // Bitcode that crashes LLVM's reader or verifier (fuzz/findings): the
+  // child-process probe must turn each into a one-line refusal.
+  if (argc == 3)
+    for (const auto &f : std::set<fs::path>(fs::directory_iterator(argv[2]), fs::directory_iterator())) {
+      const std::string stem = f.stem().string();
+      if (f.extension() != ".bc" || stem.rfind("bitcode-leak", 0) == 0)
+        continue; // leaks are findings only under LeakSanitizer
+      std::ifstream in(f, std::ios::binary);
+      auto e = sample();
+      e.code[0]->bitcode.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      w.exe("llvm_crash_" + stem.substr(stem.find('-') + 1), e, 1, "LLVM's bitcode reader");
+    }
   {
     auto e = sample();
     e.vertex_types[0]->symbol = "system";

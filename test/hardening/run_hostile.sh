@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs every case of the hostile-executable corpus through poprun-lite (and popef-info):
-#   run_hostile.sh BIN_DIR SCRATCH_DIR
+#   run_hostile.sh BIN_DIR SCRATCH_DIR [FINDINGS_DIR]
 # Each case must end with its expected exit code within a wall-clock bound
 # (never a crash, a signal or a hang); a refused case must print exactly one
 # line naming the problem; a case that must run must produce the reference
 # outputs. Prints one line per case and a summary; exit 1 on any failure.
 set -uo pipefail
-BIN=$1 TMP=$2
+BIN=$1 TMP=$2 FINDINGS=${3:-}
 rm -rf "$TMP" && mkdir -p "$TMP" && cd "$TMP" || exit 1
-"$BIN/make_hostile" corpus >/dev/null || { echo "FAIL: make_hostile"; exit 1; }
+"$BIN/make_hostile" corpus $FINDINGS >/dev/null || { echo "FAIL: make_hostile"; exit 1; }
 LIMIT=${HOSTILE_CASE_SECONDS:-60}
 failed=0 total=0
 while IFS=$'\t' read -r name rc want args; do
