@@ -63,6 +63,14 @@ using StaticTensorEvaluator =
 int resolveStaticSequences(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
                            const StaticTensorEvaluator &evaluate, const std::string &path);
 
+// gradient.cpp: each ai.onnx.preview.training Gradient node replaced by the
+// nodes of its reverse-mode derivative (seed: ones). `infos(model)` imports
+// `model` (the forward nodes y needs, output y) and returns every tensor's
+// type and shape. Returns how many Gradient nodes were expanded.
+using TensorInfoEvaluator = std::function<std::map<std::string, ir::TensorInfo>(const ::onnx::ModelProto &model)>;
+int expandGradients(::onnx::ModelProto &model, int64_t opset, const TensorInfoEvaluator &infos,
+                    const std::string &path);
+
 // input_shapes.cpp
 // Names of the graph inputs that are not initializers, in order.
 std::vector<std::string> realInputNames(const ::onnx::GraphProto &graph);
