@@ -238,10 +238,7 @@ private:
       auto *to = cast.add_attribute();
       to->set_name("to");
       to->set_type(::onnx::AttributeProto::INT);
-      to->set_i(info(in(0)).dtype == DType::F32   ? ::onnx::TensorProto::FLOAT
-                : info(in(0)).dtype == DType::F64 ? ::onnx::TensorProto::DOUBLE
-                : info(in(0)).dtype == DType::F16 ? ::onnx::TensorProto::FLOAT16
-                                                  : ::onnx::TensorProto::BFLOAT16);
+      to->set_i(dtypeToOnnx(info(in(0)).dtype));
       accumulate(in(0), emit("Mul", {g, cast.output(0)}));
     } else if (type == "Sigmoid") { // y (1 - y)
       const std::string one = constant(yInfo.dtype, {}, 1.0, "one");

@@ -25,6 +25,7 @@ void loadExternalData(::onnx::ModelProto &model, const std::string &path);
 
 // tensor_proto.cpp
 DType dtypeFromOnnx(int32_t elemType, const std::string &context);
+int32_t dtypeToOnnx(DType dtype); // TensorProto::DataType
 ir::Tensor tensorFromProto(const ::onnx::TensorProto &proto, const std::string &context);
 std::string shapeProtoToString(const ::onnx::TensorShapeProto &shape); // "[batch,3,224,224]"
 

@@ -157,8 +157,17 @@ private:
         emit("Identity", element + "/Identity", {s[i]}, {element});
         ::onnx::ValueInfoProto v;
         v.set_name(element);
-        if (elemType)
-          v.mutable_type()->mutable_tensor_type()->set_elem_type(elemType);
+        // Type and shape from popc's own inference: ONNX's cannot always see
+        // through the resolved nodes, and the checker wants output shapes.
+        auto *tt = v.mutable_type()->mutable_tensor_type();
+        if (auto info = evaluatePrefix(s[i])) {
+          tt->set_elem_type(int32_t(dtypeToOnnx(info->info.dtype)));
+          auto *shape = tt->mutable_shape();
+          for (int64_t d : info->info.shape)
+            shape->add_dim()->set_dim_value(d);
+        } else if (elemType) {
+          tt->set_elem_type(elemType);
+        }
         outputs.push_back(std::move(v));
       }
     }
