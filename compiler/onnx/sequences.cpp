@@ -160,7 +160,13 @@ private:
         // Type and shape from popc's own inference: ONNX's cannot always see
         // through the resolved nodes, and the checker wants output shapes.
         auto *tt = v.mutable_type()->mutable_tensor_type();
-        if (auto info = evaluatePrefix(s[i])) {
+        const ::onnx::ValueInfoProto *input = nullptr;
+        for (const auto &in : graph.input())
+          if (in.name() == s[i])
+            input = &in;
+        if (input && input->type().has_tensor_type()) {
+          *tt = input->type().tensor_type();
+        } else if (auto info = evaluatePrefix(s[i])) {
           tt->set_elem_type(int32_t(dtypeToOnnx(info->info.dtype)));
           auto *shape = tt->mutable_shape();
           for (int64_t d : info->info.shape)
