@@ -83,6 +83,8 @@ int lowerSequenceAndOptionalInputs(::onnx::ModelProto &model, const std::map<std
            fmt::join(real, ", "));
     if (!it->second->has_optional_type())
       fail("{}: --optional-absent {}: input '{}' is {}, not an optional", path, name, name, typeName(*it->second));
+    if (lengths.count(name))
+      fail("{}: input '{}' is given both --optional-absent and --sequence-input; choose one", path, name);
   }
 
   const std::set<std::string> taken = allNames(graph);
