@@ -128,15 +128,15 @@ private:
     for (const auto &out : graph.output()) {
       const std::string &name = out.name();
       ::onnx::TypeProto type = out.type();
+      if (absent_.count(name)) {
+        if (out.has_type() && !type.has_optional_type())
+          fail("{}: graph output '{}' is an empty optional but the model does not declare it optional", path_, name);
+        continue; // an empty optional output: the executable does not return it
+      }
       if (type.has_optional_type()) {
-        if (absent_.count(name))
-          continue;
         const ::onnx::TypeProto inner = type.optional_type().elem_type();
         type = inner;
       }
-      if (absent_.count(name))
-        fail("{}: graph output '{}' is an empty optional but the model declares it {}", path_, name,
-             "a non-optional value");
       if (!sequences_.count(name)) {
         if (type.has_sequence_type())
           fail("{}: graph output '{}' is declared a sequence but is not one popc could resolve", path_, name);
