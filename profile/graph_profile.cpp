@@ -74,12 +74,12 @@ Json computeSetsJson(const fb::Executable &exe, uint32_t numTiles) {
       }
       tileCount[tile] = costs.size();
       tileCycles[tile] = runtime::tileComputeCycles(costs, workers);
-      tileActive[tile] = ceilDiv(std::accumulate(costs.begin(), costs.end(), uint64_t(0)), workers);
+      tileActive[tile] = std::accumulate(costs.begin(), costs.end(), uint64_t(0));
     }
     Json csTypes = Json::array(), csCounts = Json::array();
     std::vector<uint64_t> activeType(nTypes, 0);
     for (uint32_t type = 0; type < nTypes; ++type) {
-      activeType[type] = ceilDiv(cyclesPerType[type], workers);
+      activeType[type] = cyclesPerType[type];
       if (perType[type]) {
         csTypes.push_back(type);
         csCounts.push_back(perType[type]);
@@ -115,23 +115,14 @@ ExchangeLists exchangesJson(const fb::Executable &exe, uint32_t numTiles) {
   ExchangeLists out{empty("cyclesByTile"), empty("estimatedCyclesByTile"), {}};
   for (uint32_t e = 0; e < len(exe.exchanges()); ++e) {
     const fb::ExchangeStep *step = exe.exchanges()->Get(e);
-    // sent/received on the IPU and across IPUs, per tile (the cycle model's terms).
-    std::vector<std::array<uint64_t, 4>> traffic(numTiles, {0, 0, 0, 0});
     uint64_t total = 0;
-    for (uint32_t i = 0; i < len(step->copies()); ++i) {
-      const fb::Copy *c = step->copies()->Get(i);
-      const bool cross = c->src_tile() / t.tiles_per_ipu() != c->dst_tile() / t.tiles_per_ipu();
-      traffic[c->src_tile()][cross ? 2 : 0] += c->bytes();
-      traffic[c->dst_tile()][cross ? 3 : 1] += c->bytes();
-      total += c->bytes();
-    }
+    for (uint32_t i = 0; i < len(step->copies()); ++i)
+      total += step->copies()->Get(i)->bytes();
     std::vector<uint64_t> sent(numTiles), received(numTiles), cycles(numTiles);
-    for (uint32_t tile = 0; tile < numTiles; ++tile) {
-      const auto &x = traffic[tile];
-      sent[tile] = x[0] + x[2];
-      received[tile] = x[1] + x[3];
-      cycles[tile] = ceilDiv(std::max(x[0], x[1]), t.exchange_bytes_per_cycle()) +
-                     ceilDiv(std::max(x[2], x[3]), t.inter_ipu_bytes_per_cycle());
+    for (const runtime::TileTraffic &x : runtime::exchangeTraffic(t, *step)) {
+      sent[x.tile] = x.sentOn + x.sentX;
+      received[x.tile] = x.recvOn + x.recvX;
+      cycles[x.tile] = runtime::tileExchangeCycles(t, x);
     }
     const bool external = isInterIpu(t, *step);
     Json &list = external ? out.external : out.internal;

@@ -1,6 +1,7 @@
 #include "runtime/cycle_model.h"
 
 #include <algorithm>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -14,29 +15,75 @@ uint64_t tileComputeCycles(std::span<const uint64_t> vertexCycles, uint32_t work
   std::vector<uint64_t> load(std::max(1u, workers), 0);
   for (uint64_t c : vertexCycles)
     *std::min_element(load.begin(), load.end()) += c;
-  return *std::max_element(load.begin(), load.end());
+  // The tile issues for its contexts round-robin, one slot each in turn, so a
+  // context's W cycles of work take W * workers tile cycles even when the
+  // other contexts are idle.
+  return *std::max_element(load.begin(), load.end()) * load.size();
+}
+
+std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
+  struct Source {
+    uint32_t tile;
+    uint64_t begin, end;
+    bool operator<(const Source &o) const { return std::tie(tile, begin, end) < std::tie(o.tile, o.begin, o.end); }
+  };
+  std::unordered_map<uint32_t, TileTraffic> tiles; // emitted sorted by tile below
+  std::vector<Source> onIpu;
+  auto at = [&](uint32_t tile) -> TileTraffic & {
+    TileTraffic &t = tiles[tile];
+    t.tile = tile;
+    return t;
+  };
+  if (step.copies()) {
+    tiles.reserve(step.copies()->size() * 2);
+    onIpu.reserve(step.copies()->size());
+    for (const auto *c : *step.copies()) {
+      const bool cross = c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
+      if (cross) {
+        at(c->src_tile()).sentX += c->bytes();
+        at(c->dst_tile()).recvX += c->bytes();
+      } else {
+        onIpu.push_back({c->src_tile(), c->src_offset(), uint64_t(c->src_offset()) + c->bytes()});
+        at(c->dst_tile()).recvOn += c->bytes();
+      }
+    }
+  }
+  // Union of each tile's source ranges.
+  std::sort(onIpu.begin(), onIpu.end());
+  for (size_t i = 0; i < onIpu.size();) {
+    TileTraffic &t = at(onIpu[i].tile);
+    uint64_t begin = onIpu[i].begin, end = onIpu[i].end;
+    for (++i; i < onIpu.size() && onIpu[i].tile == t.tile; ++i) {
+      if (onIpu[i].begin > end) {
+        t.sentOn += end - begin;
+        begin = onIpu[i].begin;
+      }
+      end = std::max(end, onIpu[i].end);
+    }
+    t.sentOn += end - begin;
+  }
+  std::vector<TileTraffic> out;
+  out.reserve(tiles.size());
+  for (const auto &[tile, t] : tiles)
+    out.push_back(t);
+  std::sort(out.begin(), out.end(), [](const TileTraffic &a, const TileTraffic &b) { return a.tile < b.tile; });
+  return out;
+}
+
+uint64_t tileExchangeCycles(const ::popef::fb::Target &target, const TileTraffic &t) {
+  return ceilDiv(std::max(t.sentOn, t.recvOn), target.exchange_bytes_per_cycle()) +
+         ceilDiv(std::max(t.sentX, t.recvX), target.inter_ipu_bytes_per_cycle());
 }
 
 ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
-  struct Traffic {
-    uint64_t sentOn = 0, recvOn = 0, sentX = 0, recvX = 0;
-  };
   ExchangeCost cost;
-  std::unordered_map<uint32_t, Traffic> tiles; // only max() is taken: order does not matter
-  if (step.copies()) {
-    tiles.reserve(step.copies()->size() * 2);
+  if (step.copies())
     for (const auto *c : *step.copies()) {
-      bool cross = c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
-      cost.interIpu |= cross;
+      cost.interIpu |= c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
       cost.bytes += c->bytes();
-      (cross ? tiles[c->src_tile()].sentX : tiles[c->src_tile()].sentOn) += c->bytes();
-      (cross ? tiles[c->dst_tile()].recvX : tiles[c->dst_tile()].recvOn) += c->bytes();
     }
-  }
-  for (const auto &[tile, t] : tiles)
-    cost.transfer = std::max(cost.transfer,
-                             ceilDiv(std::max(t.sentOn, t.recvOn), target.exchange_bytes_per_cycle()) +
-                                 ceilDiv(std::max(t.sentX, t.recvX), target.inter_ipu_bytes_per_cycle()));
+  for (const TileTraffic &t : exchangeTraffic(target, step))
+    cost.transfer = std::max(cost.transfer, tileExchangeCycles(target, t));
   cost.sync = cost.interIpu ? target.global_sync_cycles() : target.sync_cycles();
   return cost;
 }

@@ -6,13 +6,30 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace popc::runtime {
 
 // One tile's compute time: vertices (given by their cycle estimates, in
 // execution order) are handed greedily to the least-loaded of `workers`
-// worker contexts; the tile finishes with its busiest worker.
+// worker contexts; the tile finishes with its busiest worker, whose load is
+// multiplied by `workers` (round-robin issue: each context gets every
+// workers-th cycle).
 uint64_t tileComputeCycles(std::span<const uint64_t> vertexCycles, uint32_t workers);
+
+// One tile's traffic in an exchange step, in bytes. On the IPU the exchange
+// multicasts: a source byte read by several tiles leaves its tile once, so
+// `sentOn` counts distinct source bytes. Links between IPUs are point to
+// point: `sentX` counts every copy.
+struct TileTraffic {
+  uint32_t tile = 0;
+  uint64_t sentOn = 0, recvOn = 0, sentX = 0, recvX = 0;
+};
+// The tiles that send or receive in `step`, in tile order.
+std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step);
+// ceil(max(on-IPU sent, received) / exchange_bytes_per_cycle)
+// + ceil(max(cross-IPU sent, received) / inter_ipu_bytes_per_cycle)
+uint64_t tileExchangeCycles(const ::popef::fb::Target &target, const TileTraffic &t);
 
 struct ExchangeCost {
   uint64_t sync = 0;      // sync_cycles, or global_sync_cycles if any copy crosses IPUs
@@ -20,9 +37,7 @@ struct ExchangeCost {
   uint64_t bytes = 0;
   bool interIpu = false;
 };
-// Per tile: ceil(max(on-IPU bytes sent, received) / exchange_bytes_per_cycle)
-// + ceil(max(cross-IPU bytes sent, received) / inter_ipu_bytes_per_cycle);
-// the step takes the slowest tile.
+// The step takes its slowest tile (tileExchangeCycles).
 ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step);
 
 struct StreamCost {

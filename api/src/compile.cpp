@@ -221,6 +221,14 @@ private:
       if (ok)
         return {r.var, tile, off0, bytes};
     }
+    // Read-only copies of the same source bytes into one tile's compute set
+    // share one temporary: Poplar sends a region to a tile once, however many
+    // of the tile's vertices read it.
+    const bool readOnly = access == codegen::FieldAccess::Input;
+    auto key = std::make_tuple(cs, tile, int(t.elementType()), t.regions());
+    if (readOnly)
+      if (auto it = inputCopies.find(key); it != inputCopies.end())
+        return {it->second, tile, 0, bytes};
     const graph::TensorId tmp = G.dg.addTensor(fmt::format("{}/{}@{}#{}", G.dg.computeSet(cs).name, field, tile,
                                                            G.dg.tensors().size()),
                                                toDType(t.elementType()), {int64_t(t.numElements())},
@@ -237,11 +245,15 @@ private:
         ex.post = G.dg.addExchange(G.dg.computeSet(cs).name + "/out");
       G.addCopies(G.view(tmp), t, *ex.post);
     }
+    if (readOnly)
+      inputCopies.emplace(std::move(key), tmp);
     return {tmp, tile, 0, bytes};
   }
 
   GraphImpl &G;
   std::map<uint32_t, CsExchanges> csEx;
+  // (compute set, tile, element type, source regions) -> the temporary holding them
+  std::map<std::tuple<uint32_t, uint32_t, int, std::vector<Region>>, graph::TensorId> inputCopies;
 };
 
 // Restores the graph's DeviceGraph after a compile (success or error).

@@ -289,7 +289,7 @@ void pad(Ctx &c) {
   m.walk = shape;
   const auto st = strides(x.shape);
   for (int64_t d = 0; d < rank; ++d) {
-    std::vector<int64_t> t(size_t(shape[size_t(d)]));
+    std::vector<int64_t> t(static_cast<size_t>(shape[size_t(d)]));
     for (int64_t i = 0; i < shape[size_t(d)]; ++i) {
       const int64_t s = padSource(mode, i - begin[size_t(d)], x.shape[size_t(d)]);
       t[size_t(i)] = s == kFill ? kFill : s * st[size_t(d)];

@@ -54,7 +54,7 @@ ConvPlan planConv(const ConvShape &s, const Window2d &w, uint64_t es, const Lowe
             if (used > tiles || (used > 1 && outputs * icb * window < kMinMacsPerTile))
               continue;
             const uint64_t vertices = nb * gb * std::min<uint64_t>(ocb, workers);
-            const uint64_t compute = ceilDiv(vertices, workers) * dotCycles(outputs / vertices, icb * window);
+            const uint64_t compute = tileCycles(t, ceilDiv(vertices, workers) * dotCycles(outputs / vertices, icb * window));
             const uint64_t slabRows =
                 std::min<uint64_t>(s.h, (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1);
             uint64_t inBytes = (nb * gb * icb * slabRows * s.w + gb * ocb * (icb * window + 1)) * es;

@@ -47,7 +47,7 @@ Plan choosePlan(const Problem &p, const Lowering &L) {
         if (used > tiles || (used > 1 && bb * mb * nb * p.k < kMinMacsPerTile))
           continue;
         const uint64_t rowsPerWorker = bb > 1 ? ceilDiv(bb, workers) * mb : ceilDiv(mb, workers);
-        const uint64_t compute = dotCycles(rowsPerWorker * nb, p.k);
+        const uint64_t compute = tileCycles(t, dotCycles(rowsPerWorker * nb, p.k));
         const uint64_t bBytes = (p.broadcastB ? 1 : bb) * p.k * nb * es;
         const uint64_t inBytes = bb * mb * p.k * es + bBytes + (p.c ? mb * nb * es : 0);
         const uint64_t memory = inBytes + bb * mb * nb * es;

@@ -29,7 +29,7 @@ PoolPlan planPool(int64_t planes, int64_t oh, int64_t ow, int64_t inW, const Win
         continue;
       const uint64_t slabRows = (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1;
       const uint64_t inBytes = pb * slabRows * inW * es;
-      const uint64_t compute = ceilDiv(pb, workers) * ohb * ow * (w.kernelH * w.kernelW + 2);
+      const uint64_t compute = tileCycles(t, ceilDiv(pb, workers) * ohb * ow * (w.kernelH * w.kernelW + 2));
       const uint64_t cost = compute + exchangeCycles(t, inBytes);
       if (inBytes + pb * ohb * ow * es <= t.bytesPerTile / 2 && cost < bestCost) {
         bestCost = cost;

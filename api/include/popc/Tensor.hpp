@@ -4,6 +4,7 @@
 // where it lives (which variable, which element). slice / reshape /
 // transpose / concat make new views of the same variables without copying.
 #pragma once
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -30,6 +31,7 @@ struct Region {
   uint32_t var = 0;
   uint64_t begin = 0, count = 0;
   bool operator==(const Region &) const = default;
+  auto operator<=>(const Region &) const = default;
 };
 
 class Tensor {

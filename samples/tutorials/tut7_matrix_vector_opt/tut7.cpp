@@ -1,7 +1,7 @@
 // Tutorial 7: matrix-vector multiplication optimised: each row is split into
 // colAxisSplit segments (partial dot products), then a reduction per row. The
 // split is chosen by a cycle estimate that uses the codelets' getCycleEstimate.
-// Usage: tut7 numRows numCols [--arch ipu1|ipu2] [--estimate-only]
+// Usage: tut7 numRows numCols [--arch ipu1|ipu2] [--estimate-only] [--profile]
 #include <popc/poplar.hpp>
 
 #include <algorithm>
@@ -98,17 +98,19 @@ static Program buildMultiplyProgram(Graph &graph, Tensor matrix, Tensor in, Tens
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    std::cerr << "usage: " << argv[0] << " numRows numCols [--arch ipu1|ipu2] [--estimate-only]\n";
+    std::cerr << "usage: " << argv[0] << " numRows numCols [--arch ipu1|ipu2] [--estimate-only] [--profile]\n";
     return 1;
   }
   const unsigned numRows = std::atoi(argv[1]), numCols = std::atoi(argv[2]);
   std::string arch = "ipu2";
-  bool estimateOnly = false;
+  bool estimateOnly = false, profile = false;
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--arch") && i + 1 < argc)
       arch = argv[++i];
     else if (!std::strcmp(argv[i], "--estimate-only"))
       estimateOnly = true;
+    else if (!std::strcmp(argv[i], "--profile"))
+      profile = true;
   }
   std::cout << "Multiplying matrix of size " << numRows << "x" << numCols << " by vector of size " << numCols
             << "\n";
@@ -152,6 +154,8 @@ int main(int argc, char **argv) {
   engine.resetProfile();
   engine.run(1);
   const uint64_t cycles = engine.getCycles();
+  if (profile)
+    engine.printProfileSummary(std::cout); // where the multiply program's cycles go
   engine.run(2);
 
   bool ok = true;

@@ -43,7 +43,8 @@ n = len(g["exchanges"]["names"]) + len(g["externalExchanges"]["names"])
 assert n == len(info["exchanges"])
 for lst in (g["exchanges"], g["externalExchanges"]):
     for k, e in enumerate(lst["popefIndex"]):
-        assert lst["totalData"][k] == info["exchanges"][e]["bytes"] == sum(lst["bytesSentByTile"][k]) == sum(lst["bytesReceivedByTile"][k])
+        # A byte read by several tiles leaves its tile once (the exchange multicasts).
+        assert lst["totalData"][k] == info["exchanges"][e]["bytes"] == sum(lst["bytesReceivedByTile"][k]) >= sum(lst["bytesSentByTile"][k])
 assert len(g["hostExchanges"]["names"]) == len(info["streams"])
 types = {p["type"] for p in g["programs"]}
 assert g["programs"][0]["type"] == "Sequence" and "OnTileExecute" in types and "StreamCopy" in types, types

@@ -63,9 +63,9 @@ TEST_CASE("graph profile of the sample: compute sets and exchanges per tile", "[
   CHECK(vec(cs["vertexTypes"][0]) == std::vector<uint64_t>{0});
   CHECK(vec(cs["vertexCounts"][0]) == std::vector<uint64_t>{2});
   CHECK(vec(cs["vertexCountsByTile"][0]) == std::vector<uint64_t>{1, 1, 0, 0});
-  CHECK(vec(cs["cycleEstimates"]["cyclesByTile"][0]) == std::vector<uint64_t>{10, 10, 0, 0});
-  CHECK(vec(cs["cycleEstimates"]["activeCyclesByTile"][0]) == std::vector<uint64_t>{2, 2, 0, 0}); // ceil(10/6)
-  CHECK(vec(cs["cycleEstimates"]["activeCyclesByVertexType"][0]) == std::vector<uint64_t>{4}); // ceil(20/6)
+  CHECK(vec(cs["cycleEstimates"]["cyclesByTile"][0]) == std::vector<uint64_t>{60, 60, 0, 0});
+  CHECK(vec(cs["cycleEstimates"]["activeCyclesByTile"][0]) == std::vector<uint64_t>{10, 10, 0, 0}); // ceil(10/6)
+  CHECK(vec(cs["cycleEstimates"]["activeCyclesByVertexType"][0]) == std::vector<uint64_t>{20}); // ceil(20/6)
 
   // "move" crosses the IPU boundary (tiles 0,1 -> 2,3): a GlobalExchange.
   CHECK(g["exchanges"]["names"].empty());
@@ -138,13 +138,13 @@ TEST_CASE("execution profile of the sample trace: steps, cycles and balances", "
   CHECK(vec(x["programTrace"]) == std::vector<uint64_t>{0, 1, 2, 3, 4, 5});
   const Json &s = x["simulation"];
   // stream a: 1000 sync + 2; add: 10; Sync: 100; move: 1000 sync + 4; stream out: 1000 + 2.
-  CHECK(s["cycles"] == 3118);
-  CHECK(s["phaseCycles"]["compute"] == 10);
+  CHECK(s["cycles"] == 3168);
+  CHECK(s["phaseCycles"]["compute"] == 60);
   CHECK(s["phaseCycles"]["exchange"] == 4);
   CHECK(s["phaseCycles"]["sync"] == 3100);
   CHECK(s["phaseCycles"]["host"] == 4);
-  CHECK(s["tileCycles"]["compute"] == 20);
-  CHECK(s["tileCycles"]["activeCompute"] == 4);
+  CHECK(s["tileCycles"]["compute"] == 120);
+  CHECK(s["tileCycles"]["activeCompute"] == 20);
   CHECK(s["tileCycles"]["globalExchange"] == 16);
   CHECK(s["tileCycles"]["sync"] == 3100 * 4);
   const Json &steps = s["steps"];
@@ -158,13 +158,13 @@ TEST_CASE("execution profile of the sample trace: steps, cycles and balances", "
   CHECK(steps[1]["dataBalance"].get<double>() == Approx(0.5)); // tiles 0,1 hold 8 B each of 4 tiles
   const Json &exec = steps[2];
   CHECK(exec["type"] == "OnTileExecute");
-  CHECK(exec["cycles"] == 10);
+  CHECK(exec["cycles"] == 60);
   CHECK(exec["cyclesFrom"] == 1002);
-  CHECK(exec["cyclesTo"] == 1012);
+  CHECK(exec["cyclesTo"] == 1062);
   CHECK(exec["cyclesOverlapped"] == 0);
-  CHECK(exec["tileBalance"].get<double>() == Approx(0.5));      // 20 / (10 * 4)
-  CHECK(exec["activeTileBalance"].get<double>() == Approx(1.0)); // 20 / (10 * 2)
-  CHECK(exec["threadBalance"].get<double>() == Approx(0.2));     // 4 active / 20
+  CHECK(exec["tileBalance"].get<double>() == Approx(0.5));      // 120 / (60 * 4)
+  CHECK(exec["activeTileBalance"].get<double>() == Approx(1.0)); // 120 / (60 * 2)
+  CHECK(exec["threadBalance"].get<double>() == Approx(1.0 / 6)); // 20 active / 120: one vertex per tile, one of six contexts busy
   CHECK(steps[3]["type"] == "Sync");
   CHECK(steps[3]["syncType"] == "Internal");
   CHECK(steps[3]["cycles"] == 100);
@@ -176,9 +176,9 @@ TEST_CASE("execution profile of the sample trace: steps, cycles and balances", "
   CHECK(ex["totalData"] == 16);
   CHECK(ex["activeTiles"] == 4);
   CHECK(ex["dataBalance"].get<double>() == Approx(1.0));
-  CHECK(steps[7]["cyclesTo"] == 3118);
+  CHECK(steps[7]["cyclesTo"] == 3168);
   CHECK(vec(s["computeSetRuns"]) == std::vector<uint64_t>{1});
-  CHECK(vec(s["vertexTypeCycles"]) == std::vector<uint64_t>{4});
+  CHECK(vec(s["vertexTypeCycles"]) == std::vector<uint64_t>{20});
 }
 
 TEST_CASE("execution profile: a trace naming an unknown program is an error", "[profile]") {
@@ -204,7 +204,7 @@ TEST_CASE("execution profile from the engine's trace matches the engine's cycle 
   const Json x = popc::profile::executionProfile(popc::profile::graphProfile(*exe), trace.trace());
   const auto &r = engine.report();
   CHECK(x["simulation"]["cycles"] == r.cycles.total());
-  CHECK(x["simulation"]["cycles"] == 3 * 3118);
+  CHECK(x["simulation"]["cycles"] == 3 * 3168);
   CHECK(x["simulation"]["phaseCycles"]["compute"] == r.cycles.compute);
   CHECK(x["simulation"]["phaseCycles"]["exchange"] == r.cycles.exchange);
   CHECK(x["simulation"]["phaseCycles"]["sync"] == r.cycles.sync);
@@ -242,9 +242,9 @@ TEST_CASE("profile summary of the sample matches the golden text", "[profile]") 
   CHECK_THAT(text, Catch::Contains("  Tiles per IPU:          2\n"));
   CHECK_THAT(text, Catch::Contains("  Clock Speed (approx):   1,330.0 MHz\n"));
   CHECK_THAT(text, Catch::Contains("  Number of vertices:                2\n"));
-  CHECK_THAT(text, Catch::Contains("  Total cycles:                                  3,118 (approx 2.3 microseconds)\n"));
-  CHECK_THAT(text, Catch::Contains("  Total thread balance:                          20.0%\n"));
-  CHECK_THAT(text, Catch::Contains("  OnTileExecute (cycles 1,002 - 1,012): add\n"));
+  CHECK_THAT(text, Catch::Contains("  Total cycles:                                  3,168 (approx 2.4 microseconds)\n"));
+  CHECK_THAT(text, Catch::Contains("  Total thread balance:                          16.7%\n"));
+  CHECK_THAT(text, Catch::Contains("  OnTileExecute (cycles 1,002 - 1,062): add\n"));
   CHECK(text.find('\033') == std::string::npos);
 }
 
@@ -307,6 +307,6 @@ TEST_CASE("execution profile of control flow (If, Switch) matches the engine's c
   CHECK(trace.trace() == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 9, 10});
   const Json x = popc::profile::executionProfile(g, trace.trace());
   CHECK(x["simulation"]["cycles"] == engine.report().cycles.total());
-  CHECK(x["simulation"]["cycles"] == 3118 + 100 + 10 + 100 + 100); // If sync + add + Switch sync + Sync
+  CHECK(x["simulation"]["cycles"] == 3168 + 100 + 60 + 100 + 100); // If sync + add + Switch sync + Sync
   CHECK(x["simulation"]["phaseCycles"]["sync"] == engine.report().cycles.sync);
 }

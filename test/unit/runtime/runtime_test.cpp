@@ -124,11 +124,11 @@ TEST_CASE("runtime runs the sample executable", "[runtime]") {
     CHECK(out["out"].shape == popc::Shape{4});
     CHECK(floats(out["out"]) == std::vector<float>{11, 22, 33, 44});
 
-    // Cycle model: 1 vertex of 10 cycles per tile; the exchange crosses IPUs
+    // Cycle model: 1 vertex of 10 cycles per tile, x6 for round-robin issue; the exchange crosses IPUs
     // (global sync 1000 + 8 bytes / 2 per cycle); Sync 100; two stream copies
     // of 16 bytes (global sync 1000 + 16 / 8).
     const auto &r = engine.report();
-    CHECK(r.cycles.compute == 10);
+    CHECK(r.cycles.compute == 60);
     CHECK(r.cycles.exchange == 4);
     CHECK(r.cycles.sync == 100 + 1000 + 2000);
     CHECK(r.cycles.host == 4);
@@ -141,7 +141,7 @@ TEST_CASE("runtime runs the sample executable", "[runtime]") {
     CHECK(r.exchanges[0].bytes == 16);
 
     engine.run(sampleInputs());
-    CHECK(engine.report().cycles.total() == 2 * (10 + 4 + 3100 + 4));
+    CHECK(engine.report().cycles.total() == 2 * (60 + 4 + 3100 + 4));
     engine.resetReport();
     CHECK(engine.report().cycles.total() == 0);
   }
@@ -163,7 +163,7 @@ TEST_CASE("runtime parallel paths give the same results", "[runtime]") {
     for (int i = 0; i < 20; ++i)
       CHECK(floats(engine.run(sampleInputs())["out"]) == std::vector<float>{11, 22, 33, 44});
     CHECK(engine.report().exchanges[1].bytes == 600100);
-    CHECK(engine.report().cycles.compute == 20 * 500000);
+    CHECK(engine.report().cycles.compute == 6 * 20 * 500000); // busiest context x 6 (round-robin)
   }
 }
 
@@ -200,7 +200,7 @@ TEST_CASE("runtime runs Repeat and Call and allowed libm calls", "[runtime]") {
   Engine engine(build(exe), {2, nullptr});
   auto out = engine.run(sampleInputs());
   CHECK(floats(out["out"]) == std::vector<float>{12, 23, 34, 45});
-  CHECK(engine.report().cycles.compute == 40);
+  CHECK(engine.report().cycles.compute == 6 * 40);
   CHECK(engine.report().computeSets[0].runs == 4);
 }
 
@@ -277,10 +277,14 @@ TEST_CASE("runtime rejects truncated and bit-flipped popef files", "[runtime]") 
 
 TEST_CASE("cycle model", "[runtime]") {
   using popc::runtime::tileComputeCycles;
+  // Seven vertices on six contexts: the busiest runs two (20 cycles), and
+  // round-robin issue makes that 6 x 20 tile cycles.
   std::vector<uint64_t> seven(7, 10);
-  CHECK(tileComputeCycles(seven, 6) == 20);
+  CHECK(tileComputeCycles(seven, 6) == 120);
   std::vector<uint64_t> mixed = {50, 10, 10, 10, 10, 10, 10};
-  CHECK(tileComputeCycles(mixed, 6) == 50);
+  CHECK(tileComputeCycles(mixed, 6) == 300);
+  // One vertex alone still gets only every sixth issue slot.
+  CHECK(tileComputeCycles(std::vector<uint64_t>{10}, 6) == 60);
   CHECK(tileComputeCycles({}, 6) == 0);
 
   auto exe = popc::test::makeSampleExecutable({1});
@@ -298,4 +302,20 @@ TEST_CASE("cycle model", "[runtime]") {
   auto s = popc::runtime::streamCopyCost(*root->target(), 17);
   CHECK(s.sync == 1000);
   CHECK(s.host == 3);
+
+  SECTION("the exchange multicasts: a source byte read by several tiles is sent once") {
+    // Tile 0's bytes [0, 8) go to tiles 1, 2 and 3, and [4, 12) to tile 1 again:
+    // tile 0 sends the union [0, 12), tile 1 receives 16.
+    exe.exchanges[0]->copies = {{0, 0, 1, 0, 8}, {0, 4, 1, 8, 8}, {0, 0, 2, 0, 8}, {0, 0, 3, 0, 8}};
+    auto multi = popc::popef::serialize(exe);
+    const auto *r = fb::GetExecutable(multi.data());
+    auto traffic = popc::runtime::exchangeTraffic(*r->target(), *r->exchanges()->Get(0));
+    REQUIRE(traffic.size() == 4);
+    CHECK(traffic[0].tile == 0);
+    CHECK(traffic[0].sentOn == 12);
+    CHECK(traffic[1].recvOn == 16);
+    CHECK(traffic[2].recvOn == 8);
+    CHECK(popc::runtime::exchangeCost(*r->target(), *r->exchanges()->Get(0)).transfer == 4);
+    CHECK(popc::runtime::exchangeCost(*r->target(), *r->exchanges()->Get(0)).bytes == 32);
+  }
 }

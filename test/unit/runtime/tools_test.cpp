@@ -56,7 +56,7 @@ TEST_CASE("poprun-lite and popef-info on the sample", "[runtime][tools]") {
                dir);
   INFO(r.err);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("cycles total 9354 over 3 iteration(s); per iteration 3118"));
+  CHECK_THAT(r.out, Catch::Contains("cycles total 9504 over 3 iteration(s); per iteration 3168"));
   auto outs = popc::npz::readNpz((dir / "out.npz").string());
   float expect[4] = {11, 22, 33, 44};
   CHECK(outs.at("out") == popc::npz::makeArray(popc::DType::F32, {4}, expect));
