@@ -59,6 +59,14 @@ int main(int argc, char **argv) {
                  "Fix a graph input's value at compile time from a .npy (or the .npz member of that name), "
                  "e.g. --freeze-input shape=shape.npy: needed when an op uses the input as a shape, axes or "
                  "count; the executable no longer takes it (repeatable)");
+  std::vector<std::string> sequenceInputs, absentOptionals;
+  app.add_option("--sequence-input", sequenceInputs,
+                 "Fix the length of a sequence graph input, e.g. --sequence-input x=3: the executable takes its "
+                 "tensors as the inputs x.0, x.1, x.2 (shapes: --input-shape x.0=...); a sequence output y is "
+                 "returned as y.0, y.1, ... (repeatable)");
+  app.add_option("--optional-absent", absentOptionals,
+                 "Compile with this optional graph input empty (other optional inputs are present, ordinary "
+                 "inputs); an empty optional output is not returned at all (repeatable)");
   // Multi-IPU (docs/multi-ipu.md).
   auto *numIpusOption = app.get_option("--num-ipus");
   app.add_option("--auto-shard", options.autoShard,
@@ -116,6 +124,8 @@ int main(int argc, char **argv) {
       options.bytesPerTile = bytesPerTile;
     options.inputShapes = onnx::parseInputShapes(inputShapes);
     options.frozenInputs = driver::loadFrozenInputs(frozenInputs);
+    options.sequenceLengths = onnx::parseSequenceLengths(sequenceInputs);
+    options.absentOptionals.insert(absentOptionals.begin(), absentOptionals.end());
     if (output.empty())
       output = std::filesystem::path(model).replace_extension(".popef").string();
 

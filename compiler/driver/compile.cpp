@@ -159,7 +159,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // changing the executable — so the cache key cannot silently miss it.
   const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
                autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
-               stepSize_] = *this;
+               stepSize_, sequenceLengths_, absentOptionals_] = *this;
+  (void)sequenceLengths_, (void)absentOptionals_; // described below
   (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
   (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
   (void)dumpIrDir_, (void)dumpDotDir_; // debug output only; the executable is the same
@@ -188,6 +189,10 @@ std::map<std::string, std::string> CompileOptions::describe() const {
     auto [name, anchor] = lib::parseAnchor(spec);
     d["anchor:" + name] = anchor.text();
   }
+  for (const auto &[name, n] : sequenceLengths)
+    d["sequence-input:" + name] = std::to_string(n);
+  for (const auto &name : absentOptionals)
+    d["optional-absent:" + name] = "1";
   // --batch-size / --step-size only check; they do not change the executable.
   for (const auto &[name, value] : frozenInputs)
     d["freeze-input:" + name] = fmt::format("{}{}:{:016x}", dtypeName(value.dtype), shapeToString(value.shape),
@@ -211,6 +216,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   auto t0 = Clock::now();
   onnx::ImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
+  importOptions.sequenceLengths = options.sequenceLengths;
+  importOptions.absentOptionals = options.absentOptionals;
   for (const auto &[name, value] : options.frozenInputs) {
     ir::Tensor t;
     t.name = name;

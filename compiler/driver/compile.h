@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct CompileOptions {
   uint32_t batchesPerStep = 1, accumulationFactor = 1, replicationFactor = 1;
   std::vector<std::string> anchors;    // --anchor NAME=ALL|EVERYN:k|FINAL|SUM
   uint32_t batchSize = 0, stepSize = 0; // --batch-size / --step-size: checked against the rest (0 = unchecked)
+  // Sequence/optional graph inputs fixed at compile time (onnx::ImportOptions):
+  // --sequence-input NAME=N (inputs NAME.0 ... NAME.N-1), --optional-absent NAME.
+  std::map<std::string, int64_t> sequenceLengths;
+  std::set<std::string> absentOptionals;
 
   // Every option that changes the executable, as stable key/value text. Stored
   // in the popef metadata and part of the cache key.

@@ -36,6 +36,7 @@ public:
       GraphProto &graph = *model_.mutable_graph();
       collectConstants(graph);
       GraphProto rebuilt;
+      done_ = &rebuilt;
       bool changed = false;
       for (current_ = 0; current_ < graph.node_size(); ++current_) {
         const NodeProto &node = graph.node(current_);
@@ -131,7 +132,7 @@ private:
     if (auto it = constants_.find(name); it != constants_.end())
       return scalarOf(node, tensorFromProto(*it->second, fmt::format("{}: {} '{}'", path_, what, name)), name, what);
     if (evaluate_)
-      if (auto value = evaluate_(name, current_))
+      if (auto value = evaluate_(name, *done_))
         return scalarOf(node, *value, name, what);
     failNotConstant(node, name, what);
   }
@@ -357,6 +358,7 @@ private:
   const std::string &path_;
   std::map<std::string, const ::onnx::TensorProto *> constants_;
   int current_ = 0; // index of the node being expanded
+  const GraphProto *done_ = nullptr; // this round's nodes before it, expanded
 };
 
 } // namespace

@@ -178,7 +178,7 @@ int expandFunctionOps(::onnx::ModelProto &model, int64_t opset, const std::strin
     for (int i = 0; i < graph.node_size(); ++i) {
       const ::onnx::NodeProto &node = graph.node(i);
       const ::onnx::OpSchema *schema =
-          isAiOnnx(node.domain()) && !registry.find(node.op_type())
+          isAiOnnx(node.domain()) && !registry.find(node.op_type()) && !resolvedAtImport(node)
               ? ::onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset), "")
               : nullptr;
       if (!schema) {

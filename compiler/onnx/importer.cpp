@@ -233,6 +233,7 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
       logger->debug("{}: ONNX version converter failed: {}", path, oneLine(e.what()));
     }
   }
+  lowerSequenceAndOptionalInputs(model, options.sequenceLengths, options.absentOptionals, path);
   // A frozen input's shape is its value's shape (it may be dynamic in the model).
   std::map<std::string, Shape> inputShapes = options.inputShapes;
   const auto &frozen = options.frozenInputs;
@@ -255,19 +256,42 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
       return std::nullopt;
     }
   };
-  const ControlValueEvaluator evaluate = [&](const std::string &name, int nodes) -> std::optional<ir::Tensor> {
+  // The same before sequences are resolved (If/Loop conditions and trip
+  // counts may come from OptionalHasElement or SequenceLength).
+  const StaticTensorEvaluator evaluateWithSequences = [&](const ::onnx::ModelProto &prefix,
+                                                          const std::string &name) -> std::optional<StaticTensor> {
+    try {
+      ::onnx::ModelProto resolved = prefix;
+      resolveStaticSequences(resolved, opset, options.frozenInputs, evaluateStatic, path);
+      const ir::Ir ir = buildIr(resolved, nodeNames(resolved.graph()), opset, options.frozenInputs, path);
+      return StaticTensor{ir.main.tensor(name).info, ir::constantValue(ir.main, name)};
+    } catch (const Error &) {
+      return std::nullopt;
+    }
+  };
+  const ControlValueEvaluator evaluate = [&](const std::string &name,
+                                            const ::onnx::GraphProto &nodes) -> std::optional<ir::Tensor> {
     ::onnx::ModelProto prefix = model;
     auto *g = prefix.mutable_graph();
-    while (g->node_size() > nodes)
-      g->mutable_node()->RemoveLast();
+    g->clear_node();
+    for (const auto &n : nodes.node())
+      *g->add_node() = n;
     g->clear_output();
     g->add_output()->set_name(name);
-    auto t = evaluateStatic(prefix, name);
+    auto t = evaluateWithSequences(prefix, name);
     return t ? t->value : std::nullopt;
   };
   expandStaticControlFlow(model, opset, options.frozenInputs, evaluate, path);
   expandFunctionOps(model, opset, path);
   resolveStaticSequences(model, opset, options.frozenInputs, evaluateStatic, path);
+  const TensorInfoEvaluator infosOf = [&](const ::onnx::ModelProto &forward) {
+    const ir::Ir ir = buildIr(forward, nodeNames(forward.graph()), opset, options.frozenInputs, path);
+    std::map<std::string, ir::TensorInfo> infos;
+    for (const auto &[name, t] : ir.main.tensors())
+      infos.emplace(name, t.info);
+    return infos;
+  };
+  expandGradients(model, opset, infosOf, path);
   const auto names = nodeNames(model.graph());
   checkSupportedOps(model, names, opset, path);
   requireAiOnnxOpset(opset, path);

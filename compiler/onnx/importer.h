@@ -6,6 +6,7 @@
 #include "compiler/ir/ir.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,14 @@ struct ImportOptions {
   // value there (Reshape's shape, ReduceSum's axes, TopK's k, ...) can compile.
   // The executable then no longer takes them as inputs.
   std::map<std::string, ir::Tensor> frozenInputs;
+  // Sequence graph inputs and their lengths (--sequence-input name=N): a
+  // sequence input `x` of N tensors becomes the tensor inputs x.0 ... x.N-1
+  // (shapes as usual: from the model or --input-shape x.0=...). A sequence
+  // output `y` becomes the outputs y.0, y.1, ... (see compiler/onnx/README.md).
+  std::map<std::string, int64_t> sequenceLengths;
+  // Optional graph inputs that are absent (--optional-absent name); any other
+  // optional input is present: an ordinary tensor (or sequence) input.
+  std::set<std::string> absentOptionals;
 };
 
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options = {});
@@ -27,5 +36,11 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options = {});
 // Parses "name=1,3,224,224" specs (the name may itself contain '='; the last
 // one splits). Throws popc::Error for malformed specs or duplicate names.
 std::map<std::string, Shape> parseInputShapes(const std::vector<std::string> &specs);
+
+// Parses "name=N" specs of --sequence-input (N >= 0; the last '=' splits).
+std::map<std::string, int64_t> parseSequenceLengths(const std::vector<std::string> &specs);
+
+// The name of element `index` of sequence graph input/output `name`: "name.index".
+std::string sequenceElementName(const std::string &name, size_t index);
 
 } // namespace popc::onnx

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ void loadExternalData(::onnx::ModelProto &model, const std::string &path);
 
 // tensor_proto.cpp
 DType dtypeFromOnnx(int32_t elemType, const std::string &context);
+int32_t dtypeToOnnx(DType dtype); // TensorProto::DataType
 ir::Tensor tensorFromProto(const ::onnx::TensorProto &proto, const std::string &context);
 std::string shapeProtoToString(const ::onnx::TensorShapeProto &shape); // "[batch,3,224,224]"
 
@@ -43,9 +45,11 @@ int expandFunctionOps(::onnx::ModelProto &model, int64_t opset, const std::strin
 // control_flow.cpp: If with a compile-time condition → its branch; Loop with a
 // compile-time trip count and a constant condition → unrolled. Others are
 // refused (the error carries a graph input to freeze when that would help).
-// `evaluate(name, n)` computes tensor `name` from the graph's first n nodes at
-// compile time, or returns nullopt.
-using ControlValueEvaluator = std::function<std::optional<ir::Tensor>(const std::string &name, int nodes)>;
+// `evaluate(name, nodes)` computes tensor `name` from `nodes` (the nodes before
+// the If/Loop, those expanded already in their expanded form) at compile time,
+// or returns nullopt.
+using ControlValueEvaluator =
+    std::function<std::optional<ir::Tensor>(const std::string &name, const ::onnx::GraphProto &nodes)>;
 int expandStaticControlFlow(::onnx::ModelProto &model, int64_t opset,
                             const std::map<std::string, ir::Tensor> &frozen, const ControlValueEvaluator &evaluate,
                             const std::string &path);
@@ -62,6 +66,23 @@ using StaticTensorEvaluator =
     std::function<std::optional<StaticTensor>(const ::onnx::ModelProto &model, const std::string &name)>;
 int resolveStaticSequences(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
                            const StaticTensorEvaluator &evaluate, const std::string &path);
+// True for the sequence and optional ops the resolver handles (function
+// expansion leaves them alone).
+bool resolvedAtImport(const ::onnx::NodeProto &node);
+
+// sequence_io.cpp: sequence graph inputs → N tensor inputs name.i + a
+// SequenceConstruct; optional inputs → absent (an empty Optional node) or
+// their value. Runs before --input-shape is applied. Returns how many were lowered.
+int lowerSequenceAndOptionalInputs(::onnx::ModelProto &model, const std::map<std::string, int64_t> &lengths,
+                                   const std::set<std::string> &absent, const std::string &path);
+
+// gradient.cpp: each ai.onnx.preview.training Gradient node replaced by the
+// nodes of its reverse-mode derivative (seed: ones). `infos(model)` imports
+// `model` (the forward nodes y needs, output y) and returns every tensor's
+// type and shape. Returns how many Gradient nodes were expanded.
+using TensorInfoEvaluator = std::function<std::map<std::string, ir::TensorInfo>(const ::onnx::ModelProto &model)>;
+int expandGradients(::onnx::ModelProto &model, int64_t opset, const TensorInfoEvaluator &infos,
+                    const std::string &path);
 
 // input_shapes.cpp
 // Names of the graph inputs that are not initializers, in order.

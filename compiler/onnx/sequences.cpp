@@ -3,9 +3,15 @@
 // list of tensor names it holds, and each sequence op becomes the tensor op
 // that yields the same values (SequenceAt → Identity, ConcatFromSequence →
 // [Unsqueeze +] Concat, SplitToSequence → Split [+ Squeeze], SequenceLength →
-// a constant). Positions, split sizes and the split input's shape must be
-// known at compile time; a sequence that is a graph input or output, or that
-// reaches any other op, is refused with the node named.
+// a constant, SequenceMap → its body once per element). Optionals are
+// resolved the same way: Optional() is absent, Optional(v) and any plain
+// value are present, so OptionalHasElement folds to a constant and
+// OptionalGetElement to the value. Positions, split sizes and the split
+// input's shape must be known at compile time; a sequence that reaches any
+// other op is refused with the node named. Graph inputs were lowered before
+// (sequence_io.cpp); a sequence graph output `y` becomes the tensor outputs
+// y.0, y.1, ..., an absent optional output disappears, a present one is its value.
+#include "compiler/onnx/importer.h"
 #include "compiler/onnx/onnx_internal.h"
 
 #include "support/error.h"
@@ -14,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -41,9 +48,12 @@ void addIntsAttr(NodeProto &n, const char *name, const std::vector<int64_t> &val
     a->add_ints(v);
 }
 
-const std::set<std::string> kSequenceOps = {"SequenceEmpty",  "SequenceConstruct", "SequenceInsert",
-                                            "SequenceErase",  "SequenceAt",        "SequenceLength",
-                                            "ConcatFromSequence", "SplitToSequence"};
+const std::set<std::string> kSequenceOps = {
+    "SequenceEmpty", "SequenceConstruct",  "SequenceInsert",  "SequenceErase", "SequenceAt",
+    "SequenceLength", "ConcatFromSequence", "SplitToSequence", "SequenceMap",   "Optional",
+    "OptionalHasElement", "OptionalGetElement"};
+
+bool notTensor(const ::onnx::ValueInfoProto &v) { return v.has_type() && !v.type().has_tensor_type(); }
 
 class SequenceResolver {
 public:
@@ -56,33 +66,45 @@ public:
     bool any = false;
     for (const auto &node : graph.node())
       any = any || (isAiOnnx(node) && kSequenceOps.count(node.op_type()));
+    for (const auto &out : graph.output())
+      any = any || notTensor(out);
     if (!any)
       return 0;
     for (const auto &init : graph.initializer())
       constants_[init.name()] = &init;
     int resolved = 0;
-    for (const auto &node : graph.node()) {
-      if (isAiOnnx(node) && kSequenceOps.count(node.op_type())) {
+    std::deque<NodeProto> work(graph.node().begin(), graph.node().end());
+    while (!work.empty()) {
+      const NodeProto node = std::move(work.front());
+      work.pop_front();
+      if (isAiOnnx(node) && node.op_type() == "SequenceMap") {
+        auto body = sequenceMap(node); // its body once per element, resolved like the rest
+        for (auto it = body.rbegin(); it != body.rend(); ++it)
+          work.push_front(std::move(*it));
+        ++resolved;
+        continue;
+      }
+      if (isAiOnnx(node) && (kSequenceOps.count(node.op_type()) || isAlias(node))) {
         resolve(node);
         ++resolved;
         continue;
       }
-      for (const auto &in : node.input())
+      for (const auto &in : node.input()) {
         if (sequences_.count(in))
           fail("{}: node '{}' ({}) takes sequence '{}' as an input; popc resolves sequences at compile time and "
                "supports them only as inputs of the sequence ops",
                path_, node.name(), node.op_type(), in);
+        if (absent_.count(in))
+          fail("{}: node '{}' ({}) takes '{}', an optional that is empty at compile time, as an input", path_,
+               node.name(), node.op_type(), in);
+      }
       if (node.op_type() == "Constant" && node.output_size() == 1)
         for (const auto &a : node.attribute())
           if (a.name() == "value" && a.has_t())
             constants_[node.output(0)] = &a.t();
       *rebuilt_.add_node() = node;
     }
-    for (const auto &out : graph.output())
-      if (sequences_.count(out.name()))
-        fail("{}: graph output '{}' is a sequence; popc executables return tensors (concatenate it with "
-             "ConcatFromSequence)",
-             path_, out.name());
+    flattenOutputs(graph);
     graph.clear_node();
     for (auto &n : *rebuilt_.mutable_node())
       *graph.add_node() = std::move(n);
@@ -93,14 +115,156 @@ public:
 private:
   using Sequence = std::vector<std::string>;
 
+  // Identity of a sequence or of an empty optional is an alias, resolved here.
+  bool isAlias(const NodeProto &node) const {
+    return node.op_type() == "Identity" && node.input_size() == 1 &&
+           (sequences_.count(node.input(0)) || absent_.count(node.input(0)));
+  }
+
+  // Graph outputs become tensors: a sequence `y` → y.0, y.1, ... (Identity of
+  // each element); an empty optional → no output; a present one → its value.
+  void flattenOutputs(GraphProto &graph) {
+    std::vector<::onnx::ValueInfoProto> outputs;
+    for (const auto &out : graph.output()) {
+      const std::string &name = out.name();
+      ::onnx::TypeProto type = out.type();
+      if (absent_.count(name)) {
+        if (out.has_type() && !type.has_optional_type())
+          fail("{}: graph output '{}' is an empty optional but the model does not declare it optional", path_, name);
+        continue; // an empty optional output: the executable does not return it
+      }
+      if (type.has_optional_type()) {
+        const ::onnx::TypeProto inner = type.optional_type().elem_type();
+        type = inner;
+      }
+      if (!sequences_.count(name)) {
+        if (type.has_sequence_type())
+          fail("{}: graph output '{}' is declared a sequence but is not one popc could resolve", path_, name);
+        ::onnx::ValueInfoProto v = out;
+        if (v.has_type() && !type.has_tensor_type())
+          fail("{}: graph output '{}' is neither a tensor nor a sequence of tensors", path_, name);
+        if (v.has_type())
+          *v.mutable_type() = type;
+        outputs.push_back(std::move(v));
+        continue;
+      }
+      int32_t elemType = 0;
+      if (type.has_sequence_type() && type.sequence_type().elem_type().has_tensor_type())
+        elemType = type.sequence_type().elem_type().tensor_type().elem_type();
+      const Sequence &s = sequences_.at(name);
+      for (size_t i = 0; i < s.size(); ++i) {
+        const std::string element = sequenceElementName(name, i);
+        emit("Identity", element + "/Identity", {s[i]}, {element});
+        ::onnx::ValueInfoProto v;
+        v.set_name(element);
+        // Type and shape from popc's own inference: ONNX's cannot always see
+        // through the resolved nodes, and the checker wants output shapes.
+        auto *tt = v.mutable_type()->mutable_tensor_type();
+        const ::onnx::ValueInfoProto *input = nullptr;
+        for (const auto &in : graph.input())
+          if (in.name() == s[i])
+            input = &in;
+        if (input && input->type().has_tensor_type()) {
+          *tt = input->type().tensor_type();
+        } else if (auto info = evaluatePrefix(s[i])) {
+          tt->set_elem_type(int32_t(dtypeToOnnx(info->info.dtype)));
+          auto *shape = tt->mutable_shape();
+          for (int64_t d : info->info.shape)
+            shape->add_dim()->set_dim_value(d);
+        } else if (elemType) {
+          tt->set_elem_type(elemType);
+        }
+        outputs.push_back(std::move(v));
+      }
+    }
+    graph.clear_output();
+    for (auto &v : outputs)
+      *graph.add_output() = std::move(v);
+  }
+
+  // SequenceMap: the body inlined once per element of the first input's
+  // sequence; sequence inputs give their i-th element, tensors stay as they are;
+  // output k collects the body's k-th output of every iteration.
+  std::vector<NodeProto> sequenceMap(const NodeProto &node) {
+    const GraphProto *body = nullptr;
+    for (const auto &a : node.attribute())
+      if (a.name() == "body" && a.has_g())
+        body = &a.g();
+    if (!body)
+      failNode(node, "it has no 'body' graph");
+    const size_t n = sequenceInput(node, 0).size();
+    if (body->input_size() != node.input_size() || body->output_size() != node.output_size())
+      failNode(node, "its body's inputs and outputs do not match the node's");
+    for (int j = 1; j < node.input_size(); ++j)
+      if (sequences_.count(node.input(j)) && sequences_.at(node.input(j)).size() != n)
+        failNode(node, fmt::format("sequence inputs '{}' and '{}' have different lengths", node.input(0),
+                                   node.input(j)));
+    std::set<std::string> local;
+    for (const auto &in : body->input())
+      local.insert(in.name());
+    for (const auto &init : body->initializer())
+      local.insert(init.name());
+    for (const auto &b : body->node()) {
+      for (const auto &o : b.output())
+        local.insert(o);
+      for (const auto &a : b.attribute())
+        if (a.has_g() || a.graphs_size())
+          failNode(node, fmt::format("its body's node '{}' has a subgraph, which popc cannot inline here", b.name()));
+    }
+    std::vector<NodeProto> nodes;
+    std::vector<Sequence> outs(size_t(node.output_size()));
+    const std::string base = node.name().empty() ? "SequenceMap" : node.name();
+    for (size_t i = 0; i < n; ++i) {
+      const std::string prefix = fmt::format("{}/iter{}/", base, i);
+      std::map<std::string, std::string> bind;
+      for (int j = 0; j < node.input_size(); ++j) {
+        const std::string &in = node.input(j);
+        bind[body->input(j).name()] = sequences_.count(in) ? sequences_.at(in)[i] : in;
+      }
+      auto rename = [&](const std::string &name) -> std::string {
+        if (name.empty())
+          return name;
+        if (auto it = bind.find(name); it != bind.end())
+          return it->second;
+        return local.count(name) ? prefix + name : name;
+      };
+      for (const auto &init : body->initializer()) {
+        NodeProto c;
+        c.set_op_type("Constant");
+        c.set_name(prefix + init.name());
+        c.add_output(rename(init.name()));
+        auto *a = c.add_attribute();
+        a->set_name("value");
+        a->set_type(::onnx::AttributeProto::TENSOR);
+        *a->mutable_t() = init;
+        a->mutable_t()->clear_name();
+        nodes.push_back(std::move(c));
+      }
+      for (const auto &b : body->node()) {
+        NodeProto copy = b;
+        copy.set_name(prefix + (b.name().empty() ? b.op_type() : b.name()));
+        for (auto &x : *copy.mutable_input())
+          x = rename(x);
+        for (auto &x : *copy.mutable_output())
+          x = rename(x);
+        nodes.push_back(std::move(copy));
+      }
+      for (int k = 0; k < node.output_size(); ++k)
+        outs[size_t(k)].push_back(rename(body->output(k).name()));
+    }
+    for (int k = 0; k < node.output_size(); ++k)
+      sequences_[node.output(k)] = outs[size_t(k)];
+    return nodes;
+  }
+
   [[noreturn]] void failNode(const NodeProto &node, const std::string &what) {
     fail("{}: {} node '{}': {}", path_, node.op_type(), node.name(), what);
   }
 
   const Sequence &sequenceInput(const NodeProto &node, int index) {
     if (node.input_size() <= index || !sequences_.count(node.input(index)))
-      failNode(node, fmt::format("input {} must be a sequence made by a sequence op earlier in the graph "
-                                 "(sequence graph inputs are not supported)",
+      failNode(node, fmt::format("input {} must be a sequence (made by a sequence op earlier in the graph, or a "
+                                 "sequence graph input)",
                                  index));
     return sequences_.at(node.input(index));
   }
@@ -247,7 +411,45 @@ private:
       concatFromSequence(node, out);
     } else if (type == "SplitToSequence") {
       splitToSequence(node, out);
+    } else if (type == "Identity") { // of a sequence or an empty optional
+      if (sequences_.count(node.input(0)))
+        sequences_[out] = sequences_.at(node.input(0));
+      else
+        absent_.insert(out);
+    } else if (type == "Optional") {
+      optional(node, out);
+    } else if (type == "OptionalHasElement") {
+      const bool has = node.input_size() > 0 && !node.input(0).empty() && !absent_.count(node.input(0));
+      NodeProto &c = emit("Constant", node.name(), {}, {out});
+      auto *a = c.add_attribute();
+      a->set_name("value");
+      a->set_type(::onnx::AttributeProto::TENSOR);
+      a->mutable_t()->set_data_type(::onnx::TensorProto::BOOL);
+      a->mutable_t()->add_int32_data(has ? 1 : 0);
+    } else if (type == "OptionalGetElement") {
+      const std::string &in = node.input_size() ? node.input(0) : out;
+      if (absent_.count(in))
+        failNode(node, fmt::format("optional '{}' is empty at compile time", in));
+      if (sequences_.count(in))
+        sequences_[out] = sequences_.at(in);
+      else
+        emit("Identity", node.name(), {in}, {out});
     }
+  }
+
+  // Optional(v) holds v (a sequence stays a sequence); Optional() is empty.
+  void optional(const NodeProto &node, const std::string &out) {
+    if (node.input_size() == 0 || node.input(0).empty()) {
+      absent_.insert(out);
+      return;
+    }
+    const std::string &in = node.input(0);
+    if (absent_.count(in))
+      failNode(node, fmt::format("'{}' is an empty optional", in));
+    if (sequences_.count(in))
+      sequences_[out] = sequences_.at(in);
+    else
+      emit("Identity", node.name(), {in}, {out});
   }
 
   void concatFromSequence(const NodeProto &node, const std::string &out) {
@@ -339,11 +541,14 @@ private:
   const std::string &path_;
   std::map<std::string, const ::onnx::TensorProto *> constants_;
   std::map<std::string, Sequence> sequences_;
+  std::set<std::string> absent_; // optionals that are empty
   GraphProto rebuilt_;
   int counter_ = 0;
 };
 
 } // namespace
+
+bool resolvedAtImport(const ::onnx::NodeProto &node) { return isAiOnnx(node) && kSequenceOps.count(node.op_type()); }
 
 int resolveStaticSequences(::onnx::ModelProto &model, int64_t opset, const std::map<std::string, ir::Tensor> &frozen,
                            const StaticTensorEvaluator &evaluate, const std::string &path) {

@@ -33,6 +33,25 @@ DType dtypeFromOnnx(int32_t elemType, const std::string &context) {
        context, name);
 }
 
+int32_t dtypeToOnnx(DType dtype) {
+  switch (dtype) {
+  case DType::F32: return TensorProto::FLOAT;
+  case DType::F16: return TensorProto::FLOAT16;
+  case DType::F64: return TensorProto::DOUBLE;
+  case DType::I8: return TensorProto::INT8;
+  case DType::I16: return TensorProto::INT16;
+  case DType::I32: return TensorProto::INT32;
+  case DType::I64: return TensorProto::INT64;
+  case DType::U8: return TensorProto::UINT8;
+  case DType::U16: return TensorProto::UINT16;
+  case DType::U32: return TensorProto::UINT32;
+  case DType::U64: return TensorProto::UINT64;
+  case DType::Bool: return TensorProto::BOOL;
+  case DType::BF16: return TensorProto::BFLOAT16;
+  }
+  return TensorProto::UNDEFINED;
+}
+
 namespace {
 // Copies `values` (a repeated proto field) as `T` elements into `out`.
 template <typename T, typename Field>

@@ -1,10 +1,12 @@
 #include "test/conformance/conformance_case.h"
 
 #include "compiler/driver/compile.h"
+#include "compiler/onnx/importer.h"
 #include "formats/popef/popef.h"
 #include "runtime/engine.h"
 #include "support/error.h"
 
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <fmt/format.h>
@@ -56,12 +58,19 @@ void collectOps(const ::onnx::GraphProto &graph, std::set<std::string> &ops) {
 }
 
 // Why a graph input/output cannot be fed or checked through host tensors ("" if it can).
-std::string valueIssue(const ::onnx::ValueInfoProto &v) {
-  const auto &type = v.type();
+// Sequences of tensors and optionals of either become tensors (x.0, x.1, ...).
+std::string valueIssue(const ::onnx::ValueInfoProto &v, const ::onnx::TypeProto &type, int depth = 0) {
+  if (type.has_optional_type() && depth == 0)
+    return valueIssue(v, type.optional_type().elem_type(), 1);
+  if (type.has_sequence_type() && depth < 2) {
+    if (!type.sequence_type().elem_type().has_tensor_type())
+      return fmt::format("'{}' is a sequence of non-tensors", v.name());
+    return valueIssue(v, type.sequence_type().elem_type(), 2);
+  }
   if (type.has_sequence_type())
-    return fmt::format("'{}' is a sequence", v.name());
+    return fmt::format("'{}' is a nested sequence", v.name());
   if (type.has_optional_type())
-    return fmt::format("'{}' is an optional", v.name());
+    return fmt::format("'{}' is a nested optional", v.name());
   if (type.has_map_type())
     return fmt::format("'{}' is a map", v.name());
   if (type.has_sparse_tensor_type())
@@ -116,10 +125,7 @@ void copyField(const Field &values, size_t n, std::vector<uint8_t> &out, const s
   }
 }
 
-runtime::HostTensor readTensor(const std::string &path) {
-  TensorProto proto;
-  if (!parseFile(path, proto))
-    fail("{}: not a TensorProto", path);
+runtime::HostTensor tensorFromProto(const TensorProto &proto, const std::string &path) {
   runtime::HostTensor t;
   switch (proto.data_type()) {
   case TensorProto::FLOAT: t.dtype = DType::F32; break;
@@ -171,6 +177,55 @@ runtime::HostTensor readTensor(const std::string &path) {
   return t;
 }
 
+runtime::HostTensor readTensor(const std::string &path) {
+  TensorProto proto;
+  if (!parseFile(path, proto))
+    fail("{}: not a TensorProto", path);
+  return tensorFromProto(proto, path);
+}
+
+// One graph value of a test: a tensor, a sequence of tensors, or an empty optional.
+struct Value {
+  bool present = true, sequence = false;
+  std::vector<runtime::HostTensor> tensors;
+};
+
+Value readSequence(const ::onnx::SequenceProto &seq, const std::string &path) {
+  if (seq.elem_type() != ::onnx::SequenceProto::TENSOR && seq.tensor_values_size() == 0 &&
+      seq.elem_type() != ::onnx::SequenceProto::UNDEFINED)
+    throw DataUnsupported(fmt::format("{} holds a sequence of non-tensors", fs::path(path).filename().string()));
+  Value v;
+  v.sequence = true;
+  for (const auto &t : seq.tensor_values())
+    v.tensors.push_back(tensorFromProto(t, path));
+  return v;
+}
+
+Value readValue(const std::string &path, bool sequence, bool optional) {
+  if (optional) {
+    ::onnx::OptionalProto proto;
+    if (!parseFile(path, proto))
+      fail("{}: not an OptionalProto", path);
+    Value v;
+    if (proto.has_sequence_value())
+      return readSequence(proto.sequence_value(), path);
+    if (proto.has_tensor_value())
+      v.tensors.push_back(tensorFromProto(proto.tensor_value(), path));
+    else
+      v.present = false;
+    return v;
+  }
+  if (sequence) {
+    ::onnx::SequenceProto proto;
+    if (!parseFile(path, proto))
+      fail("{}: not a SequenceProto", path);
+    return readSequence(proto, path);
+  }
+  Value v;
+  v.tensors.push_back(readTensor(path));
+  return v;
+}
+
 // input_0.pb, input_1.pb, ... in numeric order.
 std::vector<std::string> numbered(const std::string &dir, const std::string &prefix) {
   std::vector<std::pair<int, std::string>> files;
@@ -188,8 +243,12 @@ std::vector<std::string> numbered(const std::string &dir, const std::string &pre
 
 struct DataSet {
   std::string name;
-  runtime::HostTensorMap inputs;
-  std::vector<std::pair<std::string, runtime::HostTensor>> expected; // graph output order
+  runtime::HostTensorMap inputs; // sequences flattened: x.0, x.1, ...
+  std::vector<std::pair<std::string, runtime::HostTensor>> expected; // graph output order, flattened
+  std::map<std::string, int64_t> sequenceLengths; // sequence inputs
+  std::set<std::string> absentInputs;             // empty optional inputs
+  std::set<std::string> sequenceElements;         // x.i inputs (shapes come from the data)
+  std::vector<std::string> mustBeAbsent;          // outputs the executable must not have
 };
 
 DataSet loadDataSet(const TestCase &test, const std::string &dir) {
@@ -207,10 +266,41 @@ DataSet loadDataSet(const TestCase &test, const std::string &dir) {
       t.dtype = DType::BF16;
     return t;
   };
-  for (size_t k = 0; k < inputs.size(); ++k)
-    ds.inputs[test.inputs[k]] = read(inputs[k], test.inputs[k]);
-  for (size_t k = 0; k < outputs.size(); ++k)
-    ds.expected.push_back({test.outputs[k], read(outputs[k], test.outputs[k])});
+  auto readAny = [&](const std::string &file, const std::string &name) {
+    if (!test.sequenceValues.count(name) && !test.optionalValues.count(name))
+      return Value{true, false, {read(file, name)}};
+    return readValue(file, test.sequenceValues.count(name) > 0, test.optionalValues.count(name) > 0);
+  };
+  using onnx::sequenceElementName;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string &name = test.inputs[k];
+    Value v = readAny(inputs[k], name);
+    if (!v.present) {
+      ds.absentInputs.insert(name);
+    } else if (v.sequence) {
+      ds.sequenceLengths[name] = int64_t(v.tensors.size());
+      for (size_t i = 0; i < v.tensors.size(); ++i) {
+        ds.inputs[sequenceElementName(name, i)] = std::move(v.tensors[i]);
+        ds.sequenceElements.insert(sequenceElementName(name, i));
+      }
+    } else {
+      ds.inputs[name] = std::move(v.tensors[0]);
+    }
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const std::string &name = test.outputs[k];
+    Value v = readAny(outputs[k], name);
+    if (!v.present) {
+      ds.mustBeAbsent.push_back(name);
+      ds.mustBeAbsent.push_back(sequenceElementName(name, 0));
+    } else if (v.sequence) {
+      for (size_t i = 0; i < v.tensors.size(); ++i)
+        ds.expected.push_back({sequenceElementName(name, i), std::move(v.tensors[i])});
+      ds.mustBeAbsent.push_back(sequenceElementName(name, v.tensors.size()));
+    } else {
+      ds.expected.push_back({name, std::move(v.tensors[0])});
+    }
+  }
   return ds;
 }
 
@@ -224,6 +314,10 @@ std::string compareOutputs(const DataSet &ds, const runtime::HostTensorMap &actu
     if (!r.ok)
       return fmt::format("{}: output '{}': {}", ds.name, name, r.message);
   }
+  for (const auto &name : ds.mustBeAbsent)
+    if (actual.count(name))
+      return fmt::format("{}: output '{}' should not exist (an empty optional, or past the end of a sequence)",
+                         ds.name, name);
   return "";
 }
 
@@ -240,6 +334,13 @@ void readModelInfo(TestCase &test) {
   std::set<std::string> initializers;
   for (const auto &t : graph.initializer())
     initializers.insert(t.name());
+  auto noteKind = [&](const ::onnx::ValueInfoProto &v) {
+    const auto &t = v.type();
+    if (t.has_optional_type())
+      test.optionalValues.insert(v.name());
+    if (t.has_sequence_type() || (t.has_optional_type() && t.optional_type().elem_type().has_sequence_type()))
+      test.sequenceValues.insert(v.name());
+  };
   auto isBfloat16 = [](const ::onnx::ValueInfoProto &v) {
     return v.type().has_tensor_type() && v.type().tensor_type().elem_type() == TensorProto::BFLOAT16;
   };
@@ -247,7 +348,8 @@ void readModelInfo(TestCase &test) {
     if (!initializers.count(v.name())) {
       test.inputs.push_back(v.name());
       if (test.dataIssue.empty())
-        test.dataIssue = valueIssue(v);
+        test.dataIssue = valueIssue(v, v.type());
+      noteKind(v);
       bool open = !v.type().tensor_type().has_shape();
       for (const auto &d : v.type().tensor_type().shape().dim())
         open = open || !d.has_dim_value();
@@ -259,7 +361,8 @@ void readModelInfo(TestCase &test) {
   for (const auto &v : graph.output()) {
     test.outputs.push_back(v.name());
     if (test.dataIssue.empty())
-      test.dataIssue = valueIssue(v);
+      test.dataIssue = valueIssue(v, v.type());
+    noteKind(v);
     if (isBfloat16(v))
       test.bfloat16Values.insert(v.name());
   }
@@ -330,8 +433,16 @@ int runTestInChild(const TestCase &test, int fd) {
     driver::CompileOptions options;
     // Dynamic dimensions are fixed to the data's shapes, as a user does with
     // --input-shape (when every data set feeds the same shape).
+    // Sequence lengths and empty optionals are fixed from the data the same
+    // way (--sequence-input, --optional-absent), when every data set agrees.
+    for (const auto &ds : sets)
+      if (ds.sequenceLengths != sets[0].sequenceLengths || ds.absentInputs != sets[0].absentInputs)
+        return result(Status::Unsupported, "data sets feed sequences of different lengths or optionals that are "
+                                           "empty in some and present in others");
+    options.sequenceLengths = sets[0].sequenceLengths;
+    options.absentOptionals = sets[0].absentInputs;
     for (const auto &[name, value] : sets[0].inputs) {
-      bool same = test.dynamicInputs.count(name) > 0;
+      bool same = test.dynamicInputs.count(name) > 0 || sets[0].sequenceElements.count(name) > 0;
       for (const auto &ds : sets)
         same = same && ds.inputs.count(name) && ds.inputs.at(name).shape == value.shape;
       if (same)

@@ -26,6 +26,10 @@ struct TestCase {
   std::vector<std::string> dataSets; // test_data_set_* folders, sorted
   std::set<std::string> dynamicInputs;  // inputs with a dimension the model leaves open
   std::set<std::string> bfloat16Values; // inputs/outputs of type bfloat16 (their data is stored as uint16)
+  // Inputs/outputs that are sequences or optionals (their .pb files hold a
+  // SequenceProto / OptionalProto). A sequence `x` of N tensors is fed as x.0 ...
+  // x.N-1 with --sequence-input x=N, an empty optional with --optional-absent.
+  std::set<std::string> sequenceValues, optionalValues;
 
   npz::Tolerance tolerance;
 };

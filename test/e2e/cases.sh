@@ -112,6 +112,47 @@ input_shape_errors)
   expect_error "nosuch" "$BIN/popc-onnx" "$SRC/samples/mlp/model.onnx" -o m.popef --input-shape nosuch=1,2
   expect_error "input-shape" "$BIN/popc-onnx" "$SRC/samples/mlp/model.onnx" -o m.popef --input-shape garbage
   ;;
+sequence_input_matches_numpy)
+  # A sequence input xs of 3 tensors [n,3] (n differs per element) and a tensor w:
+  # y = Concat(xs) * w and the sequence output ys = [Relu(x - w) for x in xs].
+  "$PY" - <<'PY' || die "could not build model"
+import onnx, numpy as np
+from onnx import helper, TensorProto as T
+seq = helper.make_tensor_sequence_value_info("xs", T.FLOAT, ["n", 3])
+w = helper.make_tensor_value_info("w", T.FLOAT, [3])
+y = helper.make_tensor_value_info("y", T.FLOAT, ["rows", 3])
+ys = helper.make_tensor_sequence_value_info("ys", T.FLOAT, ["n", 3])
+body = helper.make_graph(
+    [helper.make_node("Sub", ["a", "b"], ["d"]), helper.make_node("Relu", ["d"], ["r"])], "body",
+    [helper.make_tensor_value_info("a", T.FLOAT, ["n", 3]), helper.make_tensor_value_info("b", T.FLOAT, [3])],
+    [helper.make_tensor_value_info("r", T.FLOAT, ["n", 3])])
+nodes = [helper.make_node("ConcatFromSequence", ["xs"], ["cat"], axis=0, name="concat"),
+         helper.make_node("Mul", ["cat", "w"], ["y"], name="mul"),
+         helper.make_node("SequenceMap", ["xs", "w"], ["ys"], body=body, name="map")]
+m = helper.make_model(helper.make_graph(nodes, "g", [seq, w], [y, ys]), opset_imports=[helper.make_opsetid("", 17)])
+onnx.checker.check_model(m)
+onnx.save(m, "seq.onnx")
+rng = np.random.default_rng(0)
+xs = [rng.standard_normal((r, 3)).astype(np.float32) for r in (2, 1, 4)]
+wv = np.array([0.5, -1.0, 0.25], np.float32)
+np.savez("in.npz", **{f"xs.{i}": x for i, x in enumerate(xs)}, w=wv)
+expected = {"y": np.concatenate(xs) * wv}
+expected.update({f"ys.{i}": np.maximum(x - wv, 0) for i, x in enumerate(xs)})
+np.savez("expected.npz", **expected)
+PY
+  expect_error "--sequence-input xs=N" "$BIN/popc-onnx" seq.onnx -o s.popef
+  expect_error "input 'w' is a tensor, not a sequence" "$BIN/popc-onnx" seq.onnx -o s.popef --sequence-input w=2
+  compile seq.onnx -o s.popef --sequence-input xs=3 --input-shape xs.0=2,3 --input-shape xs.1=1,3 \
+    --input-shape xs.2=4,3
+  "$BIN/poprun-lite" s.popef --inputs in.npz --outputs out.npz || die "poprun-lite failed"
+  "$BIN/npz-compare" out.npz expected.npz --rtol 1e-6 --atol 1e-6 || die "outputs differ from numpy"
+  "$PY" -c "import numpy as np; f = sorted(np.load('out.npz').files); assert f == ['y', 'ys.0', 'ys.1', 'ys.2'], f" \
+    || die "outputs are not y, ys.0, ys.1, ys.2"
+  "$BIN/popef-info" s.popef > info.txt || die "popef-info failed"
+  grep -q "xs.2 float32 \[4,3\]" info.txt || die "popef-info lacks input xs.2: $(cat info.txt)"
+  grep -q "ys.1 float32 \[1,3\]" info.txt || die "popef-info lacks output ys.1"
+  grep -q "sequence-input:xs=3" info.txt || die "popef-info lacks the sequence-input option"
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS: $CASE"
