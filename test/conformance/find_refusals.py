@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """List candidate principled refusals: tests whose output shape depends on the values of
-the data (NonZero, Unique, NonMaxSuppression), whose outputs are random, or whose stored
-data contradicts the model or today's ONNX semantics. Prints
+the data (NonZero, Unique, NonMaxSuppression, StringNormalizer with stopwords), whose outputs
+are random, that compute on strings, or whose stored data contradicts the model or today's
+ONNX semantics. Prints
 "suite/test reason" lines for test/conformance/refusals.txt.
 
 Shape, axes, count or condition inputs fed as graph inputs are not refusals: the runner
@@ -72,12 +73,24 @@ def data_reason(g, ordered, test_dir):
     return None
 
 
+def string_reason(g):
+    """String tensors: the IPU has no string type (neither has PopART), so popc has none."""
+    for node in g.node:
+        if node.op_type == "StringNormalizer" and any(a.name == "stopwords" and a.strings for a in node.attribute):
+            return ("output shape depends on input data (StringNormalizer: the strings left after removing "
+                    "stopwords), and it computes on strings, which the IPU has no type for")
+    for v in list(g.input) + list(g.output):
+        if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type == onnx.TensorProto.STRING:
+            return f"'{v.name}' holds strings: the IPU (like PopART) has no string type"
+    return None
+
+
 def reason(model, test_dir):
     g = model.graph
     inits = {t.name for t in g.initializer}
     ordered = [v.name for v in g.input if v.name not in inits]
     inputs = set(ordered)
-    why = data_reason(g, ordered, test_dir)
+    why = data_reason(g, ordered, test_dir) or string_reason(g)
     if why:
         return why
     for node in g.node:
