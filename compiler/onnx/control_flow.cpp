@@ -148,14 +148,7 @@ private:
   // (body input/output name → outer name); returns nothing, names are fixed.
   void inlineBody(const GraphProto &body, const std::string &prefix, const std::map<std::string, std::string> &bind,
                   GraphProto &out) {
-    std::set<std::string> local;
-    for (const auto &in : body.input())
-      local.insert(in.name());
-    for (const auto &init : body.initializer())
-      local.insert(init.name());
-    for (const auto &n : body.node())
-      for (const auto &o : n.output())
-        local.insert(o);
+    const std::set<std::string> local = definedNames(body);
     auto rename = [&](const std::string &name) -> std::string {
       if (name.empty())
         return name;
@@ -184,14 +177,7 @@ private:
   }
 
   template <typename Rename> void renameFreeUses(GraphProto &g, const Rename &rename) {
-    std::set<std::string> local;
-    for (const auto &in : g.input())
-      local.insert(in.name());
-    for (const auto &init : g.initializer())
-      local.insert(init.name());
-    for (const auto &n : g.node())
-      for (const auto &o : n.output())
-        local.insert(o);
+    const std::set<std::string> local = definedNames(g);
     for (auto &n : *g.mutable_node())
       for (auto &i : *n.mutable_input())
         if (!i.empty() && !local.count(i))

@@ -32,6 +32,9 @@ std::string shapeProtoToString(const ::onnx::TensorShapeProto &shape); // "[batc
 // unsupported_ops.cpp: node names (given or `<OpType>_<index>`, made unique)
 // and the one-error-listing-everything check.
 std::vector<std::string> nodeNames(const ::onnx::GraphProto &graph);
+// The tensor names `graph` itself defines: inputs, initializers, node outputs
+// (anything else a node reads comes from an enclosing scope).
+std::set<std::string> definedNames(const ::onnx::GraphProto &graph);
 // 0 when the model imports no ai.onnx opset (requireAiOnnxOpset then fails).
 int64_t aiOnnxOpset(const ::onnx::ModelProto &model, const std::string &path);
 void requireAiOnnxOpset(int64_t opset, const std::string &path);

@@ -39,22 +39,6 @@ std::map<std::string, int64_t> parseSequenceLengths(const std::vector<std::strin
 
 namespace detail {
 
-namespace {
-
-std::set<std::string> allNames(const ::onnx::GraphProto &graph) {
-  std::set<std::string> names;
-  for (const auto &v : graph.input())
-    names.insert(v.name());
-  for (const auto &t : graph.initializer())
-    names.insert(t.name());
-  for (const auto &n : graph.node())
-    for (const auto &o : n.output())
-      names.insert(o);
-  return names;
-}
-
-} // namespace
-
 int lowerSequenceAndOptionalInputs(::onnx::ModelProto &model, const std::map<std::string, int64_t> &lengths,
                                    const std::set<std::string> &absent, const std::string &path) {
   ::onnx::GraphProto &graph = *model.mutable_graph();
@@ -87,7 +71,7 @@ int lowerSequenceAndOptionalInputs(::onnx::ModelProto &model, const std::map<std
       fail("{}: input '{}' is given both --optional-absent and --sequence-input; choose one", path, name);
   }
 
-  const std::set<std::string> taken = allNames(graph);
+  const std::set<std::string> taken = definedNames(graph);
   ::onnx::GraphProto rebuilt; // the new inputs, then the nodes that rebuild sequences/optionals
   std::vector<::onnx::NodeProto> prologue;
   int lowered = 0;

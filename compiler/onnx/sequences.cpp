@@ -199,14 +199,8 @@ private:
       if (sequences_.count(node.input(j)) && sequences_.at(node.input(j)).size() != n)
         failNode(node, fmt::format("sequence inputs '{}' and '{}' have different lengths", node.input(0),
                                    node.input(j)));
-    std::set<std::string> local;
-    for (const auto &in : body->input())
-      local.insert(in.name());
-    for (const auto &init : body->initializer())
-      local.insert(init.name());
+    const std::set<std::string> local = definedNames(*body);
     for (const auto &b : body->node()) {
-      for (const auto &o : b.output())
-        local.insert(o);
       for (const auto &a : b.attribute())
         if (a.has_g() || a.graphs_size())
           failNode(node, fmt::format("its body's node '{}' has a subgraph, which popc cannot inline here", b.name()));

@@ -9,6 +9,18 @@
 
 namespace popc::onnx::detail {
 
+std::set<std::string> definedNames(const ::onnx::GraphProto &graph) {
+  std::set<std::string> names;
+  for (const auto &v : graph.input())
+    names.insert(v.name());
+  for (const auto &t : graph.initializer())
+    names.insert(t.name());
+  for (const auto &n : graph.node())
+    for (const auto &o : n.output())
+      names.insert(o);
+  return names;
+}
+
 std::vector<std::string> nodeNames(const ::onnx::GraphProto &graph) {
   std::vector<std::string> names;
   std::set<std::string> used;
