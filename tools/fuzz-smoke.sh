@@ -6,8 +6,8 @@
 #   tools/fuzz-smoke.sh                    # ~1 minute of fuzzing + the build
 #   POPC_FUZZ_SECONDS=60 tools/fuzz-smoke.sh
 #
-# Separate from tools/test.sh because it needs its own instrumented build (about
-# 15 minutes from scratch on 2 cores, ccache makes rebuilds quick). Findings land
+# tools/test.sh runs it after the normal suite; it needs its own instrumented
+# build (about 15 minutes from scratch on 2 cores, ccache makes rebuilds quick). Findings land
 # in build-fuzz/fuzz-ctest/artifacts-TARGET/; see fuzz/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
