@@ -1,8 +1,8 @@
 // Untrusted code modules are parsed once in a forked child before this
-// process parses them: LLVM's bitcode reader and verifier are not hardened
-// against crafted input (they crash or allocate without bound on some
-// corrupt modules, fuzz/findings/README.md), and a popef's checksums only
-// catch accidental corruption. A child that dies becomes a one-line error.
+// process parses them (support/child_guard.h): LLVM's bitcode reader and
+// verifier are not hardened against crafted input (they crash or allocate
+// without bound on some corrupt modules, fuzz/findings/README.md), and a
+// popef's checksums only catch accidental corruption.
 #pragma once
 #include <cstdint>
 #include <span>

@@ -167,7 +167,6 @@ struct Engine::Impl {
   template <typename T> static uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
 
   void compile() {
-    jit = std::make_unique<Jit>(pool.get());
     uint32_t nTypes = len(root.vertex_types());
     std::vector<CodeModuleRef> modules(len(root.code()));
     for (uint32_t m = 0; m < modules.size(); ++m) {
@@ -176,7 +175,8 @@ struct Engine::Impl {
         if (root.vertex_types()->Get(t)->module_() == m)
           modules[m].entrySymbols.push_back(root.vertex_types()->Get(t)->symbol()->str());
     }
-    probeCodeModules(modules, label);
+    probeCodeModules(modules, label); // before the JIT starts any threads of its own
+    jit = std::make_unique<Jit>(pool.get());
     for (uint32_t m = 0; m < modules.size(); ++m) {
       // Types sharing a symbol get the smallest field table (the strictest).
       MemorySandbox sandbox;

@@ -28,6 +28,10 @@ constexpr unsigned kTimeoutGraceSeconds = 2;
 // (runtime/bitcode_probe.h); a child that takes longer is killed and the file
 // refused. Parsing every module of ResNet-50 takes well under a second.
 constexpr unsigned kBitcodeProbeSeconds = 60;
+// popc-onnx imports a model once in a child process first (libonnx's shape
+// inference crashes on some malformed models); a child that takes longer is
+// killed and the model refused.
+constexpr unsigned kOnnxImportProbeSeconds = 600;
 
 } // namespace popc::limits
 

@@ -2,7 +2,9 @@
 
 #include "compiler/ir/op_registry.h"
 #include "compiler/onnx/onnx_internal.h"
+#include "support/child_guard.h"
 #include "support/error.h"
+#include "support/limits.h"
 #include "support/log.h"
 
 #include <onnx/checker.h>
@@ -213,7 +215,28 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
 }
 } // namespace
 
+namespace {
+ir::Ir importInProcess(const std::string &path, const ImportOptions &options);
+} // namespace
+
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
+  if (options.checkInChild) {
+    auto failure = runInChild(
+        [&](const std::function<void(uint32_t)> &) {
+          log::setLevel("off"); // the parent logs when it imports for real
+          importInProcess(path, options);
+        },
+        limits::kOnnxImportProbeSeconds);
+    if (failure)
+      fail("{}: importing the model {} in a checking child process: the model is malformed or crafted (libonnx's "
+           "shape inference and checker are not hardened against that)",
+           path, failure->what);
+  }
+  return importInProcess(path, options);
+}
+
+namespace {
+ir::Ir importInProcess(const std::string &path, const ImportOptions &options) {
   auto logger = log::get("onnx");
   ::onnx::ModelProto model = readModel(path);
   checkSubgraphDepth(model, path);
@@ -318,5 +341,6 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
                 ir->main.tensors().size(), opset);
   return std::move(*ir);
 }
+} // namespace
 
 } // namespace popc::onnx

@@ -29,6 +29,11 @@ struct ImportOptions {
   // Optional graph inputs that are absent (--optional-absent name); any other
   // optional input is present: an ordinary tensor (or sequence) input.
   std::set<std::string> absentOptionals;
+  // Import once in a forked child first (support/child_guard.h): Debian's
+  // libonnx 1.12 shape inference and checker crash on some malformed models,
+  // which then fail with one line instead of a crash. Off only where crashes
+  // are wanted (the fuzz target) or the process is already isolated.
+  bool checkInChild = true;
 };
 
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options = {});

@@ -1,0 +1,27 @@
+// Runs third-party code that is not hardened against crafted input (LLVM's
+// bitcode reader, onnx's shape inference) once in a forked child, so that a
+// crash, an abort or a hang there becomes a one-line error instead of taking
+// the tool down. The caller then repeats the work in-process, knowing it
+// returns (the child ran the same code on the same bytes).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace popc {
+
+struct ChildFailure {
+  std::string what;  // "crashed (Segmentation fault)", "did not finish within 60 s", ...
+  uint32_t step = 0; // the last value the work passed to `step` before the failure
+};
+
+// Runs `work` in a child process (stdout and stderr discarded, killed after
+// `seconds` or when this process dies). Call it while this process has no
+// other threads that could hold a lock the child needs (malloc is safe). A popc::Error thrown by `work` counts as success:
+// the caller's own run will report it. Returns the failure, or nullopt.
+// Throws popc::Error only when no child can be started.
+std::optional<ChildFailure> runInChild(const std::function<void(const std::function<void(uint32_t)> &step)> &work,
+                                       unsigned seconds);
+
+} // namespace popc
