@@ -232,10 +232,12 @@ killed_writer)
   reference "$CNN" ref.popef
   for point in BEFORE_RENAME MID_WRITE; do
     rm -rf c
-    env POPC_CACHE_TEST_PAUSE_$point=60 "$BIN/popc-onnx" "$CNN" -o killed.popef --cache-dir c 2>killed.err &
+    # One log per point: the background redirect may not have truncated a shared
+    # file yet when the loop first reads it (the last point's pause would match).
+    env POPC_CACHE_TEST_PAUSE_$point=60 "$BIN/popc-onnx" "$CNN" -o killed.popef --cache-dir c 2>killed-$point.err &
     pid=$!
-    for _ in $(seq 600); do grep -q "test pause" killed.err && break; sleep 0.1; done
-    grep -q "test pause" killed.err || { kill -9 $pid; die "$point: writer never paused"; }
+    for _ in $(seq 600); do grep -q "test pause" killed-$point.err 2>/dev/null && break; sleep 0.1; done
+    grep -q "test pause" killed-$point.err || { kill -9 $pid; die "$point: writer never paused"; }
     kill -9 $pid; wait $pid 2>/dev/null
     find c -name '.tmp-*' | grep -q . || die "$point: expected the dead writer's temporary file"
     [ "$(entries exe)" = 0 ] || die "$point: a partial entry is visible"
