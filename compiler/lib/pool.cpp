@@ -44,10 +44,8 @@ void lowerWindowPool(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isM
   const Value x = L.value(op.inputs[0]);
   const bool wantIndices = op.outputs.size() > 1 && !op.outputs[1].empty();
   const bool floatData = x.info.dtype == DType::F32 || x.info.dtype == DType::F64;
-  const auto dilations = ir::poolParams(op, g).dilations;
-  const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d != 1; });
-  if (wantIndices || x.info.shape.size() != 4 || !floatData || dilated)
-    return lowerPoolNd(op, g, L, isMax); // 1-D/3-D or dilated windows, Indices, integers: the codelet
+  if (wantIndices || x.info.shape.size() != 4 || !floatData)
+    return lowerPoolNd(op, g, L, isMax); // 1-D/3-D windows, Indices, integers: the codelet
   const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
   const int64_t n = x.info.shape[0], c = x.info.shape[1], h = x.info.shape[2], wd = x.info.shape[3];
   const int64_t oh = outInfo.shape[2], ow = outInfo.shape[3];
