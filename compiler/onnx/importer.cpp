@@ -240,6 +240,7 @@ ir::Ir importInProcess(const std::string &path, const ImportOptions &options) {
   auto logger = log::get("onnx");
   ::onnx::ModelProto model = readModel(path);
   checkSubgraphDepth(model, path);
+  expandOptimizerOps(model, path);
   int64_t opset = aiOnnxOpset(model, path);
   if (opset > 0 && opset < 7) {
     // Legacy broadcast/consumed_inputs/is_test semantics: let ONNX's own

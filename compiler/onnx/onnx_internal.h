@@ -79,6 +79,11 @@ bool resolvedAtImport(const ::onnx::NodeProto &node);
 int lowerSequenceAndOptionalInputs(::onnx::ModelProto &model, const std::map<std::string, int64_t> &lengths,
                                    const std::set<std::string> &absent, const std::string &path);
 
+// optimizer_ops.cpp: ai.onnx.preview.training Adagrad, Momentum and Adam nodes
+// replaced by the ai.onnx nodes of their update formulas (adds an ai.onnx
+// opset import when the model has none). Returns how many were expanded.
+int expandOptimizerOps(::onnx::ModelProto &model, const std::string &path);
+
 // gradient.cpp: each ai.onnx.preview.training Gradient node replaced by the
 // nodes of its reverse-mode derivative (seed: ones). `infos(model)` imports
 // `model` (the forward nodes y needs, output y) and returns every tensor's

@@ -19,6 +19,10 @@ import onnx
 
 DATA_DEPENDENT = {"NonZero": "the number of non-zero elements", "Unique": "the number of unique values",
                   "NonMaxSuppression": "the number of selected boxes"}
+# Reference data made with other attribute values than the model carries (checked by hand
+# against the generator in onnx/backend/test/case/node/).
+BAD_REFERENCE = {"test_adam_multiple": "the reference was computed with epsilon 1e-2 (onnx's adam.py), but the "
+                                       "model leaves epsilon at its default 1e-6"}
 RANDOM = {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"}
 
 
@@ -90,7 +94,7 @@ def reason(model, test_dir):
     inits = {t.name for t in g.initializer}
     ordered = [v.name for v in g.input if v.name not in inits]
     inputs = set(ordered)
-    why = data_reason(g, ordered, test_dir) or string_reason(g)
+    why = BAD_REFERENCE.get(os.path.basename(test_dir)) or data_reason(g, ordered, test_dir) or string_reason(g)
     if why:
         return why
     for node in g.node:
