@@ -1,5 +1,6 @@
 // MatMul (numpy matmul semantics) and Gemm.
 #include "compiler/ir/op_attrs.h"
+#include "compiler/ir/einsum.h"
 #include "compiler/ir/op_helpers.h"
 
 namespace popc::ir::detail {
@@ -69,11 +70,27 @@ std::vector<TensorInfo> inferGemm(const Op &op, const Graph &graph) {
   }
   return {TensorInfo{a.dtype, {p.M, p.N}}};
 }
+
+// Einsum: decomposed into Transpose/ReduceSum/MatMul/Reshape by a pass
+// (compiler/passes/einsum_decompose.cpp); here only its output.
+std::vector<TensorInfo> inferEinsum(const Op &op, const Graph &graph) {
+  const DType dtype = inputInfo(op, graph, 0).dtype;
+  for (size_t i = 1; i < op.inputs.size(); ++i)
+    requireSameDType(op, inputInfo(op, graph, 0), inputInfo(op, graph, i), "input 0", "every other input");
+  if (dtype != DType::F32 && dtype != DType::F64)
+    failOp(op, "inputs are {}; popc's Einsum takes float32 or float64", dtypeName(dtype));
+  const EinsumSpec spec = parseEinsum(op, graph);
+  Shape shape;
+  for (char c : spec.output)
+    shape.push_back(spec.dims.at(c));
+  return {TensorInfo{dtype, shape}};
+}
 } // namespace
 
 void registerMatMulOps(OpRegistry &reg) {
   reg.add({"MatMul", 2, 2, inferMatMul});
   reg.add({"Gemm", 2, 3, inferGemm});
+  reg.add({"Einsum", 1, kVariadic, inferEinsum});
 }
 
 } // namespace popc::ir::detail

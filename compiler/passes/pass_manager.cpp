@@ -130,6 +130,7 @@ PassManager makeDefaultPipeline(const PassOptions &options) {
   PassManager pm(options);
   pm.addCheckpoint("FWD0");
   pm.addPass("resize-decomposition", decomposeResize); // before folding: constant images fold too
+  pm.addPass("einsum-decomposition", decomposeEinsum);
   pm.addPass("constant-folding", foldConstants);
   pm.addPass("noop-removal", removeNoOps);
   pm.addPass("conv-bn-fold", foldConvBatchNorm); // before BN decomposition

@@ -30,6 +30,8 @@ size_t decomposeBatchNorm(ir::Ir &ir);
 // Resize / Upsample with mode linear or cubic (float) becomes, per resized
 // axis, Gather taps with constant indices times constant weights, summed.
 size_t decomposeResize(ir::Ir &ir);
+// Einsum -> Transpose/ReduceSum/Reshape/MatMul (einsum_decompose.cpp).
+size_t decomposeEinsum(ir::Ir &ir);
 
 // Removes ops not needed for the graph outputs and tensors nobody references.
 size_t eliminateDeadCode(ir::Ir &ir);

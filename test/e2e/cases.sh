@@ -153,6 +153,43 @@ PY
   grep -q "ys.1 float32 \[1,3\]" info.txt || die "popef-info lacks output ys.1"
   grep -q "sequence-input:xs=3" info.txt || die "popef-info lacks the sequence-input option"
   ;;
+einsum_matches_numpy)
+  # Equations numpy.einsum answers: three operands, '...', implicit output,
+  # a diagonal, a full contraction to a scalar; opset 12 (ReduceSum axes as an
+  # attribute) and 13 (as an input).
+  for opset in 12 13; do
+    "$PY" - "$opset" <<'PY' || die "could not build the model"
+import sys, onnx, numpy as np
+from onnx import helper, TensorProto as T
+opset = int(sys.argv[1])
+rng = np.random.default_rng(opset)
+cases = {"three": ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]),
+         "ellipsis": ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]),
+         "implicit": ("ba,ac", [(3, 4), (4, 2)]),
+         "diagonal": ("bii->bi", [(2, 3, 3)]),
+         "scalar": ("ij,ij", [(3, 4), (3, 4)]),
+         "scalar_explicit": ("ij,ij->", [(3, 4), (3, 4)]),
+         "outer_sum": ("i,jk->kj", [(5,), (2, 3)])}
+inputs, outputs, nodes, feeds, expected = [], [], [], {}, {}
+for name, (eq, shapes) in cases.items():
+    names = [f"{name}_{k}" for k in range(len(shapes))]
+    for n, s in zip(names, shapes):
+        inputs.append(helper.make_tensor_value_info(n, T.FLOAT, list(s)))
+        feeds[n] = rng.standard_normal(s).astype(np.float32)
+    expected[name] = np.array(np.einsum(eq, *[feeds[n] for n in names]), np.float32, order="C")
+    outputs.append(helper.make_tensor_value_info(name, T.FLOAT, list(expected[name].shape)))
+    nodes.append(helper.make_node("Einsum", names, [name], equation=eq, name=name))
+m = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs), opset_imports=[helper.make_opsetid("", opset)])
+onnx.checker.check_model(m)
+onnx.save(m, "einsum.onnx")
+np.savez("in.npz", **feeds)
+np.savez("expected.npz", **expected)
+PY
+    compile einsum.onnx -o e.popef
+    "$BIN/poprun-lite" e.popef --inputs in.npz --outputs out.npz || die "opset $opset: poprun-lite failed"
+    "$BIN/npz-compare" out.npz expected.npz --rtol 1e-5 --atol 1e-5 || die "opset $opset: outputs differ from numpy"
+  done
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS: $CASE"

@@ -229,11 +229,23 @@ TEST_CASE("initializer data size mismatch names the initializer", "[onnx]") {
 TEST_CASE("a model with only non-default domains lists its ops", "[onnx]") {
   TempDir dir;
   auto m = makeModel();
+  m.mutable_opset_import(0)->set_domain("com.microsoft");
+  addInput(m, "x", {int64_t(2)});
+  addNode(m, "FusedMatMul", {"x"}, {"y"}, "mm", "com.microsoft");
+  addOutput(m, "y");
+  const std::string path = save(m, dir.file("ort.onnx"));
+  CHECK_THROWS_WITH(popc::onnx::importOnnx(path, {}),
+                    path + ": unsupported operators: com.microsoft::FusedMatMul (nodes: mm)");
+}
+
+TEST_CASE("a training optimizer node with the wrong inputs is refused by name", "[onnx]") {
+  TempDir dir;
+  auto m = makeModel();
   m.mutable_opset_import(0)->set_domain("ai.onnx.preview.training");
   addInput(m, "x", {int64_t(2)});
   addNode(m, "Adagrad", {"x"}, {"y"}, "opt", "ai.onnx.preview.training");
   addOutput(m, "y");
   const std::string path = save(m, dir.file("train.onnx"));
   CHECK_THROWS_WITH(popc::onnx::importOnnx(path, {}),
-                    path + ": unsupported operators: ai.onnx.preview.training::Adagrad (nodes: opt)");
+                    path + ": Adagrad node 'opt' has 1 inputs; it takes R, T and 3 tensors per weight");
 }
