@@ -194,9 +194,11 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
       sync("Internal", syncCycles, id);
     } else if (type == "If" || type == "Switch") {
       sync("Internal", syncCycles, id); // the branch waits for the value on its tile
+    } else if (type == "PrintTensor") {
+      sync("External", globalSync, id); // the host reads the tensor (engine: global_sync_cycles)
     }
-    // Sequence, Repeat, RepeatWhileTrue, Call and PrintTensor only lead to the programs
-    // that follow them in the trace.
+    // Sequence, Repeat, RepeatWhileTrue and Call only lead to the programs that
+    // follow them in the trace.
   };
 
   // Follows the trace down the program tree as the engine ran it, so that a

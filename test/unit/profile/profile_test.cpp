@@ -272,9 +272,10 @@ TEST_CASE("html report embeds the profiles safely", "[profile]") {
   CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg")); // no fetches, only the SVG namespace
 }
 
-TEST_CASE("execution profile of control flow (If, Switch) matches the engine's cycles", "[profile]") {
+TEST_CASE("execution profile of control flow (If, Switch) and PrintTensor matches the engine's cycles", "[profile]") {
   // Appended to the sample's main: If b[0] (10, true) { add } else { Sync };
-  // Switch b[0] { case 10: Sync; case 20: add; default: Sync } — each waits for b with one sync.
+  // Switch b[0] { case 10: Sync; case 20: add; default: Sync } — each waits for b with one sync;
+  // PrintTensor b — the host reads it (one global sync).
   auto exe = popc::test::makeSampleExecutable(popc::test::sampleAddBitcode());
   auto node = [](fb::ProgramKind kind, uint32_t index = 0) { return popc::test::sampleProgram(kind, index); };
   auto branch = node(fb::ProgramKind::If);
@@ -289,10 +290,13 @@ TEST_CASE("execution profile of control flow (If, Switch) matches the engine's c
   choose->children.push_back(node(fb::ProgramKind::Sync));
   exe.main->children.push_back(std::move(branch));
   exe.main->children.push_back(std::move(choose));
+  auto print = node(fb::ProgramKind::PrintTensor);
+  print->tensor = 1;
+  exe.main->children.push_back(std::move(print));
   auto file = popc::popef::Executable::fromBytes(popc::popef::serialize(exe), "control.popef");
 
   const Json g = popc::profile::graphProfile(*file);
-  REQUIRE(g["programs"].size() == 13);
+  REQUIRE(g["programs"].size() == 14);
   CHECK(g["programs"][6]["type"] == "If");
   CHECK(vec(g["programs"][6]["children"]) == std::vector<uint64_t>{7, 8});
   CHECK(g["programs"][9]["type"] == "Switch");
@@ -302,11 +306,15 @@ TEST_CASE("execution profile of control flow (If, Switch) matches the engine's c
   popc::runtime::EngineOptions options{1, nullptr};
   options.observer = &trace;
   popc::runtime::Engine engine(file, options);
+  std::vector<std::string> printed;
+  engine.setPrintHandler([&](const std::string &line) { printed.push_back(line); });
   engine.run({{"a", {popc::DType::F32, {4}, std::vector<uint8_t>(16)}}});
-  // main, its five steps, If, then-branch (add), Switch, case 10 (Sync).
-  CHECK(trace.trace() == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 9, 10});
+  // main, its five steps, If, then-branch (add), Switch, case 10 (Sync), PrintTensor.
+  CHECK(trace.trace() == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 13});
+  CHECK(printed.size() == 1);
   const Json x = popc::profile::executionProfile(g, trace.trace());
   CHECK(x["simulation"]["cycles"] == engine.report().cycles.total());
-  CHECK(x["simulation"]["cycles"] == 3168 + 100 + 60 + 100 + 100); // If sync + add + Switch sync + Sync
+  // If sync + add + Switch sync + Sync + PrintTensor's global sync
+  CHECK(x["simulation"]["cycles"] == 3168 + 100 + 60 + 100 + 100 + 1000);
   CHECK(x["simulation"]["phaseCycles"]["sync"] == engine.report().cycles.sync);
 }
