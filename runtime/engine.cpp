@@ -131,10 +131,16 @@ struct Engine::Impl {
   // Graph API: per-stream host callbacks and the PrintTensor sink.
   std::vector<Engine::StreamCallback> streamCallbacks;
   std::function<void(const std::string &)> printHandler;
+  std::vector<CodeModuleRef> modules;
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
         link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()), observer(options.observer) {
+    collectCodeModules();
+    // Fork before any thread of ours exists: a thread holding an allocator lock at
+    // fork time (ASan's is not fork-safe) would deadlock the child.
+    if (!options.skipJit && options.probeCodeInChild)
+      probeCodeModules(modules, label);
     pool = std::make_unique<ThreadPool>(options.threads);
     report.arch = target.arch() ? target.arch()->str() : "";
     report.clockHz = target.clock_hz();
@@ -166,16 +172,20 @@ struct Engine::Impl {
 
   template <typename T> static uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
 
-  void compile() {
-    uint32_t nTypes = len(root.vertex_types());
-    std::vector<CodeModuleRef> modules(len(root.code()));
+  // Each code module's bitcode and the entry symbols its vertex types name.
+  void collectCodeModules() {
+    const uint32_t nTypes = len(root.vertex_types());
+    modules.resize(len(root.code()));
     for (uint32_t m = 0; m < modules.size(); ++m) {
       modules[m].bitcode = {root.code()->Get(m)->bitcode()->data(), root.code()->Get(m)->bitcode()->size()};
       for (uint32_t t = 0; t < nTypes; ++t)
         if (root.vertex_types()->Get(t)->module_() == m)
           modules[m].entrySymbols.push_back(root.vertex_types()->Get(t)->symbol()->str());
     }
-    probeCodeModules(modules, label); // before the JIT starts any threads of its own
+  }
+
+  void compile() {
+    uint32_t nTypes = len(root.vertex_types());
     jit = std::make_unique<Jit>(pool.get());
     for (uint32_t m = 0; m < modules.size(); ++m) {
       // Types sharing a symbol get the smallest field table (the strictest).

@@ -29,6 +29,10 @@ struct EngineOptions {
   // Verify, plan memory and build the step tables, but neither gate nor JIT the
   // code (vertex functions stay null): for fuzzing the loader. run() refuses.
   bool skipJit = false;
+  // Parse and gate the code modules in a forked child first (runtime/bitcode_probe.h),
+  // before this engine starts any thread: LLVM's reader crashes on some crafted
+  // bitcode. Off only for code this process generated itself (the graph API).
+  bool probeCodeInChild = true;
 };
 
 // Thrown by Engine::run when EngineOptions::stop was set (poprun-lite --timeout).

@@ -78,7 +78,9 @@ Engine::Engine(Graph &graph, const std::vector<program::Program> &programs, cons
   for (graph::TensorId t = 0; t < g.dg.tensors().size(); ++t)
     impl_->varBytes[t] = g.dg.tensor(t).bytes;
   auto exe = popef::Executable::fromBytes(impl_->bytes, "graph");
-  impl_->engine = std::make_unique<runtime::Engine>(std::move(exe));
+  runtime::EngineOptions engineOptions;
+  engineOptions.probeCodeInChild = false; // code this process just generated, not a file from elsewhere
+  impl_->engine = std::make_unique<runtime::Engine>(std::move(exe), engineOptions);
 }
 
 Engine::~Engine() = default;
