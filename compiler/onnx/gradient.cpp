@@ -100,13 +100,7 @@ private:
   std::string fresh(const std::string &what) { return fmt::format("{}/grad/{}{}", name_, what, counter_++); }
 
   NodeProto &emitNode(const std::string &type, const std::vector<std::string> &inputs, const std::string &output) {
-    NodeProto &n = *out_.add_node();
-    n.set_op_type(type);
-    n.set_name(output + "/" + type);
-    for (const auto &i : inputs)
-      n.add_input(i);
-    n.add_output(output);
-    return n;
+    return appendNode(out_, type, output + "/" + type, inputs, {output});
   }
 
   std::string emit(const std::string &type, const std::vector<std::string> &inputs, std::string output = "") {
@@ -117,11 +111,7 @@ private:
   }
 
   void constantNode(DType dtype, const Shape &shape, double value, const std::string &output) {
-    NodeProto &c = emitNode("Constant", {}, output);
-    auto *a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(::onnx::AttributeProto::TENSOR);
-    auto *t = a->mutable_t();
+    ::onnx::TensorProto *t = &appendConstant(out_, output);
     for (int64_t d : shape)
       t->add_dims(d);
     const size_t n = size_t(numElements(shape));
@@ -150,15 +140,7 @@ private:
 
   std::string ints(const std::vector<int64_t> &values) {
     const std::string out = fresh("ints");
-    NodeProto &c = emitNode("Constant", {}, out);
-    auto *a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(::onnx::AttributeProto::TENSOR);
-    auto *t = a->mutable_t();
-    t->set_data_type(::onnx::TensorProto::INT64);
-    t->add_dims(int64_t(values.size()));
-    for (int64_t v : values)
-      t->add_int64_data(v);
+    appendIntConstant(out_, out, values);
     return out;
   }
 
@@ -181,11 +163,7 @@ private:
         r = emit("ReduceSum", {g, ints(axes)});
       } else {
         r = fresh("ReduceSum");
-        auto *a = emitNode("ReduceSum", {g}, r).add_attribute();
-        a->set_name("axes");
-        a->set_type(::onnx::AttributeProto::INTS);
-        for (int64_t x : axes)
-          a->add_ints(x);
+        addIntsAttr(emitNode("ReduceSum", {g}, r), "axes", axes);
       }
     }
     return reduced == final ? r : reshape(r, final);
@@ -235,10 +213,7 @@ private:
     } else if (type == "Relu") {
       const std::string zero = constant(yInfo.dtype, {}, 0.0, "zero");
       NodeProto &cast = emitNode("Cast", {emit("Greater", {in(0), zero})}, fresh("positive"));
-      auto *to = cast.add_attribute();
-      to->set_name("to");
-      to->set_type(::onnx::AttributeProto::INT);
-      to->set_i(dtypeToOnnx(info(in(0)).dtype));
+      addIntAttr(cast, "to", dtypeToOnnx(info(in(0)).dtype));
       accumulate(in(0), emit("Mul", {g, cast.output(0)}));
     } else if (type == "Sigmoid") { // y (1 - y)
       const std::string one = constant(yInfo.dtype, {}, 1.0, "one");
@@ -280,11 +255,7 @@ private:
         perm.push_back(int64_t(d));
       std::swap(perm[rank - 1], perm[rank - 2]);
       const std::string out = fresh("Transpose");
-      auto *p = emitNode("Transpose", {t}, out).add_attribute();
-      p->set_name("perm");
-      p->set_type(::onnx::AttributeProto::INTS);
-      for (int64_t x : perm)
-        p->add_ints(x);
+      addIntsAttr(emitNode("Transpose", {t}, out), "perm", perm);
       return out;
     };
     if (wantA) { // dA = G · Bᵀ, shape batch + [m, k]

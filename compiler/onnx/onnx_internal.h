@@ -79,6 +79,17 @@ bool resolvedAtImport(const ::onnx::NodeProto &node);
 int lowerSequenceAndOptionalInputs(::onnx::ModelProto &model, const std::map<std::string, int64_t> &lengths,
                                    const std::set<std::string> &absent, const std::string &path);
 
+// node_build.cpp: the nodes import-time rewrites emit.
+::onnx::NodeProto &appendNode(::onnx::GraphProto &graph, const std::string &type, const std::string &name,
+                              const std::vector<std::string> &inputs, const std::vector<std::string> &outputs);
+void addIntAttr(::onnx::NodeProto &n, const char *name, int64_t value);
+void addIntsAttr(::onnx::NodeProto &n, const char *name, const std::vector<int64_t> &values);
+// A Constant node named "<output>/Constant"; returns its (empty) value tensor to fill.
+::onnx::TensorProto &appendConstant(::onnx::GraphProto &graph, const std::string &output);
+// An int64 Constant: a scalar (one value) or a 1-D tensor of `values`.
+::onnx::TensorProto &appendIntConstant(::onnx::GraphProto &graph, const std::string &output,
+                                       const std::vector<int64_t> &values, bool scalar = false);
+
 // optimizer_ops.cpp: ai.onnx.preview.training Adagrad, Momentum and Adam nodes
 // replaced by the ai.onnx nodes of their update formulas (adds an ai.onnx
 // opset import when the model has none). Returns how many were expanded.

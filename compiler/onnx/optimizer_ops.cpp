@@ -62,36 +62,20 @@ public:
   std::string emit(const std::string &type, const std::vector<std::string> &inputs, std::string output = "") {
     if (output.empty())
       output = fmt::format("{}/{}{}", name_, type, counter_++);
-    NodeProto &n = *out_.add_node();
-    n.set_op_type(type);
-    n.set_name(output + "/" + type);
-    for (const auto &i : inputs)
-      n.add_input(i);
-    n.add_output(output);
-    if (type == "Cast") {
-      auto *to = n.add_attribute();
-      to->set_name("to");
-      to->set_type(::onnx::AttributeProto::INT);
-      to->set_i(elemType_);
-    }
+    NodeProto &n = appendNode(out_, type, output + "/" + type, inputs, {output});
+    if (type == "Cast")
+      addIntAttr(n, "to", elemType_);
     return output;
   }
   // A scalar constant of the weights' element type.
   std::string scalar(double value) {
     const std::string output = fmt::format("{}/const{}", name_, counter_++);
-    NodeProto &c = *out_.add_node();
-    c.set_op_type("Constant");
-    c.set_name(output + "/Constant");
-    c.add_output(output);
-    auto *a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(::onnx::AttributeProto::TENSOR);
-    auto *t = a->mutable_t();
-    t->set_data_type(elemType_);
+    ::onnx::TensorProto &t = appendConstant(out_, output);
+    t.set_data_type(elemType_);
     if (elemType_ == ::onnx::TensorProto::DOUBLE)
-      t->add_double_data(value);
+      t.add_double_data(value);
     else
-      t->add_float_data(float(value));
+      t.add_float_data(float(value));
     return output;
   }
   std::string mul(const std::string &a, const std::string &b) { return emit("Mul", {a, b}); }
@@ -107,15 +91,7 @@ public:
   std::string stepCount() { return emit("Cast", {node_.input(1)}); }
   std::string stepPositive() {
     const std::string zero = fmt::format("{}/zero{}", name_, counter_++);
-    NodeProto &c = *out_.add_node();
-    c.set_op_type("Constant");
-    c.set_name(zero + "/Constant");
-    c.add_output(zero);
-    auto *a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(::onnx::AttributeProto::TENSOR);
-    a->mutable_t()->set_data_type(::onnx::TensorProto::INT64);
-    a->mutable_t()->add_int64_data(0);
+    appendIntConstant(out_, zero, {0}, true);
     return emit("Greater", {node_.input(1), zero});
   }
 

@@ -33,20 +33,6 @@ using ::onnx::NodeProto;
 
 bool isAiOnnx(const NodeProto &node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
-void addIntAttr(NodeProto &n, const char *name, int64_t value) {
-  auto *a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
-void addIntsAttr(NodeProto &n, const char *name, const std::vector<int64_t> &values) {
-  auto *a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t v : values)
-    a->add_ints(v);
-}
 
 const std::set<std::string> kSequenceOps = {
     "SequenceEmpty", "SequenceConstruct",  "SequenceInsert",  "SequenceErase", "SequenceAt",
@@ -331,37 +317,19 @@ private:
 
   NodeProto &emit(const std::string &type, const std::string &name, std::vector<std::string> inputs,
                   std::vector<std::string> outputs) {
-    NodeProto &n = *rebuilt_.add_node();
-    n.set_op_type(type);
-    n.set_name(name);
-    for (auto &i : inputs)
-      n.add_input(i);
-    for (auto &o : outputs)
-      n.add_output(o);
-    return n;
+    return appendNode(rebuilt_, type, name, inputs, outputs);
   }
 
-  // A Constant node named `name` with output `out`: an int64 scalar or 1-D
-  // tensor holding `values`. Recorded as a compile-time constant.
-  void emitIntConstant(const std::string &name, const std::string &out, const std::vector<int64_t> &values,
-                       bool scalar) {
-    NodeProto &c = emit("Constant", name, {}, {out});
-    auto *a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(::onnx::AttributeProto::TENSOR);
-    auto *t = a->mutable_t();
-    t->set_data_type(::onnx::TensorProto::INT64);
-    if (!scalar)
-      t->add_dims(int64_t(values.size()));
-    for (int64_t v : values)
-      t->add_int64_data(v);
-    constants_[out] = t;
+  // An int64 Constant with output `out`: a scalar or a 1-D tensor holding
+  // `values`. Recorded as a compile-time constant.
+  void emitIntConstant(const std::string &out, const std::vector<int64_t> &values, bool scalar) {
+    constants_[out] = &appendIntConstant(rebuilt_, out, values, scalar);
   }
 
   // A fresh 1-D int64 constant holding `values`; returns its name.
   std::string emitInts(const NodeProto &node, const std::vector<int64_t> &values) {
     const std::string name = freshName(node, "const");
-    emitIntConstant(name, name, values, false);
+    emitIntConstant(name, values, false);
     return name;
   }
 
@@ -400,7 +368,7 @@ private:
       const Sequence &s = sequenceInput(node, 0);
       emit("Identity", node.name(), {s[position(node, 1, s.size(), false)]}, {out});
     } else if (type == "SequenceLength") {
-      emitIntConstant(node.name(), out, {int64_t(sequenceInput(node, 0).size())}, true);
+      emitIntConstant(out, {int64_t(sequenceInput(node, 0).size())}, true);
     } else if (type == "ConcatFromSequence") {
       concatFromSequence(node, out);
     } else if (type == "SplitToSequence") {
