@@ -1,12 +1,7 @@
 # Runs PROGRAM with ARGS ("|"-separated), requires "Multiplication result OK"
 # and a "Program cycles: N" line with N within TOLERANCE percent of REFERENCE,
 # and says by how much (the observability issue's tutorial-7 fidelity check).
-string(REPLACE "|" ";" args "${ARGS}")
-execute_process(COMMAND ${PROGRAM} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-message("${out}${err}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "${PROGRAM} exited with ${rc}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/run_program.cmake)
 string(FIND "${out}" "Multiplication result OK" ok)
 if(ok EQUAL -1)
   message(FATAL_ERROR "the product is wrong")

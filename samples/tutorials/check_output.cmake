@@ -1,11 +1,6 @@
 # Runs PROGRAM with ARGS ("|"-separated) and fails unless it exits 0 and its
 # output contains every line of EXPECT ("|"-separated).
-string(REPLACE "|" ";" args "${ARGS}")
-execute_process(COMMAND ${PROGRAM} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-message("${out}${err}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "${PROGRAM} exited with ${rc}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/run_program.cmake)
 string(REPLACE "|" ";" expect "${EXPECT}")
 foreach(line IN LISTS expect)
   string(FIND "${out}" "${line}" pos)
