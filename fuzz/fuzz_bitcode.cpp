@@ -2,12 +2,12 @@
 // (popc::runtime::loadCodeModule: LLVM bitcode parse, materialise, verifier and
 // the allow-list checks) — what every popef code module goes through before
 // the JIT. Entry symbol "vertex" matches nothing in most inputs, which is fine:
-// the checks before it still run. Like poprun-lite, it first parses in a
-// forked child (runtime/bitcode_probe.h), so LLVM 19's own known crashes
-// (findings/README.md) are refusals and the fuzzer looks for popc's problems;
-// POPC_FUZZ_IN_PROCESS=1 skips the child to hunt LLVM's crashes directly.
+// the checks before it still run. Like poprun-lite (runtime/bitcode_probe.h),
+// each input is first parsed in a separate checking process, so LLVM 19's own
+// known crashes (findings/README.md) are refusals and the fuzzer looks for
+// popc's problems; POPC_FUZZ_IN_PROCESS=1 skips it to hunt LLVM's crashes.
 #include "runtime/bitcode_gate.h"
-#include "runtime/bitcode_probe.h"
+#include "fuzz/checking_worker.h"
 #include "fuzz/fuzz_util.h"
 #include "support/error.h"
 
@@ -19,13 +19,30 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace {
+
+void gate(std::span<const uint8_t> bytes, const std::string &label) {
+  llvm::LLVMContext context;
+  popc::runtime::loadCodeModule(context, bytes, label, {});
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  popc::fuzz::CheckingWorker::serveIfWorker([](std::span<const uint8_t> bytes) { gate(bytes, ""); },
+                                            popc::fuzz::kCheckSeconds);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const bool inProcess = std::getenv("POPC_FUZZ_IN_PROCESS") != nullptr;
-  llvm::LLVMContext context;
+  static popc::fuzz::CheckingWorker worker;
+  if (!inProcess && !worker.passes({data, size})) {
+    popc::fuzz::refusedByChecker();
+    return 0;
+  }
   try {
-    if (!inProcess)
-      popc::runtime::probeCodeModules({{{data, size}, {}}}, "fuzz.popef");
-    popc::runtime::loadCodeModule(context, {data, size}, "fuzz.popef: code module 0", {});
+    gate({data, size}, "fuzz.popef: code module 0");
     popc::fuzz::accepted();
   } catch (const popc::Error &e) {
     popc::fuzz::rejected(e);

@@ -2,8 +2,12 @@
 // external-data checks, ONNX checker + shape inference, conversion to the IR and
 // re-inference with the popc op registry). importOnnx takes a path, so each input
 // is written to a file in a private temporary directory (external-data locations
-// in the model therefore resolve inside that directory only).
+// in the model therefore resolve inside that directory only). As popc-onnx
+// does, each model is first imported in a separate checking process
+// (checking_worker.h), so libonnx's known crashes are refusals;
+// POPC_FUZZ_IN_PROCESS=1 skips it to hunt them in-process.
 #include "compiler/onnx/importer.h"
+#include "fuzz/checking_worker.h"
 #include "fuzz/fuzz_util.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -35,7 +39,24 @@ const std::string &modelPath() {
   return path;
 }
 
+void import(const std::string &path) {
+  popc::onnx::ImportOptions options;
+  options.checkInChild = false; // the checking worker is this target's child
+  popc::onnx::importOnnx(path, options);
+}
+
 } // namespace
+
+// The checking worker gets the model's path: the fuzzer wrote the file.
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  popc::fuzz::CheckingWorker::serveIfWorker(
+      [](std::span<const uint8_t> path) {
+        popc::log::setLevel("off");
+        import(std::string(path.begin(), path.end()));
+      },
+      popc::fuzz::kCheckSeconds);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string &path = modelPath();
@@ -45,13 +66,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size && std::fwrite(data, 1, size, f) != size)
     std::abort();
   std::fclose(f);
+  static const bool inProcess = std::getenv("POPC_FUZZ_IN_PROCESS") != nullptr;
+  static popc::fuzz::CheckingWorker worker;
+  if (!inProcess && !worker.passes({reinterpret_cast<const uint8_t *>(path.data()), path.size()})) {
+    popc::fuzz::refusedByChecker();
+    return 0;
+  }
   try {
-    // As popc-onnx does, import in a forked child first, so libonnx's known
-    // crashes are refusals; POPC_FUZZ_IN_PROCESS=1 hunts them in-process.
-    static const bool inProcess = std::getenv("POPC_FUZZ_IN_PROCESS") != nullptr;
-    popc::onnx::ImportOptions options;
-    options.checkInChild = !inProcess;
-    popc::onnx::importOnnx(path, options);
+    import(path);
     popc::fuzz::accepted();
   } catch (const popc::Error &e) {
     popc::fuzz::rejected(e);

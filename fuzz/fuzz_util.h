@@ -19,6 +19,13 @@ inline void rejected(const popc::Error &e) {
     std::fprintf(stderr, "  rejected: %s\n", e.what());
 }
 
+// The checking process (checking_worker.h) died on the input, as the tools'
+// checking child would: the tools refuse it with a one-line error.
+inline void refusedByChecker() {
+  if (verbose())
+    std::fprintf(stderr, "  refused: the checking process crashed or timed out on it\n");
+}
+
 inline void accepted() {
   if (verbose())
     std::fprintf(stderr, "  accepted\n");

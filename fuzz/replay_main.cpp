@@ -12,10 +12,14 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+// Optional, as with libFuzzer (checking workers start through it).
+extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 namespace fs = std::filesystem;
 
 int main(int argc, char **argv) {
+  if (LLVMFuzzerInitialize)
+    LLVMFuzzerInitialize(&argc, &argv);
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s DIR_OR_FILE...\n", argv[0]);
     return 2;

@@ -1,0 +1,186 @@
+#include "fuzz/checking_worker.h"
+
+#include "support/error.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <spawn.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+namespace popc::fuzz {
+
+namespace {
+
+// The worker is this same executable, started again with this variable naming
+// its end of the socket; LLVMFuzzerInitialize sees it before libFuzzer installs
+// its signal handlers, malloc hooks and crash-artifact writer, so a worker that
+// dies leaves no artifact and is not a finding.
+constexpr const char *kWorkerFdVariable = "POPC_FUZZ_WORKER_FD";
+
+bool readAll(int fd, void *data, size_t size) {
+  auto *p = static_cast<char *>(data);
+  while (size) {
+    ssize_t n = ::read(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool sendAll(int fd, const void *data, size_t size) {
+  const auto *p = static_cast<const char *>(data);
+  while (size) {
+    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+[[noreturn]] void die(const char *what) {
+  std::fprintf(stderr, "fuzz checking worker: %s: %s\n", what, std::strerror(errno));
+  std::abort();
+}
+
+// A worker environment: this process's, plus the socket and sanitizer options
+// for a process whose reports nobody reads.
+std::vector<std::string> workerEnvironment(int fd) {
+  std::vector<std::string> env;
+  auto isReplaced = [](const char *entry) {
+    for (const char *name : {"ASAN_OPTIONS=", "UBSAN_OPTIONS=", kWorkerFdVariable})
+      if (std::strncmp(entry, name, std::strlen(name)) == 0)
+        return true;
+    return false;
+  };
+  for (char **e = environ; *e; ++e)
+    if (!isReplaced(*e))
+      env.emplace_back(*e);
+  env.push_back(std::string(kWorkerFdVariable) + "=" + std::to_string(fd));
+  auto withOptions = [](const char *name, const char *extra) {
+    const char *current = std::getenv(name);
+    return std::string(name) + "=" + (current ? std::string(current) + ":" : "") + extra;
+  };
+  // Third-party leaks in the worker are expected and not reported; a forged
+  // size that makes a library allocate gigabytes kills the worker (as libFuzzer's
+  // -malloc_limit_mb would the fuzzer) instead of swapping for minutes; and a
+  // dying worker does not start llvm-symbolizer for a report nobody reads.
+  env.push_back(withOptions("ASAN_OPTIONS", "detect_leaks=0:allocator_may_return_null=0:"
+                                            "max_allocation_size_mb=2048:symbolize=0:detect_stack_use_after_return=0"));
+  env.push_back(withOptions("UBSAN_OPTIONS", "symbolize=0:print_stacktrace=0"));
+  return env;
+}
+
+} // namespace
+
+void CheckingWorker::serveIfWorker(const Work &work, unsigned secondsPerInput) {
+  const char *fdText = std::getenv(kWorkerFdVariable);
+  if (!fdText)
+    return;
+  const int fd = std::atoi(fdText);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (!std::getenv("POPC_FUZZ_VERBOSE"))
+    if (int null = ::open("/dev/null", O_WRONLY); null >= 0) {
+      ::dup2(null, STDOUT_FILENO); // library messages on malformed input
+      ::dup2(null, STDERR_FILENO); // and sanitizer reports of third-party bugs
+    }
+  const char ready = 'R';
+  if (!sendAll(fd, &ready, 1))
+    ::_exit(0);
+  std::vector<uint8_t> input;
+  for (uint64_t size; readAll(fd, &size, sizeof size);) {
+    input.resize(size);
+    if (!readAll(fd, input.data(), size))
+      break;
+    ::alarm(secondsPerInput);
+    try {
+      work(input);
+    } catch (const Error &) {
+      // a clean refusal: the fuzzer's in-process run sees it too
+    }
+    ::alarm(0);
+    const char done = 'D';
+    if (!sendAll(fd, &done, 1))
+      break;
+  }
+  ::_exit(0); // skip leak checking: third-party leaks are not what this looks for
+}
+
+CheckingWorker::CheckingWorker(unsigned restartEvery) : restartEvery_(restartEvery) {}
+
+CheckingWorker::~CheckingWorker() { stop(); }
+
+void CheckingWorker::start() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
+    die("socketpair");
+  ::fcntl(fds[0], F_SETFD, FD_CLOEXEC); // the worker inherits only its own end
+  std::vector<std::string> env = workerEnvironment(fds[1]);
+  std::vector<char *> envp;
+  for (auto &e : env)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char self[] = "/proc/self/exe";
+  char *argv[] = {self, nullptr};
+  // posix_spawn, not fork: it does not copy the fuzzer's page tables (a fork
+  // costs milliseconds with ASan's shadow and a big corpus in memory).
+  pid_t pid;
+  if (int err = ::posix_spawn(&pid, self, nullptr, nullptr, argv, envp.data()); err != 0) {
+    errno = err;
+    die("posix_spawn");
+  }
+  ::close(fds[1]);
+  socket_ = fds[0];
+  pid_ = pid;
+  char ready = 0;
+  if (!readAll(socket_, &ready, 1) || ready != 'R')
+    die("the worker did not start (does the target call serveIfWorker from LLVMFuzzerInitialize?)");
+}
+
+void CheckingWorker::stop() {
+  if (pid_ < 0)
+    return;
+  ::close(socket_); // the worker sees end of input and exits
+  socket_ = -1;
+  int status;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  served_ = 0;
+}
+
+bool CheckingWorker::passes(std::span<const uint8_t> input) {
+  if (pid_ < 0)
+    start();
+  const uint64_t size = input.size();
+  char done = 0;
+  const bool finished =
+      sendAll(socket_, &size, sizeof size) && sendAll(socket_, input.data(), input.size()) && readAll(socket_, &done, 1);
+  if (!finished) {
+    stop(); // it crashed, was killed by its alarm, or hit a sanitizer report
+    return false;
+  }
+  if (++served_ >= restartEvery_)
+    stop();
+  return true;
+}
+
+} // namespace popc::fuzz

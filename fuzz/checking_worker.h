@@ -1,0 +1,52 @@
+// The fuzzers' version of support/child_guard.h: runs third-party parsing that
+// is not hardened against crafted input (libonnx's checker and shape inference,
+// LLVM's bitcode reader) in a forked child first, so its known crashes are
+// refusals and the fuzzer keeps looking for popc's own bugs in the in-process
+// run that follows. The tools fork one child per input (runInChild); forking an
+// ASan-instrumented fuzzer costs about 9 ms, which caps a fuzzer at ~115
+// inputs/s. This worker is forked once and kept: each input travels over a
+// socket, so the check costs a round trip, and the worker is replaced only when
+// it dies (crash, sanitizer report, timeout) or after `restartEvery` inputs
+// (third-party leaks do not pile up).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+namespace popc::fuzz {
+
+// Per input in the worker: below run.sh's libFuzzer -timeout (25 s), so a
+// library hang is a refusal, as the tools' longer child limits make it.
+constexpr unsigned kCheckSeconds = 10;
+
+class CheckingWorker {
+public:
+  using Work = std::function<void(std::span<const uint8_t> input)>;
+
+  // Call from LLVMFuzzerInitialize: in a worker process this serves inputs
+  // with `work` (returning or throwing popc::Error is a pass; each input gets
+  // `secondsPerInput`) and never returns; in the fuzzer itself it returns.
+  static void serveIfWorker(const Work &work, unsigned secondsPerInput);
+
+  // The worker starts on the first input: a fresh exec of this executable.
+  explicit CheckingWorker(unsigned restartEvery = 4096);
+  ~CheckingWorker();
+  CheckingWorker(const CheckingWorker &) = delete;
+  CheckingWorker &operator=(const CheckingWorker &) = delete;
+
+  // True when `work` finished on `input` in the worker; false when the worker
+  // died on it or did not finish within the time limit.
+  bool passes(std::span<const uint8_t> input);
+
+private:
+  void start();
+  void stop();
+
+  unsigned restartEvery_;
+  unsigned served_ = 0;
+  int socket_ = -1;
+  int pid_ = -1;
+};
+
+} // namespace popc::fuzz
