@@ -1,12 +1,15 @@
 // Fuzz target: ONNX model bytes through popc::onnx::importOnnx (protobuf parse,
 // external-data checks, ONNX checker + shape inference, conversion to the IR and
-// re-inference with the popc op registry). importOnnx takes a path, so each input
+// re-inference with the popc op registry), then the IR passes popc-onnx runs
+// next (constant folding, decompositions, dead code; each re-infers and
+// verifies the graph). importOnnx takes a path, so each input
 // is written to a file in a private temporary directory (external-data locations
 // in the model therefore resolve inside that directory only). As popc-onnx
 // does, each model is first imported in a separate checking process
 // (checking_worker.h), so libonnx's known crashes are refusals;
 // POPC_FUZZ_IN_PROCESS=1 skips it to hunt them in-process.
 #include "compiler/onnx/importer.h"
+#include "compiler/passes/pass_manager.h"
 #include "fuzz/checking_worker.h"
 #include "fuzz/fuzz_util.h"
 #include "support/error.h"
@@ -39,10 +42,10 @@ const std::string &modelPath() {
   return path;
 }
 
-void import(const std::string &path) {
+popc::ir::Ir import(const std::string &path) {
   popc::onnx::ImportOptions options;
   options.checkInChild = false; // the checking worker is this target's child
-  popc::onnx::importOnnx(path, options);
+  return popc::onnx::importOnnx(path, options);
 }
 
 } // namespace
@@ -73,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   try {
-    import(path);
+    popc::ir::Ir ir = import(path);
+    popc::passes::runPasses(ir, {});
     popc::fuzz::accepted();
   } catch (const popc::Error &e) {
     popc::fuzz::rejected(e);
