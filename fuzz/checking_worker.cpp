@@ -28,10 +28,11 @@ namespace {
 // dies leaves no artifact and is not a finding.
 constexpr const char *kWorkerFdVariable = "POPC_FUZZ_WORKER_FD";
 
-bool readAll(int fd, void *data, size_t size) {
-  auto *p = static_cast<char *>(data);
+// Moves exactly `size` bytes with `io` (one read or send call), retrying on
+// EINTR; false on end of file or an error (the other side is gone).
+template <typename Io> bool transferAll(Io io, char *p, size_t size) {
   while (size) {
-    ssize_t n = ::read(fd, p, size);
+    ssize_t n = io(p, size);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -42,18 +43,14 @@ bool readAll(int fd, void *data, size_t size) {
   return true;
 }
 
+bool readAll(int fd, void *data, size_t size) {
+  return transferAll([fd](char *p, size_t n) { return ::read(fd, p, n); }, static_cast<char *>(data), size);
+}
+
 bool sendAll(int fd, const void *data, size_t size) {
-  const auto *p = static_cast<const char *>(data);
-  while (size) {
-    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+  // MSG_NOSIGNAL: a dead worker is a false return, not SIGPIPE.
+  return transferAll([fd](char *p, size_t n) { return ::send(fd, p, n, MSG_NOSIGNAL); },
+                     const_cast<char *>(static_cast<const char *>(data)), size);
 }
 
 [[noreturn]] void die(const char *what) {
