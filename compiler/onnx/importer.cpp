@@ -12,6 +12,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -217,6 +218,17 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
 
 namespace {
 ir::Ir importInProcess(const std::string &path, const ImportOptions &options);
+
+// onnx::version_conversion::ConvertVersion builds a DefaultVersionConverter on
+// every call, which copies every operator schema with its function bodies (the
+// bulk of a small legacy model's import; a fuzzer spent 40 % of its time
+// there). One converter, built on first use, serves every import in the process.
+::onnx::ModelProto convertToOpset9(const ::onnx::ModelProto &typed, int64_t opset) {
+  static const ::onnx::version_conversion::DefaultVersionConverter converter;
+  static std::mutex mutex; // convert_version is const, but its adapters are not documented thread-safe
+  std::lock_guard lock(mutex);
+  return converter.convert_version(typed, ::onnx::OpSetID(opset), ::onnx::OpSetID(int64_t{9}));
+}
 } // namespace
 
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
@@ -250,7 +262,7 @@ ir::Ir importInProcess(const std::string &path, const ImportOptions &options) {
     try {
       ::onnx::ModelProto typed = model;
       ::onnx::shape_inference::InferShapes(typed);
-      model = ::onnx::version_conversion::ConvertVersion(typed, 9);
+      model = convertToOpset9(typed, opset);
       logger->info("{}: converted from ai.onnx opset {} to 9 with the ONNX version converter", path, opset);
       opset = 9;
     } catch (const std::exception &e) {
