@@ -1,13 +1,14 @@
 // The fuzzers' version of support/child_guard.h: runs third-party parsing that
 // is not hardened against crafted input (libonnx's checker and shape inference,
-// LLVM's bitcode reader) in a forked child first, so its known crashes are
+// LLVM's bitcode reader) in a separate process first, so its known crashes are
 // refusals and the fuzzer keeps looking for popc's own bugs in the in-process
 // run that follows. The tools fork one child per input (runInChild); forking an
 // ASan-instrumented fuzzer costs about 9 ms, which caps a fuzzer at ~115
-// inputs/s. This worker is forked once and kept: each input travels over a
+// inputs/s. This worker is spawned once and kept: each input travels over a
 // socket, so the check costs a round trip, and the worker is replaced only when
 // it dies (crash, sanitizer report, timeout) or after `restartEvery` inputs
-// (third-party leaks do not pile up).
+// (third-party leaks do not pile up). POPC_FUZZ_IN_PROCESS=1 turns the check
+// off, to hunt those third-party crashes in-process.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,14 +36,16 @@ public:
   CheckingWorker(const CheckingWorker &) = delete;
   CheckingWorker &operator=(const CheckingWorker &) = delete;
 
-  // True when `work` finished on `input` in the worker; false when the worker
-  // died on it or did not finish within the time limit.
+  // True when `work` finished on `input` in the worker (or the check is off);
+  // false, saying so with POPC_FUZZ_VERBOSE, when the worker died on it or did
+  // not finish within the time limit.
   bool passes(std::span<const uint8_t> input);
 
 private:
   void start();
   void stop();
 
+  bool inProcess_; // POPC_FUZZ_IN_PROCESS: no checking
   unsigned restartEvery_;
   unsigned served_ = 0;
   int socket_ = -1;

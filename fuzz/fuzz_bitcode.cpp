@@ -35,12 +35,9 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const bool inProcess = std::getenv("POPC_FUZZ_IN_PROCESS") != nullptr;
   static popc::fuzz::CheckingWorker worker;
-  if (!inProcess && !worker.passes({data, size})) {
-    popc::fuzz::refusedByChecker();
-    return 0;
-  }
+  if (!worker.passes({data, size}))
+    return 0; // refused, as the tools would refuse it
   try {
     gate({data, size}, "fuzz.popef: code module 0");
     popc::fuzz::accepted();

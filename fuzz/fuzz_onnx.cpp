@@ -69,12 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size && std::fwrite(data, 1, size, f) != size)
     std::abort();
   std::fclose(f);
-  static const bool inProcess = std::getenv("POPC_FUZZ_IN_PROCESS") != nullptr;
   static popc::fuzz::CheckingWorker worker;
-  if (!inProcess && !worker.passes({reinterpret_cast<const uint8_t *>(path.data()), path.size()})) {
-    popc::fuzz::refusedByChecker();
-    return 0;
-  }
+  if (!worker.passes({reinterpret_cast<const uint8_t *>(path.data()), path.size()}))
+    return 0; // refused, as the tools would refuse it
   try {
     popc::ir::Ir ir = import(path);
     popc::passes::runPasses(ir, {});
