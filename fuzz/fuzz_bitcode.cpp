@@ -7,6 +7,9 @@
 // known crashes (findings/README.md) are refusals and the fuzzer looks for
 // popc's problems; POPC_FUZZ_IN_PROCESS=1 skips it to hunt LLVM's crashes.
 #include "runtime/bitcode_gate.h"
+#include "runtime/bitcode_probe.h"
+#include "support/child_guard.h"
+#include "support/limits.h"
 #include "fuzz/checking_worker.h"
 #include "fuzz/fuzz_util.h"
 #include "support/error.h"
@@ -29,8 +32,17 @@ void gate(std::span<const uint8_t> bytes, const std::string &label) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  popc::fuzz::CheckingWorker::serveIfWorker([](std::span<const uint8_t> bytes) { gate(bytes, ""); },
-                                            popc::fuzz::kCheckSeconds);
+  // The worker checks each input under poprun-lite's probe memory budget, so an
+  // input that makes LLVM allocate gigabytes is refused there, as poprun-lite
+  // refuses it, instead of slowing the fuzzer to a crawl in-process.
+  popc::fuzz::CheckingWorker::serveIfWorker(
+      [](std::span<const uint8_t> bytes) {
+        static const bool llvmOutOfMemoryExits = (popc::runtime::exitOnLlvmOutOfMemory(), true);
+        (void)llvmOutOfMemoryExits;
+        popc::limitAddressSpaceGrowth(popc::limits::bitcodeProbeMemory(bytes.size()));
+        gate(bytes, "");
+      },
+      popc::fuzz::kCheckSeconds);
   return 0;
 }
 

@@ -23,7 +23,7 @@ inline void rejected(const popc::Error &e) {
 // checking child would: the tools refuse it with a one-line error.
 inline void refusedByChecker() {
   if (verbose())
-    std::fprintf(stderr, "  refused: the checking process crashed or timed out on it\n");
+    std::fprintf(stderr, "  refused: the checking process crashed, timed out or ran out of memory on it\n");
 }
 
 inline void accepted() {

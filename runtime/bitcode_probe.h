@@ -19,7 +19,12 @@ struct CodeModuleRef {
 // Runs loadCodeModule on every module in a child process. Returns when the
 // child finished (modules it refused are left for the caller's own parse to
 // report); throws popc::Error naming `label` and the module when the child
-// crashed, was killed, or took longer than limits::kBitcodeProbeSeconds.
+// crashed, was killed, took longer than limits::kBitcodeProbeSeconds or needed
+// more memory than limits::bitcodeProbeMemory.
 void probeCodeModules(const std::vector<CodeModuleRef> &modules, const std::string &label);
+
+// In a process that checks untrusted modules (the probe's child, the fuzzer's
+// checking worker): LLVM's allocation failures end it with kOutOfMemoryExit.
+void exitOnLlvmOutOfMemory();
 
 } // namespace popc::runtime

@@ -6,6 +6,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -16,9 +18,11 @@ namespace popc {
 namespace {
 
 [[noreturn]] void childMain(const std::function<void(const std::function<void(uint32_t)> &)> &work, unsigned seconds,
-                            int progress) {
+                            uint64_t memoryBytes, int progress) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::alarm(seconds);
+  if (memoryBytes)
+    limitAddressSpaceGrowth(memoryBytes);
   if (int null = ::open("/dev/null", O_WRONLY); null >= 0) {
     ::dup2(null, STDOUT_FILENO); // the parent prints what the work says when it repeats it
     ::dup2(null, STDERR_FILENO); // a library's fatal-error text would break the one-line error
@@ -30,16 +34,46 @@ namespace {
     });
   } catch (const Error &) {
     ::_exit(0); // a clean refusal: the caller's own run reports it
+  } catch (const std::bad_alloc &) {
+    exitOutOfMemory();
   } catch (...) {
     ::_exit(3);
   }
   ::_exit(0); // no atexit handlers or static destructors of the parent's state
 }
 
+// The address space this process has mapped (/proc/self/statm's first field,
+// in pages); 0 when it cannot be read.
+uint64_t mappedBytes() {
+  FILE *statm = std::fopen("/proc/self/statm", "r");
+  if (!statm)
+    return 0;
+  unsigned long long pages = 0;
+  if (std::fscanf(statm, "%llu", &pages) != 1)
+    pages = 0;
+  std::fclose(statm);
+  return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 } // namespace
 
+void exitOutOfMemory() { ::_exit(kOutOfMemoryExit); }
+
+void limitAddressSpaceGrowth(uint64_t bytes) {
+  std::set_new_handler([] { exitOutOfMemory(); });
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0)
+    return;
+  const uint64_t mapped = mappedBytes();
+  uint64_t wanted = mapped > UINT64_MAX - bytes ? UINT64_MAX : mapped + bytes;
+  if (limit.rlim_max != RLIM_INFINITY && wanted > limit.rlim_max)
+    wanted = limit.rlim_max;
+  limit.rlim_cur = wanted;
+  ::setrlimit(RLIMIT_AS, &limit);
+}
+
 std::optional<ChildFailure> runInChild(const std::function<void(const std::function<void(uint32_t)> &step)> &work,
-                                       unsigned seconds) {
+                                       unsigned seconds, uint64_t memoryBytes) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     fail("cannot start a checking child process: pipe: {}", std::strerror(errno));
@@ -53,7 +87,7 @@ std::optional<ChildFailure> runInChild(const std::function<void(const std::funct
   }
   if (pid == 0) {
     ::close(fds[0]);
-    childMain(work, seconds, fds[1]);
+    childMain(work, seconds, memoryBytes, fds[1]);
   }
   ::close(fds[1]);
   ChildFailure failure;
@@ -70,6 +104,8 @@ std::optional<ChildFailure> runInChild(const std::function<void(const std::funct
     return std::nullopt;
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
     failure.what = fmt::format("did not finish within {} s", seconds);
+  else if (WIFEXITED(status) && WEXITSTATUS(status) == kOutOfMemoryExit && memoryBytes)
+    failure.what = fmt::format("ran out of its {} MiB memory budget", memoryBytes >> 20);
   else if (WIFSIGNALED(status))
     failure.what = fmt::format("crashed ({})", ::strsignal(WTERMSIG(status)));
   else

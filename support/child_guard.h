@@ -17,11 +17,24 @@ struct ChildFailure {
 };
 
 // Runs `work` in a child process (stdout and stderr discarded, killed after
-// `seconds` or when this process dies). Call it while this process has no
+// `seconds` or when this process dies, and allowed to map at most
+// `memoryBytes` more than it started with: 0 = no bound; see
+// limitAddressSpaceGrowth). Call it while this process has no
 // other threads that could hold a lock the child needs (malloc is safe). A popc::Error thrown by `work` counts as success:
 // the caller's own run will report it. Returns the failure, or nullopt.
 // Throws popc::Error only when no child can be started.
 std::optional<ChildFailure> runInChild(const std::function<void(const std::function<void(uint32_t)> &step)> &work,
-                                       unsigned seconds);
+                                       unsigned seconds, uint64_t memoryBytes = 0);
+
+// For a process that runs untrusted-input code and may die: from now on it can
+// map at most `bytes` more address space (RLIMIT_AS, relative to what is mapped
+// already: a sanitizer's shadow reservations alone are terabytes), and an
+// allocation that fails ends it with exit code kOutOfMemoryExit. A crafted
+// module that makes a library allocate gigabytes then ends the checking
+// process early instead of the real run swapping. Libraries that report
+// allocation failure their own way (LLVM) should call exitOutOfMemory.
+constexpr int kOutOfMemoryExit = 5;
+void limitAddressSpaceGrowth(uint64_t bytes);
+[[noreturn]] void exitOutOfMemory();
 
 } // namespace popc

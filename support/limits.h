@@ -28,6 +28,16 @@ constexpr unsigned kTimeoutGraceSeconds = 2;
 // (runtime/bitcode_probe.h); a child that takes longer is killed and the file
 // refused. Parsing every module of ResNet-50 takes well under a second.
 constexpr unsigned kBitcodeProbeSeconds = 60;
+// ... and may map this much more memory (then it is refused too): a fixed
+// allowance plus a multiple of the modules' size. Parsing and verifying
+// ResNet-50's 300 KB module takes about 6 MB; a crafted 6 KB module made LLVM
+// 19's reader allocate 3.2 GB (fuzz/findings/README.md).
+constexpr uint64_t kBitcodeProbeBaseBytes = 512ull << 20;
+constexpr uint64_t kBitcodeProbeBytesPerByte = 64;
+// Independent of --max-memory, which bounds the data a run declares.
+constexpr uint64_t bitcodeProbeMemory(uint64_t bitcodeBytes) {
+  return kBitcodeProbeBaseBytes + kBitcodeProbeBytesPerByte * bitcodeBytes;
+}
 // popc-onnx imports a model once in a child process first (libonnx's shape
 // inference crashes on some malformed models); a child that takes longer is
 // killed and the model refused.
@@ -44,4 +54,5 @@ inline std::atomic<uint64_t> &memoryBudgetSetting() {
 }
 inline uint64_t memoryBudget() { return memoryBudgetSetting().load(std::memory_order_relaxed); }
 inline void setMemoryBudget(uint64_t bytes) { memoryBudgetSetting().store(bytes); }
+
 } // namespace popc::limits

@@ -8,6 +8,7 @@
 #include <string>
 #include <cstdlib>
 #include <unistd.h>
+#include <vector>
 
 using popc::runInChild;
 
@@ -49,6 +50,18 @@ TEST_CASE("runInChild reports crashes, aborts, hangs and the last step", "[suppo
     auto hung = runInChild([](const auto &) { ::pause(); }, 1);
     REQUIRE(hung);
     CHECK(hung->what == "did not finish within 1 s");
+  }
+  SECTION("a child over its memory budget is stopped and says so") {
+    // 2 GiB in one allocation against a 256 MiB budget: operator new fails.
+    auto greedy = runInChild([](const auto &) { std::vector<char> v(size_t{2} << 30, 1); }, 10, uint64_t{256} << 20);
+    REQUIRE(greedy);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    CHECK(isCrash(greedy->what, "Aborted")); // the sanitizer's allocator reports it its own way
+#else
+    CHECK(greedy->what == "ran out of its 256 MiB memory budget");
+#endif
+    // Within budget: the same child with room for it finishes.
+    CHECK_FALSE(runInChild([](const auto &) { std::vector<char> v(size_t{64} << 20, 1); }, 10, uint64_t{256} << 20));
   }
   SECTION("the parent is untouched: memory the child changes stays as it was") {
     int value = 1;
