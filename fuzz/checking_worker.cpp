@@ -103,20 +103,23 @@ void CheckingWorker::serveIfWorker(const Work &work, unsigned secondsPerInput) {
   const char ready = 'R';
   if (!sendAll(fd, &ready, 1))
     ::_exit(0);
-  std::vector<uint8_t> input;
+  std::vector<uint8_t> input, output;
   for (uint64_t size; readAll(fd, &size, sizeof size);) {
     input.resize(size);
     if (!readAll(fd, input.data(), size))
       break;
+    output.clear();
     ::alarm(secondsPerInput);
     try {
-      work(input);
+      work(input, output);
     } catch (const Error &) {
       // a clean refusal: the fuzzer's in-process run sees it too
     }
     ::alarm(0);
     const char done = 'D';
-    if (!sendAll(fd, &done, 1))
+    const uint64_t outputSize = output.size();
+    if (!sendAll(fd, &done, 1) || !sendAll(fd, &outputSize, sizeof outputSize) ||
+        !sendAll(fd, output.data(), output.size()))
       break;
   }
   ::_exit(0); // skip leak checking: third-party leaks are not what this looks for
@@ -166,15 +169,22 @@ void CheckingWorker::stop() {
   served_ = 0;
 }
 
-bool CheckingWorker::passes(std::span<const uint8_t> input) {
+bool CheckingWorker::passes(std::span<const uint8_t> input, std::vector<uint8_t> *output) {
   if (inProcess_)
     return true;
   if (pid_ < 0)
     start();
   const uint64_t size = input.size();
   char done = 0;
-  const bool finished =
-      sendAll(socket_, &size, sizeof size) && sendAll(socket_, input.data(), input.size()) && readAll(socket_, &done, 1);
+  uint64_t outputSize = 0;
+  bool finished = sendAll(socket_, &size, sizeof size) && sendAll(socket_, input.data(), input.size()) &&
+                  readAll(socket_, &done, 1) && readAll(socket_, &outputSize, sizeof outputSize);
+  if (finished) {
+    std::vector<uint8_t> discarded;
+    std::vector<uint8_t> &bytes = output ? *output : discarded;
+    bytes.resize(outputSize);
+    finished = readAll(socket_, bytes.data(), bytes.size());
+  }
   if (!finished) {
     stop(); // it crashed, was killed by its alarm, or hit a sanitizer report
     refusedByChecker();

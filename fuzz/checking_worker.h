@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 namespace popc::fuzz {
 
@@ -23,7 +24,8 @@ constexpr unsigned kCheckSeconds = 10;
 
 class CheckingWorker {
 public:
-  using Work = std::function<void(std::span<const uint8_t> input)>;
+  // Checks `input`; what it leaves in `output` goes back to the fuzzer.
+  using Work = std::function<void(std::span<const uint8_t> input, std::vector<uint8_t> &output)>;
 
   // Call from LLVMFuzzerInitialize: in a worker process this serves inputs
   // with `work` (returning or throwing popc::Error is a pass; each input gets
@@ -36,10 +38,13 @@ public:
   CheckingWorker(const CheckingWorker &) = delete;
   CheckingWorker &operator=(const CheckingWorker &) = delete;
 
-  // True when `work` finished on `input` in the worker (or the check is off);
-  // false, saying so with POPC_FUZZ_VERBOSE, when the worker died on it or did
-  // not finish within the time limit.
-  bool passes(std::span<const uint8_t> input);
+  // True when `work` finished on `input` in the worker (or the check is off),
+  // with its output in `*output` if given; false, saying so with
+  // POPC_FUZZ_VERBOSE, when the worker died on it or did not finish in time.
+  bool passes(std::span<const uint8_t> input, std::vector<uint8_t> *output = nullptr);
+
+  // POPC_FUZZ_IN_PROCESS=1: no worker; passes() is always true, with no output.
+  bool inProcess() const { return inProcess_; }
 
 private:
   void start();

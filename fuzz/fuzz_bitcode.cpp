@@ -1,20 +1,20 @@
-// Fuzz target: arbitrary bytes through the runtime's bitcode gate
-// (popc::runtime::loadCodeModule: LLVM bitcode parse, materialise, verifier and
-// the allow-list checks) — what every popef code module goes through before
-// the JIT. Entry symbol "vertex" matches nothing in most inputs, which is fine:
-// the checks before it still run. Like poprun-lite (runtime/bitcode_probe.h),
-// each input is first parsed in a separate checking process, so LLVM 19's own
-// known crashes (findings/README.md) are refusals and the fuzzer looks for
-// popc's problems; POPC_FUZZ_IN_PROCESS=1 skips it to hunt LLVM's crashes.
+// Fuzz target: arbitrary bytes as a popef code module, through what poprun-lite
+// does with one (runtime/bitcode_probe.h): the checking process parses it and
+// runs the bitcode gate (LLVM bitcode parse, materialise, verifier, the
+// allow-list) and re-emits it with LLVM's bitcode writer; this process decodes
+// that answer and gates the re-emitted module again, as the JIT's input. The
+// checking process is the fuzzer's worker (checking_worker.h), under the
+// probe's memory budget, so LLVM 19's known crashes (findings/README.md) are
+// refusals and the fuzzer looks for popc's problems. Entry symbol "vertex"
+// matches nothing in most inputs, which is fine: the checks before it run.
+// POPC_FUZZ_IN_PROCESS=1 gates the raw input in-process, to hunt LLVM's crashes.
+#include "fuzz/checking_worker.h"
+#include "fuzz/fuzz_util.h"
 #include "runtime/bitcode_gate.h"
 #include "runtime/bitcode_probe.h"
 #include "support/child_guard.h"
-#include "support/limits.h"
-#include "fuzz/checking_worker.h"
-#include "fuzz/fuzz_util.h"
 #include "support/error.h"
-
-#include <cstdlib>
+#include "support/limits.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -24,23 +24,22 @@
 
 namespace {
 
-void gate(std::span<const uint8_t> bytes, const std::string &label) {
+const std::string kLabel = "fuzz.popef";
+
+void gate(std::span<const uint8_t> bytes) {
   llvm::LLVMContext context;
-  popc::runtime::loadCodeModule(context, bytes, label, {});
+  popc::runtime::loadCodeModule(context, bytes, kLabel + ": code module 0", {});
 }
 
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  // The worker checks each input under poprun-lite's probe memory budget, so an
-  // input that makes LLVM allocate gigabytes is refused there, as poprun-lite
-  // refuses it, instead of slowing the fuzzer to a crawl in-process.
   popc::fuzz::CheckingWorker::serveIfWorker(
-      [](std::span<const uint8_t> bytes) {
+      [](std::span<const uint8_t> bytes, std::vector<uint8_t> &output) {
         static const bool llvmOutOfMemoryExits = (popc::runtime::exitOnLlvmOutOfMemory(), true);
         (void)llvmOutOfMemoryExits;
         popc::limitAddressSpaceGrowth(popc::limits::bitcodeProbeMemory(bytes.size()));
-        gate(bytes, "");
+        output = popc::runtime::checkAndRewriteModules({{bytes, {}}}, kLabel);
       },
       popc::fuzz::kCheckSeconds);
   return 0;
@@ -48,10 +47,14 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static popc::fuzz::CheckingWorker worker;
-  if (!worker.passes({data, size}))
-    return 0; // refused, as the tools would refuse it
+  std::vector<uint8_t> answer;
+  if (!worker.passes({data, size}, &answer))
+    return 0; // refused, as poprun-lite would refuse it
   try {
-    gate({data, size}, "fuzz.popef: code module 0");
+    if (worker.inProcess())
+      gate({data, size});
+    else
+      gate(popc::runtime::decodeCheckedModules(answer, 1, kLabel).at(0));
     popc::fuzz::accepted();
   } catch (const popc::Error &e) {
     popc::fuzz::rejected(e);

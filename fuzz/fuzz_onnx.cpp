@@ -53,7 +53,7 @@ popc::ir::Ir import(const std::string &path) {
 // The checking worker gets the model's path: the fuzzer wrote the file.
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   popc::fuzz::CheckingWorker::serveIfWorker(
-      [](std::span<const uint8_t> path) {
+      [](std::span<const uint8_t> path, std::vector<uint8_t> &) {
         popc::log::setLevel("off");
         import(std::string(path.begin(), path.end()));
       },

@@ -132,6 +132,7 @@ struct Engine::Impl {
   std::vector<Engine::StreamCallback> streamCallbacks;
   std::function<void(const std::string &)> printHandler;
   std::vector<CodeModuleRef> modules;
+  std::vector<std::vector<uint8_t>> checkedBitcode; // re-emitted by the checking child (bitcode_probe.h)
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
@@ -139,8 +140,11 @@ struct Engine::Impl {
     collectCodeModules();
     // Fork before any thread of ours exists: a thread holding an allocator lock at
     // fork time (ASan's is not fork-safe) would deadlock the child.
-    if (!options.skipJit && options.probeCodeInChild)
-      probeCodeModules(modules, label);
+    if (!options.skipJit && options.probeCodeInChild) {
+      checkedBitcode = checkCodeModulesInChild(modules, label);
+      for (size_t m = 0; m < modules.size(); ++m)
+        modules[m].bitcode = checkedBitcode[m]; // the untrusted bytes never reach this process's reader
+    }
     pool = std::make_unique<ThreadPool>(options.threads);
     report.arch = target.arch() ? target.arch()->str() : "";
     report.clockHz = target.clock_hz();

@@ -9,7 +9,9 @@
 #include <new>
 #include <sys/resource.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +19,22 @@ namespace popc {
 
 namespace {
 
-[[noreturn]] void childMain(const std::function<void(const std::function<void(uint32_t)> &)> &work, unsigned seconds,
-                            uint64_t memoryBytes, int progress) {
+// Writes all of `bytes` to `fd`; false on an error.
+bool writeAll(int fd, const uint8_t *bytes, size_t size) {
+  while (size) {
+    const ssize_t n = ::write(fd, bytes, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    bytes += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+[[noreturn]] void childMain(const ChildWorkWithOutput &work, unsigned seconds, uint64_t memoryBytes, int progress,
+                            int outputFd) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::alarm(seconds);
   if (memoryBytes)
@@ -28,10 +44,15 @@ namespace {
     ::dup2(null, STDERR_FILENO); // a library's fatal-error text would break the one-line error
   }
   try {
-    work([progress](uint32_t i) {
-      if (::write(progress, &i, sizeof i) != sizeof i)
-        ::_exit(4);
-    });
+    std::vector<uint8_t> output;
+    work(
+        [progress](uint32_t i) {
+          if (::write(progress, &i, sizeof i) != sizeof i)
+            ::_exit(4);
+        },
+        output);
+    if (!writeAll(outputFd, output.data(), output.size()))
+      ::_exit(4);
   } catch (const Error &) {
     ::_exit(0); // a clean refusal: the caller's own run reports it
   } catch (const std::bad_alloc &) {
@@ -40,6 +61,24 @@ namespace {
     ::_exit(3);
   }
   ::_exit(0); // no atexit handlers or static destructors of the parent's state
+}
+
+// The bytes the child left in the memfd `fd` (positioned at their end).
+std::vector<uint8_t> readOutput(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || ::lseek(fd, 0, SEEK_SET) != 0)
+    fail("cannot read a checking child process's output: {}", std::strerror(errno));
+  std::vector<uint8_t> bytes(static_cast<size_t>(info.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      fail("cannot read a checking child process's output: {}", n < 0 ? std::strerror(errno) : "truncated");
+    done += static_cast<size_t>(n);
+  }
+  return bytes;
 }
 
 // The address space this process has mapped (/proc/self/statm's first field,
@@ -74,20 +113,35 @@ void limitAddressSpaceGrowth(uint64_t bytes) {
 
 std::optional<ChildFailure> runInChild(const std::function<void(const std::function<void(uint32_t)> &step)> &work,
                                        unsigned seconds, uint64_t memoryBytes) {
+  std::vector<uint8_t> none;
+  return runInChildWithOutput([&](const auto &step, std::vector<uint8_t> &) { work(step); }, seconds, memoryBytes,
+                              none);
+}
+
+std::optional<ChildFailure> runInChildWithOutput(const ChildWorkWithOutput &work, unsigned seconds,
+                                                 uint64_t memoryBytes, std::vector<uint8_t> &output) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     fail("cannot start a checking child process: pipe: {}", std::strerror(errno));
+  const int outputFd = ::memfd_create("popc-child-output", MFD_CLOEXEC);
+  if (outputFd < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    fail("cannot start a checking child process: memfd_create: {}", std::strerror(err));
+  }
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
     ::close(fds[0]);
     ::close(fds[1]);
+    ::close(outputFd);
     fail("cannot start a checking child process: fork: {}", std::strerror(err));
   }
   if (pid == 0) {
     ::close(fds[0]);
-    childMain(work, seconds, memoryBytes, fds[1]);
+    childMain(work, seconds, memoryBytes, fds[1], outputFd);
   }
   ::close(fds[1]);
   ChildFailure failure;
@@ -100,8 +154,17 @@ std::optional<ChildFailure> runInChild(const std::function<void(const std::funct
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    try {
+      output = readOutput(outputFd);
+    } catch (...) {
+      ::close(outputFd);
+      throw;
+    }
+    ::close(outputFd);
     return std::nullopt;
+  }
+  ::close(outputFd);
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
     failure.what = fmt::format("did not finish within {} s", seconds);
   else if (WIFEXITED(status) && WEXITSTATUS(status) == kOutOfMemoryExit && memoryBytes)
