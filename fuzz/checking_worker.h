@@ -5,9 +5,10 @@
 // run that follows. The tools fork one child per input (runInChild); forking an
 // ASan-instrumented fuzzer costs about 9 ms, which caps a fuzzer at ~115
 // inputs/s. This worker is spawned once and kept: each input travels over a
-// socket, so the check costs a round trip, and the worker is replaced only when
-// it dies (crash, sanitizer report, timeout) or after `restartEvery` inputs
-// (third-party leaks do not pile up). POPC_FUZZ_IN_PROCESS=1 turns the check
+// socket, so the check costs a round trip. The worker is a zygote that forks
+// the process that checks inputs, and forks a fresh one when that one dies
+// (crash, sanitizer report, timeout) or after 4096 inputs (third-party leaks
+// do not pile up). POPC_FUZZ_IN_PROCESS=1 turns the check
 // off, to hunt those third-party crashes in-process.
 #pragma once
 #include <cstddef>
@@ -33,7 +34,7 @@ public:
   static void serveIfWorker(const Work &work, unsigned secondsPerInput);
 
   // The worker starts on the first input: a fresh exec of this executable.
-  explicit CheckingWorker(unsigned restartEvery = 4096);
+  CheckingWorker();
   ~CheckingWorker();
   CheckingWorker(const CheckingWorker &) = delete;
   CheckingWorker &operator=(const CheckingWorker &) = delete;
@@ -51,8 +52,6 @@ private:
   void stop();
 
   bool inProcess_; // POPC_FUZZ_IN_PROCESS: no checking
-  unsigned restartEvery_;
-  unsigned served_ = 0;
   int socket_ = -1;
   int pid_ = -1;
 };
