@@ -87,10 +87,6 @@ std::vector<std::string> workerEnvironment(int fd) {
   return env;
 }
 
-} // namespace
-
-namespace {
-
 // A server's exit code after kServeEvery inputs (not a crash: ASan exits 1,
 // the out-of-memory exit is 5), and the answer for an input it died on.
 constexpr int kServedEnough = 97;

@@ -8,8 +8,8 @@
 // socket, so the check costs a round trip. The worker is a zygote that forks
 // the process that checks inputs, and forks a fresh one when that one dies
 // (crash, sanitizer report, timeout) or after 4096 inputs (third-party leaks
-// do not pile up). POPC_FUZZ_IN_PROCESS=1 turns the check
-// off, to hunt those third-party crashes in-process.
+// do not pile up). POPC_FUZZ_IN_PROCESS=1 turns the check off, to hunt those
+// third-party crashes in-process.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -6,11 +6,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <new>
-#include <sys/resource.h>
 #include <fcntl.h>
+#include <new>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>

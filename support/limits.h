@@ -54,5 +54,4 @@ inline std::atomic<uint64_t> &memoryBudgetSetting() {
 }
 inline uint64_t memoryBudget() { return memoryBudgetSetting().load(std::memory_order_relaxed); }
 inline void setMemoryBudget(uint64_t bytes) { memoryBudgetSetting().store(bytes); }
-
 } // namespace popc::limits
