@@ -237,12 +237,75 @@ void writeFileAtomic(const std::string &path, std::span<const uint8_t> bytes) {
   out.commit();
 }
 
-LocalStore::LocalStore(fs::path dir, uint64_t maxSize) : dir_(std::move(dir)), maxSize_(maxSize) {
+namespace {
+
+// CACHEDIR.TAG as the Cache Directory Tagging convention defines it (its first
+// line is the fixed signature), plus the layout version of this cache.
+std::string markerText() {
+  return fmt::format("Signature: 8a477f597d28d172789f06886806bc55\n"
+                     "# This directory is a popc cache (popc-onnx, poprun-lite --cache-dir; docs/cache.md).\n"
+                     "# popc-layout-version: {}\n",
+                     kCacheLayoutVersion);
+}
+
+// The layout version a marker records; nullopt if `path` is not a popc marker.
+std::optional<int> readMarker(const fs::path &path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line) || line != "Signature: 8a477f597d28d172789f06886806bc55")
+    return std::nullopt;
+  const std::string key = "# popc-layout-version: ";
+  while (std::getline(in, line))
+    if (line.starts_with(key))
+      return std::atoi(line.c_str() + key.size());
+  return std::nullopt;
+}
+
+// Empty but for markers other processes are writing right now (their
+// temporary files): several compilers may open a new cache at once.
+bool isEmptyDirectory(const fs::path &dir) {
   std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec || !fs::is_directory(dir_))
-    fail("{}: cannot create the cache directory: {} (pass a writable --cache-dir or unset POPC_CACHE_DIR)",
-         dir_.string(), ec ? ec.message() : "not a directory");
+  const std::string markerTemp = std::string(kCacheMarkerName) + ".tmp.";
+  for (const auto &e : fs::directory_iterator(dir, ec))
+    if (!e.path().filename().string().starts_with(markerTemp))
+      return false;
+  return !ec;
+}
+
+} // namespace
+
+LocalStore::LocalStore(fs::path dir, uint64_t maxSize, OpenMode mode) : dir_(std::move(dir)), maxSize_(maxSize) {
+  const std::string fix = mode == OpenMode::CreateOrOpen
+                              ? "pass a new or empty directory to --cache-dir (or POPC_CACHE_DIR), or --no-cache"
+                              : "popc-onnx --cache-dir DIR creates a cache in a new or empty directory";
+  std::error_code ec;
+  if (mode == OpenMode::CreateOrOpen) {
+    fs::create_directories(dir_, ec);
+    if (ec || !fs::is_directory(dir_))
+      fail("{}: cannot create the cache directory: {} (pass a writable --cache-dir or unset POPC_CACHE_DIR)",
+           dir_.string(), ec ? ec.message() : "not a directory");
+  } else if (!fs::is_directory(dir_, ec)) {
+    fail("{}: not a popc cache directory (it does not exist); {}", dir_.string(), fix);
+  }
+  const fs::path marker = dir_ / kCacheMarkerName;
+  if (fs::exists(fs::symlink_status(marker, ec))) {
+    const std::optional<int> version = readMarker(marker);
+    if (!version)
+      fail("{}: not a popc cache directory ({} is not popc's cache tag); popc will not touch it: {}",
+           dir_.string(), kCacheMarkerName, fix);
+    if (*version != kCacheLayoutVersion)
+      fail("{}: a popc cache of layout version {}, this popc uses version {}; delete the directory (popc "
+           "rebuilds it) or {}",
+           dir_.string(), *version, kCacheLayoutVersion, fix);
+    return;
+  }
+  if (mode == OpenMode::CreateOrOpen && isEmptyDirectory(dir_)) {
+    writeFileAtomic(marker.string(), std::span(reinterpret_cast<const uint8_t *>(markerText().data()),
+                                               markerText().size()));
+    return;
+  }
+  fail("{}: not a popc cache directory (it {} but has no {}); popc will not touch it: {}", dir_.string(),
+       isEmptyDirectory(dir_) ? "is empty" : "holds other files", kCacheMarkerName, fix);
 }
 
 std::string LocalStore::describe() const { return "local " + dir_.string(); }

@@ -5,6 +5,12 @@
 //   DIR/<kind>/<xx>/.tmp-<key>-<pid>-<n>[.meta] a write in progress (never read)
 //   DIR/stats, DIR/stats.lock                   counters, updated under flock
 //   DIR/evict.lock                              one evictor at a time
+//   DIR/CACHEDIR.TAG                            marks DIR as a popc cache (written at creation)
+//
+// Only a directory that carries the marker is ever written to or cleaned: a
+// user's directory passed by mistake is refused before any file is touched.
+// The marker follows the Cache Directory Tagging convention (backup tools and
+// `tar --exclude-caches` skip the directory) and names the layout version.
 //
 // Writes go to temporary files in the entry's own directory, are fsynced and
 // renamed into place, payload first: an entry exists once its .meta does, and
@@ -40,10 +46,22 @@ struct EntryInfo {
   int64_t lastUseNs = 0; // the payload's atime
 };
 
+// The marker file and the layout version it records.
+constexpr const char *kCacheMarkerName = "CACHEDIR.TAG";
+constexpr int kCacheLayoutVersion = 1;
+
+enum class OpenMode {
+  CreateOrOpen,      // compilers and runners: a missing or empty directory becomes a cache
+  ExistingCacheOnly, // maintenance (popc-cache): only a directory that already is a cache
+};
+
 class LocalStore : public Store {
 public:
-  // Creates `dir` if needed; throws popc::Error if it cannot.
-  explicit LocalStore(std::filesystem::path dir, uint64_t maxSize = kDefaultMaxSize);
+  // Opens the cache at `dir`. CreateOrOpen creates a missing or empty `dir` and
+  // marks it. Throws popc::Error, before touching anything, for a directory that
+  // is not a popc cache (no marker, or a marker of another layout version).
+  explicit LocalStore(std::filesystem::path dir, uint64_t maxSize = kDefaultMaxSize,
+                      OpenMode mode = OpenMode::CreateOrOpen);
 
   std::optional<Blob> get(std::string_view kind, std::string_view key) override;
   void put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) override;

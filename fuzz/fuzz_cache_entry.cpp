@@ -29,7 +29,7 @@ const fs::path &scratch() {
     popc::log::setLevel("off");
     fs::path d = fs::temp_directory_path() / ("popc-fuzz-cache-" + std::to_string(::getpid()));
     fs::remove_all(d);
-    fs::create_directories(d);
+    popc::cache::LocalStore marks(d, 1ull << 40); // an empty directory becomes a (tagged) cache
     static const fs::path *const keep = new fs::path(d); // outlives static destructors
     std::atexit([] {
       std::error_code ec;

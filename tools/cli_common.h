@@ -15,8 +15,44 @@
 
 namespace popc::tools {
 
+// For a tool with subcommands: the first positional word of argv when it names
+// no subcommand ("popc-cache frob"); CLI11 would only say one is required.
+inline std::optional<std::string> unknownSubcommand(CLI::App &app, int argc, char **argv) {
+  const auto subcommands = app.get_subcommands([](CLI::App *) { return true; });
+  if (subcommands.empty())
+    return std::nullopt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--")
+      return std::nullopt;
+    if (arg.starts_with("-")) {
+      // An option that takes a value consumes the next word (unless given as --opt=value).
+      const CLI::Option *opt = arg.find('=') == std::string::npos ? app.get_option_no_throw(arg) : nullptr;
+      for (CLI::App *scope : subcommands)
+        if (!opt && arg.find('=') == std::string::npos)
+          opt = scope->get_option_no_throw(arg);
+      if (opt && opt->get_type_size_min() > 0)
+        ++i;
+      continue;
+    }
+    for (const CLI::App *sub : subcommands)
+      if (sub->check_name(arg))
+        return std::nullopt;
+    return arg;
+  }
+  return std::nullopt;
+}
+
 // Parses argv; returns an exit code when the tool should stop now.
 inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv) {
+  if (auto word = unknownSubcommand(app, argc, argv)) {
+    std::string names;
+    for (const CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    fmt::print(stderr, "{}: error: unknown subcommand '{}'; expected one of: {} (see --help)\n", app.get_name(),
+               *word, names);
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -92,9 +92,8 @@ int main(int argc, char **argv) {
     popc::tools::applyLogLevel(logLevel);
     if (dir.empty())
       fail("no cache directory: pass --cache-dir DIR or set POPC_CACHE_DIR");
-    if (!std::filesystem::is_directory(dir))
-      fail("{}: not a cache directory (it does not exist); popc-onnx --cache-dir {} creates it", dir, dir);
-    cache::LocalStore store(dir, cache::parseSize(maxSizeText, "--cache-max-size"));
+    cache::LocalStore store(dir, cache::parseSize(maxSizeText, "--cache-max-size"),
+                            cache::OpenMode::ExistingCacheOnly);
     if (*stats) {
       printStats(store);
     } else if (*clean) {

@@ -461,6 +461,30 @@ popc_cache_cli)
   "$BIN/popc-onnx" "$MLP" -o x.popef --cache-dir c --cache-max-size nope 2>e5.txt; [ $? = 1 ] || die "bad max size"
   "$BIN/popc-cache" clean --cache-dir c | grep -q "removed 1 entries" || die "clean"
   [ "$(entries exe)" = 0 ] || die "clean left entries"
+  [ -f c/CACHEDIR.TAG ] || die "clean removed the cache's mark"
+  "$BIN/popc-cache" frob --cache-dir c 2>e6.txt; [ $? = 1 ] || die "unknown subcommand accepted"
+  grep -q "unknown subcommand 'frob'" e6.txt && grep -q "stats, clean, verify, evict" e6.txt || die "frob: $(cat e6.txt)"
+  # Not a cache: a user's directory holding files of every name the cache uses.
+  mkdir notcache
+  for f in stats stats.lock stats.tmp-1 evict.lock evict.lock.walk exe obj CACHEDIR.TAG; do echo "mine $f" > notcache/$f; done
+  (cd notcache && sha256sum * > ../before.sum)
+  for cmd in stats clean verify "evict --max-size 0"; do
+    "$BIN/popc-cache" $cmd --cache-dir notcache 2>e7.txt; [ $? = 1 ] || die "popc-cache $cmd ran on a user's directory"
+    [ "$(wc -l < e7.txt)" = 1 ] && grep -q "not a popc cache directory" e7.txt || die "$cmd: $(cat e7.txt)"
+  done
+  "$BIN/popc-onnx" "$MLP" -o y.popef --cache-dir notcache 2>e8.txt; [ $? = 1 ] || die "popc-onnx used a user's directory"
+  grep -q "not a popc cache directory" e8.txt || die "popc-onnx: $(cat e8.txt)"
+  "$BIN/poprun-lite" m.popef --inputs "$SRC/samples/mlp/inputs.npz" --cache-dir notcache >/dev/null 2>e9.txt
+  [ $? != 0 ] && grep -q "not a popc cache directory" e9.txt || die "poprun-lite: $(cat e9.txt)"
+  (cd notcache && sha256sum -c --quiet ../before.sum) || die "a user's file changed"
+  [ "$(ls -A notcache | wc -l)" = 8 ] || die "files appeared in a user's directory: $(ls -A notcache)"
+  # An empty directory becomes a cache; popc-cache alone never makes one.
+  mkdir empty
+  "$BIN/popc-cache" stats --cache-dir empty 2>e10.txt; [ $? = 1 ] || die "stats on an empty directory"
+  [ -z "$(ls -A empty)" ] || die "popc-cache wrote into an empty directory"
+  compile "$MLP" -o z.popef --cache-dir empty
+  [ -f empty/CACHEDIR.TAG ] && head -1 empty/CACHEDIR.TAG | grep -q "^Signature: 8a477f597d28d172789f06886806bc55$" \
+    || die "no cache tag"
   ;;
 
 *) die "unknown case $CASE" ;;

@@ -173,6 +173,73 @@ TEST_CASE("local store: miss, put, hit; counters", "[cache]") {
   CHECK_THROWS_AS(s.get("exe", "../../etc/passwd"), Error);
 }
 
+// Every name the cache itself creates at the top of its directory.
+const std::vector<std::string> kCacheFileNames = {"stats", "stats.lock", "stats.tmp-1", "evict.lock",
+                                                  "evict.lock.walk", "exe", "obj", "CACHEDIR.TAG"};
+
+// A directory of a user's files, one per name the cache uses, and their bytes.
+std::map<std::string, std::string> fillWithUserFiles(const fs::path &dir) {
+  std::map<std::string, std::string> files;
+  fs::create_directories(dir);
+  for (const std::string &name : kCacheFileNames) {
+    files[name] = "user data in " + name + "\n";
+    writeAll(dir / name, bytesOf(files[name]));
+  }
+  return files;
+}
+
+void requireUntouched(const fs::path &dir, const std::map<std::string, std::string> &files) {
+  size_t count = 0;
+  for (const auto &e : fs::directory_iterator(dir)) {
+    ++count;
+    INFO(e.path());
+    REQUIRE(files.count(e.path().filename().string()));
+    const auto bytes = readAll(e.path());
+    CHECK(std::string(bytes.begin(), bytes.end()) == files.at(e.path().filename().string()));
+  }
+  CHECK(count == files.size());
+}
+
+TEST_CASE("a directory that is not a popc cache is refused and left untouched", "[cache]") {
+  TempDir t;
+  for (const std::string &name : kCacheFileNames) {
+    // One user file of a cache name at a time, then all of them.
+    const fs::path dir = t.path / ("one-" + name);
+    fs::create_directories(dir);
+    writeAll(dir / name, bytesOf("mine"));
+    CHECK_THROWS_WITH(LocalStore(dir), Catch::Contains("not a popc cache directory"));
+    CHECK_THROWS_WITH(LocalStore(dir, kDefaultMaxSize, OpenMode::ExistingCacheOnly),
+                      Catch::Contains("not a popc cache directory"));
+    requireUntouched(dir, {{name, "mine"}});
+  }
+  const fs::path dir = t.path / "all";
+  const auto files = fillWithUserFiles(dir);
+  CHECK_THROWS_WITH(LocalStore(dir), Catch::Contains("popc will not touch it"));
+  requireUntouched(dir, files);
+}
+
+TEST_CASE("a new or empty directory becomes a marked cache; maintenance needs the mark", "[cache]") {
+  TempDir t;
+  CHECK_THROWS_WITH(LocalStore(t.path / "missing", kDefaultMaxSize, OpenMode::ExistingCacheOnly),
+                    Catch::Contains("does not exist"));
+  CHECK_FALSE(fs::exists(t.path / "missing"));
+  fs::create_directories(t.path / "empty");
+  CHECK_THROWS_WITH(LocalStore(t.path / "empty", kDefaultMaxSize, OpenMode::ExistingCacheOnly),
+                    Catch::Contains("is empty"));
+  CHECK(fs::is_empty(t.path / "empty"));
+  for (const char *name : {"new", "empty"}) {
+    LocalStore s(t.path / name);
+    CHECK(fs::exists(t.path / name / kCacheMarkerName));
+    s.put("exe", keyOf("a"), bytesOf("x"));
+    LocalStore maintenance(t.path / name, kDefaultMaxSize, OpenMode::ExistingCacheOnly);
+    CHECK(maintenance.clean() == 1);
+    CHECK(fs::exists(t.path / name / kCacheMarkerName)); // clean keeps the cache a cache
+  }
+  writeAll(t.path / "new" / kCacheMarkerName,
+           bytesOf("Signature: 8a477f597d28d172789f06886806bc55\n# popc-layout-version: 99\n"));
+  CHECK_THROWS_WITH(LocalStore(t.path / "new"), Catch::Contains("layout version 99"));
+}
+
 TEST_CASE("large entries are mmapped and verified", "[cache]") {
   TempDir t;
   LocalStore s(t.path);
