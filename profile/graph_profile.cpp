@@ -117,7 +117,7 @@ ExchangeLists exchangesJson(const fb::Executable &exe, uint32_t numTiles) {
     const fb::ExchangeStep *step = exe.exchanges()->Get(e);
     uint64_t total = 0;
     for (uint32_t i = 0; i < len(step->copies()); ++i)
-      total += step->copies()->Get(i)->bytes();
+      total += popef::copyTotalBytes(*step->copies()->Get(i));
     std::vector<uint64_t> sent(numTiles), received(numTiles), cycles(numTiles);
     for (const runtime::TileTraffic &x : runtime::exchangeTraffic(t, *step)) {
       sent[x.tile] = x.sentOn + x.sentX;
@@ -335,8 +335,8 @@ Json ipusJson(const fb::Executable &exe, const Json &tileTotals) {
       const fb::Copy *c = step->copies()->Get(i);
       const uint32_t from = c->src_tile() / tilesPerIpu, to = c->dst_tile() / tilesPerIpu;
       if (from != to && from < numIpus && to < numIpus) {
-        sent[from] += c->bytes();
-        received[to] += c->bytes();
+        sent[from] += popef::copyTotalBytes(*c);
+        received[to] += popef::copyTotalBytes(*c);
       }
     }
   }

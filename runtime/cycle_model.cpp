@@ -39,12 +39,19 @@ std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, cons
     onIpu.reserve(step.copies()->size());
     for (const auto *c : *step.copies()) {
       const bool cross = c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
+      const uint64_t total = popef::copyTotalBytes(*c);
       if (cross) {
-        at(c->src_tile()).sentX += c->bytes();
-        at(c->dst_tile()).recvX += c->bytes();
+        at(c->src_tile()).sentX += total;
+        at(c->dst_tile()).recvX += total;
       } else {
-        onIpu.push_back({c->src_tile(), c->src_offset(), uint64_t(c->src_offset()) + c->bytes()});
-        at(c->dst_tile()).recvOn += c->bytes();
+        // A strided record's sources: one range when its runs touch or repeat
+        // (stride <= bytes), else each run (the gaps are not sent).
+        if (c->repeat() == 0 || c->src_stride() <= c->bytes())
+          onIpu.push_back({c->src_tile(), c->src_offset(), popef::copySrcEnd(*c)});
+        else
+          for (uint64_t i = 0, o = c->src_offset(); i <= c->repeat(); ++i, o += c->src_stride())
+            onIpu.push_back({c->src_tile(), o, o + c->bytes()});
+        at(c->dst_tile()).recvOn += total;
       }
     }
   }
@@ -80,7 +87,7 @@ ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::
   if (step.copies())
     for (const auto *c : *step.copies()) {
       cost.interIpu |= c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
-      cost.bytes += c->bytes();
+      cost.bytes += popef::copyTotalBytes(*c);
     }
   for (const TileTraffic &t : exchangeTraffic(target, step))
     cost.transfer = std::max(cost.transfer, tileExchangeCycles(target, t));

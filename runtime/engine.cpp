@@ -57,6 +57,8 @@ struct CopyOp {
   uint8_t *dst;
   const uint8_t *src;
   uint32_t bytes;
+  uint32_t count = 1;                   // a strided record: count copies of `bytes`
+  uint32_t srcStride = 0, dstStride = 0;
 };
 // Exchange lists often hold many copies of a few bytes; a libc call each
 // would dominate, so short ones are done inline (ranges never overlap).
@@ -170,6 +172,7 @@ struct Engine::Impl {
     loadConstants();
     planComputeSets();
     planExchanges();
+    runLoadProgram();
     describeIo();
     report.loadSeconds = secondsSince(t0);
   }
@@ -242,12 +245,18 @@ struct Engine::Impl {
     }
   }
 
+  // The step tables are independent of each other: built on every host
+  // thread at once (each index writes only its own plan and report entry).
   void planComputeSets() {
     uint32_t n = len(root.compute_sets());
     computeSets.resize(n);
     report.computeSets.resize(n);
+    pool->parallelFor(n, [this](size_t c) { planComputeSet(uint32_t(c)); });
+  }
+
+  void planComputeSet(uint32_t c) {
     std::vector<uint64_t> costs;
-    for (uint32_t c = 0; c < n; ++c) {
+    {
       const fb::ComputeSet *cs = root.compute_sets()->Get(c);
       ComputeSetPlan &plan = computeSets[c];
       ComputeSetReport &rep = report.computeSets[c];
@@ -320,7 +329,11 @@ struct Engine::Impl {
     uint32_t n = len(root.exchanges());
     exchanges.resize(n);
     report.exchanges.resize(n);
-    for (uint32_t e = 0; e < n; ++e) {
+    pool->parallelFor(n, [this](size_t e) { planExchange(uint32_t(e)); });
+  }
+
+  void planExchange(uint32_t e) {
+    {
       const fb::ExchangeStep *step = root.exchanges()->Get(e);
       ExchangePlan &plan = exchanges[e];
       std::vector<const fb::Copy *> local;
@@ -329,13 +342,16 @@ struct Engine::Impl {
         if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
           auto add = [&](auto &list, uint32_t ipu) {
             auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
-            (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += uint64_t(c->bytes()) * replicas;
+            (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += popef::copyTotalBytes(*c) * replicas;
           };
           add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
           add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
+          // The link moves single copies: a strided record is expanded (verified in range).
           for (uint32_t r = 0; r < replicas; ++r)
-            plan.remote.push_back(
-                {tileOf(c->src_tile(), r), c->src_offset(), tileOf(c->dst_tile(), r), c->dst_offset(), c->bytes()});
+            for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
+              plan.remote.push_back({tileOf(c->src_tile(), r), uint32_t(c->src_offset() + k * c->src_stride()),
+                                     tileOf(c->dst_tile(), r), uint32_t(c->dst_offset() + k * c->dst_stride()),
+                                     c->bytes()});
         } else if (c->bytes()) {
           local.push_back(c);
         }
@@ -350,16 +366,16 @@ struct Engine::Impl {
       for (const fb::Copy *c : local) {
         uint8_t *dst = memory->tile(c->dst_tile()) + c->dst_offset();
         const uint8_t *src = memory->tile(c->src_tile()) + c->src_offset();
-        total += c->bytes();
-        if (!plan.local.empty()) {
+        total += popef::copyTotalBytes(*c);
+        if (!plan.local.empty() && c->repeat() == 0) {
           CopyOp &last = plan.local.back();
-          if (firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
+          if (last.count == 1 && firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
               last.src + last.bytes == src && uint64_t(last.bytes) + c->bytes() <= UINT32_MAX) {
             last.bytes += c->bytes();
             continue;
           }
         }
-        plan.local.push_back({dst, src, c->bytes()});
+        plan.local.push_back({dst, src, c->bytes(), c->repeat() + 1, c->src_stride(), c->dst_stride()});
         firstOfOp.push_back(c);
       }
       local = std::move(firstOfOp);
@@ -371,8 +387,10 @@ struct Engine::Impl {
       for (uint32_t r = 1; r < replicas; ++r)
         for (size_t i = 0; i < oneReplica; ++i) {
           const fb::Copy *c = local[i];
-          plan.local.push_back({memory->tile(tileOf(c->dst_tile(), r)) + c->dst_offset(),
-                                memory->tile(tileOf(c->src_tile(), r)) + c->src_offset(), plan.local[i].bytes});
+          CopyOp op = plan.local[i];
+          op.dst = memory->tile(tileOf(c->dst_tile(), r)) + c->dst_offset();
+          op.src = memory->tile(tileOf(c->src_tile(), r)) + c->src_offset();
+          plan.local.push_back(op);
           dstTiles.push_back(tileOf(c->dst_tile(), r));
         }
       total *= replicas;
@@ -388,7 +406,7 @@ struct Engine::Impl {
           plan.chunks.push_back(static_cast<uint32_t>(i));
           acc = 0;
         }
-        acc += plan.local[i].bytes;
+        acc += uint64_t(plan.local[i].bytes) * plan.local[i].count;
       }
       plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
       plan.cost = exchangeCost(target, *step);
@@ -460,17 +478,42 @@ struct Engine::Impl {
     report.seconds.compute += s;
   }
 
-  void exchange(uint32_t index) {
-    auto t0 = Clock::now();
-    ExchangePlan &plan = exchanges[index];
+  void performCopies(const ExchangePlan &plan) {
     const CopyOp *ops = plan.local.data();
     const uint32_t *chunks = plan.chunks.data();
     pool->parallelFor(plan.chunks.size() - 1, [ops, chunks](size_t k) {
-      for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i)
-        copyBytes(ops[i].dst, ops[i].src, ops[i].bytes);
+      for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i) {
+        const CopyOp &op = ops[i];
+        uint8_t *dst = op.dst;
+        const uint8_t *src = op.src;
+        for (uint32_t n = 0; n < op.count; ++n, dst += op.dstStride, src += op.srcStride)
+          copyBytes(dst, src, op.bytes);
+      }
     });
-    if (!plan.remote.empty()) {
+    if (!plan.remote.empty())
       link->exchange(plan.remote, *memory);
+  }
+
+  // The popef's load program: exchanges that lay constants out where their
+  // consumers read them (Poplar's createWeights). They run once, here, after
+  // the constants are written; like the constants' own upload they are not
+  // part of any run's cycles or time.
+  void runLoadProgram() {
+    const fb::Program *load = root.load();
+    if (!load || !load->children())
+      return;
+    for (const fb::Program *step : *load->children()) {
+      const ExchangePlan &plan = exchanges[step->index()];
+      performCopies(plan);
+      report.loadExchangeBytes += plan.cost.bytes * replicas;
+    }
+  }
+
+  void exchange(uint32_t index) {
+    auto t0 = Clock::now();
+    ExchangePlan &plan = exchanges[index];
+    performCopies(plan);
+    if (!plan.remote.empty()) {
       for (const RemoteCopy &c : plan.remote)
         report.interIpuBytes += c.bytes;
       for (const auto &[ipu, bytes] : plan.ipuSent)

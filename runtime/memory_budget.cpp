@@ -41,8 +41,8 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
     const fb::ExchangeStep *step = root.exchanges()->Get(s);
     for (uint32_t k = 0; k < len(step->copies()); ++k) {
       const fb::Copy *c = step->copies()->Get(k);
-      touch(c->src_tile(), uint64_t(c->src_offset()) + c->bytes());
-      touch(c->dst_tile(), uint64_t(c->dst_offset()) + c->bytes());
+      touch(c->src_tile(), popef::copySrcEnd(*c));
+      touch(c->dst_tile(), popef::copyDstEnd(*c));
     }
     e.tables += uint64_t(len(step->copies())) * 32;
   }

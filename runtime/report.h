@@ -52,6 +52,7 @@ struct Report {
   double runSeconds = 0;         // all Engine::run calls
   uint64_t runs = 0;
   uint64_t hostBytesIn = 0, hostBytesOut = 0;
+  uint64_t loadExchangeBytes = 0; // constants laid out once at load (popef `load`), all replicas
   PhaseCycles cycles;
   PhaseSeconds seconds;
   std::vector<ComputeSetReport> computeSets; // index = popef compute set index

@@ -181,9 +181,11 @@ int main(int argc, char **argv) {
     if (stats)
       fmt::print("import {:.3f}s  passes {:.3f}s  lower+plan {:.3f}s  codegen {:.3f}s  write {:.3f}s\n"
                  "{} IR ops, {} vertex types, {} vertices; exchange per run: {} copies, {} bytes\n"
+                 "constants laid out at load: {} copies, {} bytes\n"
                  "{} bytes -> {}\n",
                  st.importSeconds, st.passesSeconds, st.lowerSeconds, st.codegenSeconds, st.writeSeconds,
-                 st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, st.exchangeBytes, bytes.size(), output);
+                 st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, st.exchangeBytes, st.loadCopies,
+                 st.loadBytes, bytes.size(), output);
     return 0;
   });
 }

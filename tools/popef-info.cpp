@@ -192,7 +192,7 @@ ordered_json describe(const popc::popef::Executable &file) {
         const fb::Copy *cp = exe.exchanges()->Get(i)->copies()->Get(c);
         const uint32_t from = cp->src_tile() / t.tiles_per_ipu(), to = cp->dst_tile() / t.tiles_per_ipu();
         if (from != to)
-          ipuSent[from] += cp->bytes(), ipuReceived[to] += cp->bytes();
+          ipuSent[from] += popc::popef::copyTotalBytes(*cp), ipuReceived[to] += popc::popef::copyTotalBytes(*cp);
       }
     j["memory"]["per_ipu"] = ordered_json::array();
     for (uint32_t ipu = 0; ipu < t.num_ipus(); ++ipu)
@@ -233,9 +233,9 @@ ordered_json describe(const popc::popef::Executable &file) {
     uint64_t bytes = 0, cross = 0;
     for (uint32_t c = 0; c < len(ex->copies()); ++c) {
       const fb::Copy *cp = ex->copies()->Get(c);
-      bytes += cp->bytes();
+      bytes += popc::popef::copyTotalBytes(*cp);
       if (cp->src_tile() / t.tiles_per_ipu() != cp->dst_tile() / t.tiles_per_ipu())
-        cross += cp->bytes();
+        cross += popc::popef::copyTotalBytes(*cp);
     }
     j["exchanges"].push_back({{"name", str(ex->name())}, {"copies", len(ex->copies())}, {"bytes", bytes},
                               {"inter_ipu_bytes", cross}});

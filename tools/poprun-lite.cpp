@@ -91,6 +91,8 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
   fmt::print("    exchange {:>14} {}\n", c.exchange, percent(c.exchange, total));
   fmt::print("    sync     {:>14} {}\n", c.sync, percent(c.sync, total));
   fmt::print("    host     {:>14} {}\n", c.host, percent(c.host, total));
+  if (r.loadExchangeBytes)
+    fmt::print("  constants laid out at load: {} bytes exchanged once (not per run)\n", r.loadExchangeBytes);
   if (r.replicas > 1 || r.interIpuBytes)
     fmt::print("  replicas {}, inter-IPU exchange {} bytes\n", r.replicas, r.interIpuBytes);
   if (r.ipus.size() > 1)

@@ -333,6 +333,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   std::vector<uint8_t> bytes = graph::serializeExecutable(dg, *plan, code, options.describe(), &exchange);
   st.exchangeCopies = exchange.copies;
   st.exchangeBytes = exchange.bytes;
+  st.loadCopies = exchange.loadCopies;
+  st.loadBytes = exchange.loadBytes;
   st.writeSeconds = secondsSince(t0);
   log->info("compiled {}: {} IR ops, {} vertex types, {} vertices, {} copies, {} bytes", modelPath,
             st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, bytes.size());

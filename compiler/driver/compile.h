@@ -52,6 +52,7 @@ struct CompileStats {
   double importSeconds = 0, passesSeconds = 0, lowerSeconds = 0, codegenSeconds = 0, writeSeconds = 0;
   size_t irOps = 0, vertexTypes = 0, vertices = 0;
   uint64_t exchangeCopies = 0, exchangeBytes = 0; // as written: split per tile, coalesced
+  uint64_t loadCopies = 0, loadBytes = 0;         // constants laid out once at load
 };
 
 struct ProfileFacts; // compiler/driver/graph_profile.h

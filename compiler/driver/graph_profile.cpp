@@ -53,6 +53,8 @@ Json livenessJson(const graph::DeviceGraph &g, const graph::MemoryPlan &plan) {
     if (!dt.bytes)
       continue;
     auto [first, last] = plan.liveSteps.at(t);
+    if (first >= numSteps && numSteps)
+      continue; // read only by the load program: not live while main runs
     if (first == 0 && last >= numSteps) {
       alwaysLive.push_back({dt.bytes, dt.name});
       alwaysLiveBytes += dt.bytes;

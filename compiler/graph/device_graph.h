@@ -40,6 +40,10 @@ struct DeviceTensor {
   std::vector<uint64_t> blockOffsets; // per interval: its offset inside its tile block
   std::vector<uint8_t> constData;
   bool persistent = false; // keeps its bytes for the whole program and between runs (graph API variables)
+  // A constant laid out in its consumer's layout (Poplar's createWeights): no
+  // bytes of its own in the executable, filled once at load by the `load`
+  // program's exchanges from the constants it was gathered from.
+  bool filledAtLoad = false;
 };
 
 // A vertex field: `bytes` bytes at `blockOffset` inside tensor's block on `tile`.
@@ -159,6 +163,10 @@ public:
 
   Program &main() { return main_; }
   const Program &main() const { return main_; }
+  // Runs once when the executable is loaded, before any run of `main`:
+  // exchanges that lay constants out where their consumers read them.
+  Program &load() { return load_; }
+  const Program &load() const { return load_; }
 
   std::vector<IoInfo> inputs, outputs;
   std::string modelName;
@@ -176,6 +184,7 @@ public:
   HostStream &stream(uint32_t i) { return streams_.at(i); }
 private:
   Program main_ = Program::sequence("main");
+  Program load_ = Program::sequence("load");
 };
 
 } // namespace popc::graph

@@ -29,17 +29,28 @@ class LivenessWalker {
 public:
   explicit LivenessWalker(const DeviceGraph &g) : g_(g), ranges_(g.tensors().size()) {}
 
+  // Main's steps are numbered first, then the load program's: the interval
+  // order does not matter to the allocator, only which ranges overlap.
   std::vector<LiveRange> run() {
     walk(g_.main());
+    mainSteps_ = step_;
+    walk(g_.load());
     for (size_t t = 0; t < ranges_.size(); ++t) {
       const DeviceTensor &dt = g_.tensors()[t];
-      // Constants are loaded before the program and live throughout.
-      if (dt.role == TensorRole::Constant || dt.persistent || !ranges_[t].used())
+      if (dt.role == TensorRole::Constant && !dt.filledAtLoad && ranges_[t].used() &&
+          ranges_[t].first >= mainSteps_) {
+        // Read only while loading (laid out elsewhere for its consumers): its
+        // bytes are free for main's values afterwards. All such constants are
+        // written before the load program runs, so they live through all of it.
+        ranges_[t] = {mainSteps_, step_};
+      } else if (dt.role == TensorRole::Constant || dt.persistent || !ranges_[t].used()) {
+        // Constants are loaded before the program and live throughout.
         ranges_[t] = {0, step_};
+      }
     }
     return ranges_;
   }
-  uint32_t steps() const { return step_; }
+  uint32_t steps() const { return mainSteps_; }
 
 private:
   void walk(const Program &p) {
@@ -99,7 +110,7 @@ private:
 
   const DeviceGraph &g_;
   std::vector<LiveRange> ranges_;
-  uint32_t step_ = 0;
+  uint32_t step_ = 0, mainSteps_ = 0;
 };
 
 struct Block {

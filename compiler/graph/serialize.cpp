@@ -5,6 +5,7 @@
 #include "support/version.h"
 
 #include <algorithm>
+#include <map>
 
 namespace popc::graph {
 
@@ -44,7 +45,7 @@ void resolveCopy(const DeviceGraph &g, const MemoryPlan &plan, const Copy &c,
     auto [st, so] = plan.address(g, c.src, s);
     auto [dt, dof] = plan.address(g, c.dst, d);
     if (!(st == dt && so == dof))
-      out.emplace_back(st, so, dt, dof, uint32_t(n));
+      out.push_back(popef::singleCopy(st, so, dt, dof, uint32_t(n)));
     done += n;
   }
 }
@@ -62,13 +63,47 @@ std::vector<fb::Copy> coalesce(std::vector<fb::Copy> copies) {
       fb::Copy &p = merged.back();
       if (p.dst_tile() == c.dst_tile() && p.src_tile() == c.src_tile() &&
           p.dst_offset() + p.bytes() == c.dst_offset() && p.src_offset() + p.bytes() == c.src_offset()) {
-        p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes() + c.bytes());
+        p = popef::singleCopy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes() + c.bytes());
         continue;
       }
     }
     merged.push_back(c);
   }
   return merged;
+}
+
+// Folds the copies into a destination tile (sorted by destination, coalesced)
+// that repeat with constant source and destination strides into one strided
+// record each. Records from different source tiles may interleave: a gather
+// whose rows straddle two source tiles becomes two records, not one per row.
+std::vector<fb::Copy> foldStrided(const std::vector<fb::Copy> &copies) {
+  std::vector<fb::Copy> folded;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> open; // (src tile, bytes) -> record on this dst tile
+  for (const fb::Copy &c : copies) {
+    if (!folded.empty() && folded.back().dst_tile() != c.dst_tile())
+      open.clear();
+    auto [it, added] = open.try_emplace(std::pair(c.src_tile(), c.bytes()), folded.size());
+    if (!added) {
+      fb::Copy &p = folded[it->second];
+      if (c.src_offset() >= p.src_offset()) {
+        const uint32_t srcStep = c.src_offset() - p.src_offset(), dstStep = c.dst_offset() - p.dst_offset();
+        const uint64_t next = uint64_t(p.repeat()) + 1;
+        if (p.repeat() == 0 && dstStep >= p.bytes()) {
+          p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes(), 1, srcStep, dstStep);
+          continue;
+        }
+        if (p.repeat() > 0 && p.repeat() < UINT32_MAX && uint64_t(srcStep) == next * p.src_stride() &&
+            uint64_t(dstStep) == next * p.dst_stride()) {
+          p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes(), p.repeat() + 1,
+                       p.src_stride(), p.dst_stride());
+          continue;
+        }
+      }
+      it->second = folded.size(); // this copy starts the next record for its key
+    }
+    folded.push_back(c);
+  }
+  return folded;
 }
 
 std::unique_ptr<fb::ProgramT> toProgram(const Program &p) {
@@ -140,7 +175,9 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
       out->mapping.emplace_back(iv.begin, uint32_t(iv.size()), iv.tile,
                                 uint32_t(plan.base(id, iv.tile) + t.blockOffsets[i]));
     }
-    if (t.role == TensorRole::Constant) {
+    if (t.filledAtLoad) {
+      out->filled_at_load = true;
+    } else if (t.role == TensorRole::Constant) {
       auto data = std::make_unique<fb::ConstantDataT>();
       data->data = t.constData;
       out->constant = int32_t(exe.constants.size());
@@ -187,17 +224,21 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     exe.compute_sets.push_back(std::move(out));
   }
 
+  std::vector<bool> atLoad(g.exchanges().size(), false);
+  for (const Program &p : g.load().children)
+    atLoad.at(p.index) = true;
   for (const ExchangeStep &ex : g.exchanges()) {
     auto out = std::make_unique<fb::ExchangeStepT>();
     out->name = ex.name;
     std::vector<fb::Copy> copies;
     for (const Copy &c : ex.copies)
       resolveCopy(g, plan, c, copies);
-    out->copies = coalesce(std::move(copies));
+    out->copies = foldStrided(coalesce(std::move(copies)));
     if (stats) {
-      stats->copies += out->copies.size();
+      const bool load = atLoad[&ex - g.exchanges().data()];
+      (load ? stats->loadCopies : stats->copies) += out->copies.size();
       for (const fb::Copy &c : out->copies)
-        stats->bytes += c.bytes();
+        (load ? stats->loadBytes : stats->bytes) += popef::copyTotalBytes(c);
     }
     exe.exchanges.push_back(std::move(out));
   }
@@ -212,10 +253,23 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     exe.streams.push_back(std::move(out));
   }
 
+  // The packed size, roughly: what dominates are constants, copy records,
+  // tensor mappings, vertices and their field offsets.
+  size_t sizeHint = 1 << 20;
+  for (const auto &c : exe.constants)
+    sizeHint += c->data.size() + 64;
+  for (const auto &ex : exe.exchanges)
+    sizeHint += ex->copies.size() * sizeof(fb::Copy) + 64;
+  for (const auto &t : exe.tensors)
+    sizeHint += t->mapping.size() * sizeof(fb::TileInterval) + t->name.size() + 96;
+  for (const auto &cs : exe.compute_sets)
+    sizeHint += cs->vertices.size() * sizeof(fb::Vertex) + cs->field_offsets.size() * 4 + 64;
   exe.main = toProgram(g.main());
+  if (!g.load().children.empty())
+    exe.load = toProgram(g.load());
   for (uint64_t used : plan.tileBytesUsed)
     exe.tile_bytes_used.push_back(uint32_t(used));
-  return popef::serialize(exe);
+  return popef::serialize(exe, sizeHint);
 }
 
 } // namespace popc::graph

@@ -20,7 +20,8 @@ struct ExecutableCode {
 // What the executable will move per run of its main program (after copies
 // are split at tile boundaries and coalesced).
 struct ExchangeStats {
-  uint64_t copies = 0, bytes = 0;
+  uint64_t copies = 0, bytes = 0;         // exchange steps of main (each counted once)
+  uint64_t loadCopies = 0, loadBytes = 0; // the load program's (constants laid out once)
 };
 
 std::vector<uint8_t> serializeExecutable(const DeviceGraph &graph, const MemoryPlan &plan,

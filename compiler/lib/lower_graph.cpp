@@ -108,6 +108,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
                                      const LowerOptions &options) {
   auto log = log::get("lib");
   Lowering L(dg, codegen);
+  L.layoutConstantsAtLoad = true;
   L.setCurrentIpu(0);
   const ir::Graph &g = ir.main;
   dg.modelName = ir.modelName;

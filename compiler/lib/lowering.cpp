@@ -77,6 +77,9 @@ graph::FieldRef OpBuilder::tileTemporary(graph::TensorId t, const RunList &runs,
   uint64_t offset = 0;
   if (contiguousOnTile(g, t, runs, tile, offset))
     return {t, tile, offset, runs.totalBytes()};
+  if (incoming)
+    if (auto laidOut = constantLaidOut(t, runs, tile, what))
+      return *laidOut;
   const DType dtype = g.tensor(t).dtype;
   const uint64_t elems = runs.totalBytes() / dtypeSize(dtype);
   const graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()),
@@ -89,6 +92,40 @@ graph::FieldRef OpBuilder::tileTemporary(graph::TensorId t, const RunList &runs,
     pos += r.bytes;
   }
   return {tmp, tile, 0, runs.totalBytes()};
+}
+
+std::optional<graph::FieldRef> OpBuilder::constantLaidOut(graph::TensorId t, const RunList &runs, uint32_t tile,
+                                                          const std::string &what) {
+  auto &g = lowering.graph;
+  const graph::DeviceTensor &src = g.tensor(t);
+  if (!lowering.layoutConstantsAtLoad || src.role != graph::TensorRole::Constant || src.filledAtLoad ||
+      src.persistent)
+    return std::nullopt;
+  std::vector<std::pair<uint64_t, uint64_t>> key;
+  for (const Run &r : runs.runs())
+    key.emplace_back(r.byte, r.bytes);
+  auto keyed = std::tuple(t, tile, std::move(key));
+  if (auto it = lowering.laidOutConstants.find(keyed); it != lowering.laidOutConstants.end())
+    return it->second;
+  if (!lowering.reserveLoadLayout(tile, runs.totalBytes()))
+    return std::nullopt;
+  const DType dtype = src.dtype;
+  const uint64_t elems = runs.totalBytes() / dtypeSize(dtype);
+  const graph::TensorId laid = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()), dtype,
+                                           {int64_t(elems)}, graph::TensorRole::Constant);
+  g.tensor(laid).filledAtLoad = true;
+  g.mapToTile(laid, tile);
+  if (!load_)
+    load_ = g.addExchange(name + "/load");
+  auto &copies = g.exchange(*load_).copies;
+  uint64_t pos = 0;
+  for (const Run &r : runs.runs()) {
+    copies.push_back(graph::Copy{t, r.byte, laid, pos, r.bytes});
+    pos += r.bytes;
+  }
+  const graph::FieldRef field{laid, tile, 0, runs.totalBytes()};
+  lowering.laidOutConstants.emplace(std::move(keyed), field);
+  return field;
 }
 
 graph::FieldRef OpBuilder::gather(graph::TensorId src, const RunList &runs, uint32_t tile,
@@ -107,6 +144,8 @@ OpBuilder::~OpBuilder() {
                          pre_ ? lowering.graph.exchange(*pre_).copies.size() : 0,
                          cs_ ? lowering.graph.computeSet(*cs_).vertices.size() : 0,
                          post_ ? lowering.graph.exchange(*post_).copies.size() : 0);
+  if (load_)
+    lowering.graph.load().children.push_back(graph::Program::exchange(*load_));
   if (pre_)
     main.children.push_back(graph::Program::exchange(*pre_));
   if (cs_)
@@ -150,6 +189,15 @@ void Lowering::mapLike(const Value &v, const Value &like) {
     graph.setMapping(v.tensor, src.mapping);
   else
     mapLinearly(v);
+}
+
+bool Lowering::reserveLoadLayout(uint32_t tile, uint64_t bytes) {
+  const uint64_t budget = uint64_t(double(graph.target().bytesPerTile) * kLoadLayoutShare);
+  uint64_t &used = loadLayoutBytes_[tile];
+  if (used + bytes > budget)
+    return false;
+  used += bytes;
+  return true;
 }
 
 void Lowering::setCurrentIpu(int64_t ipu) {

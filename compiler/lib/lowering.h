@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace popc::lib {
 
@@ -49,7 +50,11 @@ public:
 private:
   graph::FieldRef tileTemporary(graph::TensorId t, const RunList &runs, uint32_t tile, const std::string &what,
                                 bool incoming);
-  std::optional<uint32_t> pre_, cs_, post_;
+  // The gathered runs of a constant as a constant of their own on `tile`,
+  // filled once at load; nullopt when the tile's budget for them is spent.
+  std::optional<graph::FieldRef> constantLaidOut(graph::TensorId t, const RunList &runs, uint32_t tile,
+                                                 const std::string &what);
+  std::optional<uint32_t> pre_, cs_, post_, load_;
 };
 
 class Lowering {
@@ -83,7 +88,22 @@ public:
 
   uint32_t workers() const { return graph.target().workersPerTile; }
 
+  // Poplar's createWeights: a constant operand an op gathers onto a tile is
+  // laid out there once at load (the `load` program) instead of travelling on
+  // every run, while the tile's bytes of such copies stay within
+  // kLoadLayoutShare of its memory. Off for the graph API, whose "constants"
+  // may be variables with initial values that programs change.
+  bool layoutConstantsAtLoad = false;
+  static constexpr double kLoadLayoutShare = 0.3;
+  // Bytes of laid-out constants on `tile` so far; `reserve` adds to it if they fit.
+  bool reserveLoadLayout(uint32_t tile, uint64_t bytes);
+  // Laid-out constants already made, by (source, tile, runs): ops reading the
+  // same weights in the same layout (an unrolled RNN) share one copy.
+  std::map<std::tuple<graph::TensorId, uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>, graph::FieldRef>
+      laidOutConstants;
+
 private:
+  std::map<uint32_t, uint64_t> loadLayoutBytes_;
   std::map<std::string, Value> values_;
   uint32_t firstTile_ = 0, numTiles_ = 0;
   int64_t ipu_ = 0;

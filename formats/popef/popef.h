@@ -13,7 +13,7 @@
 
 namespace popc::popef {
 
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2; // 2: load program, filled_at_load
 
 // Limits enforced by the reader (a file outside them is rejected as invalid).
 constexpr uint64_t kMaxTiles = 1u << 20;              // num_ipus * tiles_per_ipu
@@ -24,13 +24,30 @@ constexpr uint32_t kMaxRepeatCount = 1u << 30;
 constexpr uint64_t kMaxVertexCycles = 1ull << 40;
 constexpr uint64_t kMaxTensorBytes = 1ull << 40;
 
+// A Copy record stands for 1 + repeat copies (popef.fbs).
+inline uint64_t copyCount(const ::popef::fb::Copy &c) { return uint64_t(c.repeat()) + 1; }
+inline uint64_t copyTotalBytes(const ::popef::fb::Copy &c) { return uint64_t(c.bytes()) * copyCount(c); }
+// One past the last byte a record reads / writes on its tile.
+inline uint64_t copySrcEnd(const ::popef::fb::Copy &c) {
+  return uint64_t(c.src_offset()) + uint64_t(c.repeat()) * c.src_stride() + c.bytes();
+}
+inline uint64_t copyDstEnd(const ::popef::fb::Copy &c) {
+  return uint64_t(c.dst_offset()) + uint64_t(c.repeat()) * c.dst_stride() + c.bytes();
+}
+// A single copy of `bytes` bytes.
+inline ::popef::fb::Copy singleCopy(uint32_t srcTile, uint32_t srcOffset, uint32_t dstTile, uint32_t dstOffset,
+                                    uint32_t bytes) {
+  return ::popef::fb::Copy(srcTile, srcOffset, dstTile, dstOffset, bytes, 0, 0, 0);
+}
+
 // Bytes of a (verified) tensor: product(shape) * dtype size.
 uint64_t tensorBytes(const ::popef::fb::Tensor &t);
 Shape tensorShape(const ::popef::fb::Tensor &t);
 
 // Packs an executable with the "POPF" identifier and the checksum of every
 // constant and code module. Deterministic.
-std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe);
+// `sizeHint`: the expected size in bytes, if known (saves regrowing the buffer).
+std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint = 0);
 // The checksum stored beside constant data and bitcode (XXH64, seed 0).
 uint64_t checksum(std::span<const uint8_t> bytes);
 

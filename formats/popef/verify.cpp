@@ -8,8 +8,10 @@
 #include "support/version.h"
 
 #include <algorithm>
+#include <concepts>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <type_traits>
 
@@ -42,10 +44,20 @@ public:
   }
 
 private:
-  template <typename... Args>
-  [[noreturn]] void bad(const std::string &where, fmt::format_string<Args...> format,
-                        Args &&...args) {
-    fail("{}: {}: {}", label_, where, fmt::format(format, std::forward<Args>(args)...));
+  // Where an error is: a string, or a callable that makes one. Per-element
+  // checks pass callables, so a file with millions of elements formats a
+  // location only when something is wrong with it.
+  static const std::string &text(const std::string &w) { return w; }
+  static std::string text(const char *w) { return w; }
+  template <typename F>
+    requires std::invocable<const F &>
+  static std::string text(const F &w) {
+    return w();
+  }
+
+  template <typename W, typename... Args>
+  [[noreturn]] void bad(const W &where, fmt::format_string<Args...> format, Args &&...args) {
+    fail("{}: {}: {}", label_, text(where), fmt::format(format, std::forward<Args>(args)...));
   }
 
   void checkHeader() {
@@ -89,24 +101,23 @@ private:
           t->replication_factor(), tiles, kMaxTiles);
   }
 
-  void checkTile(const std::string &where, const char *what, uint32_t tile) {
+  template <typename W> void checkTile(const W &where, const char *what, uint32_t tile) {
     if (tile >= numTiles_)
       bad(where, "{} {} out of range (target has {} tiles)", what, tile, numTiles_);
   }
 
-  void checkRange(const std::string &where, const std::string &what, uint64_t offset,
-                  uint64_t bytes) {
+  template <typename W, typename What> void checkRange(const W &where, const What &what, uint64_t offset, uint64_t bytes) {
     if (offset + bytes > bytesPerTile_)
-      bad(where, "{} range [{}, {}) exceeds tile memory (bytes_per_tile {})", what, offset,
-          offset + bytes, bytesPerTile_);
+      bad(where, "{} range [{}, {}) exceeds tile memory (bytes_per_tile {})", text(what), offset, offset + bytes,
+          bytesPerTile_);
   }
 
   // The flatbuffers 2.0 Verifier checks only the 4-byte alignment of a vector's
   // length, not that of its elements: a crafted file can put 8-byte elements (int64
   // shapes, TileInterval) at an address 4 mod 8, and reading them is undefined
   // behaviour. FlatBufferBuilder always aligns them, so only corrupt files fail.
-  template <typename T>
-  void checkAligned(const std::string &where, const char *field, const flatbuffers::Vector<T> *v) {
+  template <typename W, typename T>
+  void checkAligned(const W &where, const char *field, const flatbuffers::Vector<T> *v) {
     using Element = std::remove_cv_t<std::remove_pointer_t<T>>;
     if (v && reinterpret_cast<uintptr_t>(v->Data()) % alignof(Element) != 0)
       bad(where, "{} is misaligned (its elements need {}-byte alignment): corrupt file, "
@@ -114,13 +125,14 @@ private:
           field, alignof(Element));
   }
 
-  void checkDType(const std::string &where, fb::DType d) {
+  template <typename W> void checkDType(const W &where, fb::DType d) {
     if (static_cast<uint8_t>(d) > static_cast<uint8_t>(fb::DType::MAX))
       bad(where, "invalid dtype code {}", static_cast<int>(d));
   }
 
   // Byte size of dtype x shape; fails on negative dims or overflow.
-  uint64_t shapeBytes(const std::string &where, fb::DType d, const flatbuffers::Vector<int64_t> *shape) {
+  template <typename W>
+  uint64_t shapeBytes(const W &where, fb::DType d, const flatbuffers::Vector<int64_t> *shape) {
     checkDType(where, d);
     uint64_t n = dtypeSize(static_cast<DType>(d));
     for (uint32_t i = 0; i < len(shape); ++i) {
@@ -138,7 +150,7 @@ private:
     uint32_t n = len(exe_.tensors());
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Tensor *t = exe_.tensors()->Get(i);
-      std::string where = fmt::format("tensors[{}] '{}'", i, str(t->name()));
+      auto where = [&] { return fmt::format("tensors[{}] '{}'", i, str(t->name())); };
       if (static_cast<uint8_t>(t->role()) > static_cast<uint8_t>(fb::TensorRole::MAX))
         bad(where, "invalid role code {}", static_cast<int>(t->role()));
       checkAligned(where, "shape", t->shape());
@@ -147,7 +159,7 @@ private:
       uint64_t covered = 0;
       for (uint32_t j = 0; j < len(t->mapping()); ++j) {
         const fb::TileInterval *iv = t->mapping()->Get(j);
-        std::string w = fmt::format("{}.mapping[{}]", where, j);
+        auto w = [&] { return fmt::format("{}.mapping[{}]", text(where), j); };
         checkTile(w, "tile", iv->tile());
         checkRange(w, "interval", iv->offset(), iv->bytes());
         if (iv->begin() != covered)
@@ -165,9 +177,11 @@ private:
         uint64_t have = len(exe_.constants()->Get(c)->data());
         if (have != bytes)
           bad(where, "constant {} holds {} bytes but the tensor has {} bytes", c, have, bytes);
-      } else if (t->role() == fb::TensorRole::Constant) {
+      } else if (t->role() == fb::TensorRole::Constant && !t->filled_at_load()) {
         bad(where, "role Constant but no constant data");
       }
+      if (t->filled_at_load() && (c >= 0 || t->role() != fb::TensorRole::Constant))
+        bad(where, "filled_at_load is only for a Constant without data of its own");
     }
   }
 
@@ -218,7 +232,7 @@ private:
       uint64_t nOffsets = len(cs->field_offsets());
       for (uint32_t j = 0; j < len(cs->vertices()); ++j) {
         const fb::Vertex *v = cs->vertices()->Get(j);
-        std::string where = fmt::format("compute_sets[{}].vertices[{}]", i, j);
+        auto where = [&] { return fmt::format("compute_sets[{}].vertices[{}]", i, j); };
         if (v->type() >= len(exe_.vertex_types()))
           bad(where, "vertex type {} out of range ({} vertex types)", v->type(),
               len(exe_.vertex_types()));
@@ -229,7 +243,7 @@ private:
           bad(where, "fields [{}, {}) exceed field_offsets size {}", v->fields_begin(),
               uint64_t(v->fields_begin()) + nf, nOffsets);
         for (uint32_t f = 0; f < nf; ++f)
-          checkRange(where, fmt::format("field {}", f),
+          checkRange(where, [f] { return fmt::format("field {}", f); },
                      cs->field_offsets()->Get(v->fields_begin() + f), vt->fields()->Get(f)->bytes());
       }
     }
@@ -241,11 +255,14 @@ private:
       uint32_t n = len(ex->copies());
       for (uint32_t j = 0; j < n; ++j) {
         const fb::Copy *c = ex->copies()->Get(j);
-        std::string where = fmt::format("exchanges[{}].copies[{}]", i, j);
+        auto where = [&] { return fmt::format("exchanges[{}].copies[{}]", i, j); };
         checkTile(where, "src_tile", c->src_tile());
         checkTile(where, "dst_tile", c->dst_tile());
-        checkRange(where, "source", c->src_offset(), c->bytes());
-        checkRange(where, "destination", c->dst_offset(), c->bytes());
+        if (c->repeat() && c->dst_stride() < c->bytes())
+          bad(where, "dst_stride {} is less than bytes {}: its {} copies would overlap", c->dst_stride(), c->bytes(),
+              copyCount(*c));
+        checkRange(where, "source", c->src_offset(), copySrcEnd(*c) - c->src_offset());
+        checkRange(where, "destination", c->dst_offset(), copyDstEnd(*c) - c->dst_offset());
       }
       checkCopyOverlaps(i, ex);
     }
@@ -253,44 +270,99 @@ private:
 
   // Copies of one step run in parallel: destinations must not overlap each
   // other, and no source may read bytes another copy of the step writes.
-  // O(n log n): zero-byte copies touch nothing and are left out, so the sorted
-  // destinations of a tile are disjoint and each source needs two neighbours.
+  // Zero-byte copies touch nothing and are left out. A record is first judged
+  // by its extent (first to last byte, O(n log n) over records): disjoint
+  // extents cannot overlap. Only on a tile where extents do meet (interleaved
+  // strided records, as a gather whose rows come from two tiles makes) are the
+  // record's copies expanded and checked one by one. A tile's destinations can
+  // hold at most bytes_per_tile non-overlapping copies, which bounds that work.
+  struct Range {
+    uint32_t begin, end, record;
+  };
+
   void checkCopyOverlaps(uint32_t step, const fb::ExchangeStep *ex) {
-    uint32_t n = len(ex->copies());
+    const uint32_t n = len(ex->copies());
+    auto copy = [&](uint32_t k) { return ex->copies()->Get(k); };
+    auto where = [&](uint32_t k) { return fmt::format("exchanges[{}].copies[{}]", step, k); };
     std::vector<uint32_t> order;
     order.reserve(n);
     for (uint32_t k = 0; k < n; ++k)
-      if (ex->copies()->Get(k)->bytes())
+      if (copy(k)->bytes())
         order.push_back(k);
-    auto key = [&](uint32_t k) {
-      const fb::Copy *c = ex->copies()->Get(k);
-      return std::pair(c->dst_tile(), c->dst_offset());
-    };
+    auto key = [&](uint32_t k) { return std::pair(copy(k)->dst_tile(), copy(k)->dst_offset()); };
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+
+    // Every destination copy on `tile`, sorted and checked for overlaps (built on demand).
+    std::map<uint32_t, std::vector<Range>> exact;
+    auto exactOn = [&](uint32_t tile) -> const std::vector<Range> & {
+      auto [it, added] = exact.try_emplace(tile);
+      if (!added)
+        return it->second;
+      auto first = std::lower_bound(order.begin(), order.end(), std::pair(tile, 0u),
+                                    [&](uint32_t k, std::pair<uint32_t, uint32_t> v) { return key(k) < v; });
+      std::vector<Range> &ranges = it->second;
+      for (auto r = first; r != order.end() && copy(*r)->dst_tile() == tile; ++r) {
+        const fb::Copy *c = copy(*r);
+        for (uint64_t i = 0; i < copyCount(*c); ++i) {
+          if (ranges.size() >= bytesPerTile_)
+            bad(where(*r), "destinations on tile {} overlap (more copies than the tile has bytes)", tile);
+          const uint32_t b = uint32_t(c->dst_offset() + i * c->dst_stride());
+          ranges.push_back({b, b + c->bytes(), *r});
+        }
+      }
+      std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) { return a.begin < b.begin; });
+      for (size_t k = 1; k < ranges.size(); ++k)
+        if (ranges[k - 1].end > ranges[k].begin)
+          bad(where(ranges[k].record), "destination overlaps copies[{}] on tile {}", ranges[k - 1].record, tile);
+      return ranges;
+    };
+
+    // Destinations: disjoint extents settle a tile; meeting extents expand it.
     for (size_t k = 1; k < order.size(); ++k) {
-      const fb::Copy *p = ex->copies()->Get(order[k - 1]);
-      const fb::Copy *c = ex->copies()->Get(order[k]);
-      if (p->dst_tile() == c->dst_tile() && uint64_t(p->dst_offset()) + p->bytes() > c->dst_offset())
-        bad(fmt::format("exchanges[{}].copies[{}]", step, order[k]),
-            "destination overlaps copies[{}] on tile {}", order[k - 1], c->dst_tile());
+      const fb::Copy *p = copy(order[k - 1]), *c = copy(order[k]);
+      if (p->dst_tile() == c->dst_tile() && copyDstEnd(*p) > c->dst_offset()) {
+        if (p->repeat() == 0 && c->repeat() == 0)
+          bad(where(order[k]), "destination overlaps copies[{}] on tile {}", order[k - 1], c->dst_tile());
+        exactOn(c->dst_tile());
+      }
     }
+
+    // Sources: against the destination extents on the source tile, exactly
+    // where an extent is met (or the tile was expanded above).
     for (uint32_t j = 0; j < n; ++j) {
-      const fb::Copy *c = ex->copies()->Get(j);
+      const fb::Copy *c = copy(j);
       if (!c->bytes())
         continue;
-      // The destinations on src_tile next to src_offset: the last one starting
-      // at or before it, and the first one starting after it.
-      auto it = std::upper_bound(order.begin(), order.end(), std::pair(c->src_tile(), c->src_offset()),
-                                 [&](std::pair<uint32_t, uint32_t> v, uint32_t k) { return v < key(k); });
-      auto overlaps = [&](uint32_t k) {
-        const fb::Copy *d = ex->copies()->Get(k);
-        return d->dst_tile() == c->src_tile() && d->dst_offset() < uint64_t(c->src_offset()) + c->bytes() &&
-               uint64_t(d->dst_offset()) + d->bytes() > c->src_offset();
-      };
-      for (auto near : {it == order.begin() ? order.end() : std::prev(it), it})
-        if (near != order.end() && overlaps(*near))
-          bad(fmt::format("exchanges[{}].copies[{}]", step, j),
-              "source overlaps the destination of copies[{}] in the same step", *near);
+      if (exact.count(c->src_tile()) == 0) {
+        // The destination extents next to src_offset: the last one starting at
+        // or before it, and the first one starting after it.
+        auto it = std::upper_bound(order.begin(), order.end(), std::pair(c->src_tile(), c->src_offset()),
+                                   [&](std::pair<uint32_t, uint32_t> v, uint32_t k) { return v < key(k); });
+        auto meets = [&](uint32_t k) {
+          const fb::Copy *d = copy(k);
+          return d->dst_tile() == c->src_tile() && d->dst_offset() < copySrcEnd(*c) && copyDstEnd(*d) > c->src_offset();
+        };
+        std::optional<uint32_t> met;
+        for (auto near : {it == order.begin() ? order.end() : std::prev(it), it})
+          if (!met && near != order.end() && meets(*near))
+            met = *near;
+        if (!met)
+          continue;
+        if (c->repeat() == 0 && copy(*met)->repeat() == 0)
+          bad(where(j), "source overlaps the destination of copies[{}] in the same step", *met);
+      }
+      const std::vector<Range> &ranges = exactOn(c->src_tile());
+      for (uint64_t i = 0; i < copyCount(*c); ++i) {
+        const uint64_t b = c->src_offset() + i * c->src_stride(), e = b + c->bytes();
+        auto it = std::upper_bound(ranges.begin(), ranges.end(), b,
+                                   [](uint64_t v, const Range &r) { return v < r.begin; });
+        if (it != ranges.begin() && std::prev(it)->end > b)
+          bad(where(j), "source overlaps the destination of copies[{}] in the same step", std::prev(it)->record);
+        if (it != ranges.end() && it->begin < e)
+          bad(where(j), "source overlaps the destination of copies[{}] in the same step", it->record);
+        if (c->src_stride() == 0)
+          break; // every copy reads the same bytes
+      }
     }
   }
 
@@ -385,6 +457,25 @@ private:
       bad("main", "nesting through calls deeper than {}", kMaxProgramDepth);
     for (uint32_t f = 0; f < len(exe_.functions()); ++f)
       checkFunction(f);
+    checkLoadProgram();
+  }
+
+  // The load program is a Sequence of Exchange steps and nothing else: it only
+  // lays constants out; it computes nothing and streams nothing.
+  void checkLoadProgram() {
+    const fb::Program *load = exe_.load();
+    if (!load)
+      return;
+    if (load->kind() != fb::ProgramKind::Sequence)
+      bad("load", "must be a Sequence, is {}", fb::EnumNameProgramKind(load->kind()));
+    for (uint32_t i = 0; i < len(load->children()); ++i) {
+      const fb::Program *c = load->children()->Get(i);
+      const std::string where = fmt::format("load.children[{}]", i);
+      if (c->kind() != fb::ProgramKind::Exchange || len(c->children()) != 0)
+        bad(where, "must be an Exchange without children, is {}", fb::EnumNameProgramKind(c->kind()));
+      if (c->index() >= len(exe_.exchanges()))
+        bad(where, "Exchange index {} out of range ({} exchange steps)", c->index(), len(exe_.exchanges()));
+    }
   }
 
   void checkIo(const flatbuffers::Vector<flatbuffers::Offset<fb::IoInfo>> *list, const char *kind,

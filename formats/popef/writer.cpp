@@ -5,6 +5,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -37,14 +38,18 @@ bool hasValidTrailer(const uint8_t *data, size_t size) {
   return checksum({data, size - kTrailerBytes}) == stored;
 }
 
-std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe) {
+std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint) {
   // The builder's output depends only on the object tree (no hashing of
   // pointers, no timestamps), so the same executable gives the same bytes.
-  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  // Sized up front: growing a builder of hundreds of MB doubles and copies it
+  // (and faults in fresh pages) each time.
+  flatbuffers::FlatBufferBuilder fbb(std::max<size_t>(1 << 16, sizeHint));
   fbb.ForceDefaults(true); // every checksum field is stored, so it can be patched below
   auto root = ::popef::fb::Executable::Pack(fbb, &exe);
   ::popef::fb::FinishExecutableBuffer(fbb, root);
-  std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> bytes;
+  bytes.reserve(fbb.GetSize() + kTrailerBytes); // seal() appends without reallocating
+  bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   auto *packed = ::popef::fb::GetMutableExecutable(bytes.data());
   if (auto *constants = packed->mutable_constants())
     for (flatbuffers::uoffset_t i = 0; i < constants->size(); ++i) {

@@ -120,6 +120,15 @@ TEST_CASE("popef bit flips never crash the reader", "[popef]") {
   CHECK(accepted > 0); // flips inside names and constant data are harmless
 }
 
+TEST_CASE("popef: interleaved strided records whose copies do not overlap are accepted", "[popef]") {
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  // Tile 2 receives rows [0,8) [16,24) [32,40) [48,56) from tile 0 and the gaps
+  // [8,16) [24,32) [40,48) [56,64) from tile 1: extents meet, copies do not.
+  exe.exchanges[0]->copies = {fb::Copy(0, 32, 2, 0, 8, 3, 0, 16), fb::Copy(1, 32, 2, 8, 8, 3, 8, 16)};
+  auto bytes = popc::popef::serialize(exe);
+  CHECK_NOTHROW(Executable::fromBytes(std::move(bytes), "interleaved"));
+}
+
 TEST_CASE("popef semantic checks give precise messages", "[popef]") {
   using K = fb::ProgramKind;
   expectRejected([](auto &e) { e.format_version = 99; }, "recompile the model with this popc");
@@ -148,13 +157,35 @@ TEST_CASE("popef semantic checks give precise messages", "[popef]") {
   expectRejected([](auto &e) { e.tensors[1]->constant = -1; }, "role Constant but no constant data");
   expectRejected([](auto &e) { e.constants[0]->data.resize(12); }, "constant 0 holds 12 bytes but the tensor has 16 bytes");
   expectRejected([](auto &e) { e.code[0]->bitcode.clear(); }, "code[0]: empty bitcode");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 1020, 2, 0, 8); },
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = popc::popef::singleCopy(0, 1020, 2, 0, 8); },
                  "exchanges[0].copies[0]: source range [1020, 1028) exceeds tile memory");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 7, 0, 8); }, "dst_tile 7 out of range");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = fb::Copy(1, 32, 2, 4, 8); },
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = popc::popef::singleCopy(0, 0, 7, 0, 8); },
+                 "dst_tile 7 out of range");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = popc::popef::singleCopy(1, 32, 2, 4, 8); },
                  "destination overlaps copies[0] on tile 2");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = fb::Copy(2, 4, 3, 0, 8); },
+  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = popc::popef::singleCopy(2, 4, 3, 0, 8); },
                  "exchanges[0].copies[1]: source overlaps the destination of copies[0]");
+  // Strided records: their whole extent is checked, and their own copies may not overlap.
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 2, 0, 8, 128, 0, 8); },
+                 "exchanges[0].copies[0]: destination range [0, 1032) exceeds");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 2, 0, 8, 1, 0, 4); },
+                 "dst_stride 4 is less than bytes 8: its 2 copies would overlap");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 1000, 2, 0, 8, 3, 8, 8); },
+                 "source range [1000, 1032) exceeds");
+  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 2, 0, 4, 0xFFFFFFFFu, 0xFFFFFFFFu, 4); },
+                 "source range [0, 18446744065119617029) exceeds");
+  expectRejected(
+      [](auto &e) {
+        e.exchanges[0]->copies[0] = fb::Copy(0, 32, 2, 0, 8, 3, 0, 16); // tile 2: [0,8) [16,24) [32,40) [48,56)
+        e.exchanges[0]->copies[1] = fb::Copy(1, 32, 2, 8, 8, 3, 0, 12); // [8,16) [20,28): meets [16,24)
+      },
+      "destination overlaps copies[");
+  expectRejected(
+      [](auto &e) {
+        e.exchanges[0]->copies[0] = fb::Copy(0, 32, 2, 0, 8, 3, 0, 16);
+        e.exchanges[0]->copies[1] = fb::Copy(2, 20, 3, 0, 4, 1, 100, 4); // reads [20,24) of tile 2, written above
+      },
+      "exchanges[0].copies[1]: source overlaps the destination of copies[0] in the same step");
   expectRejected([](auto &e) { e.streams[0]->tensor = 4; }, "streams[0] 'a': tensor 4 out of range");
   expectRejected([](auto &e) { e.main->children[1]->index = 1; }, "main.children[1]: Execute index 1 out of range (1 compute sets)");
   expectRejected([](auto &e) { e.main->children[3]->index = 2; }, "Exchange index 2 out of range");

@@ -89,7 +89,7 @@ inline fb::ExecutableT makeSampleExecutable(std::vector<uint8_t> bitcode,
 
   auto ex = std::make_unique<fb::ExchangeStepT>();
   ex->name = "move";
-  ex->copies = {{0, 32, 2, 0, 8}, {1, 32, 3, 0, 8}};
+  ex->copies = {popc::popef::singleCopy(0, 32, 2, 0, 8), popc::popef::singleCopy(1, 32, 3, 0, 8)};
   exe.exchanges.push_back(std::move(ex));
 
   for (auto [name, tensor, dir] : {std::tuple{"a", 0u, fb::StreamDirection::HostToDevice},
