@@ -37,8 +37,9 @@ ConvPlan planConv(const ConvShape &s, const Window2d &w, uint64_t es, const Lowe
   const auto &t = L.graph.target();
   const uint64_t tiles = L.numTiles(), workers = L.workers();
   const uint64_t window = uint64_t(w.kernelH * w.kernelW);
-  ConvPlan best, smallest;
+  ConvPlan smallest;
   uint64_t bestMemory = UINT64_MAX;
+  PlanChooser<ConvPlan> chooser;
   for (uint64_t nb : blockSizeCandidates(s.n, tiles))
     for (uint64_t gb : blockSizeCandidates(s.groups, tiles / ceilDiv(s.n, nb))) {
       const uint64_t outerBlocks = ceilDiv(s.n, nb) * ceilDiv(s.groups, gb);
@@ -57,25 +58,34 @@ ConvPlan planConv(const ConvShape &s, const Window2d &w, uint64_t es, const Lowe
             const uint64_t compute = tileCycles(t, ceilDiv(vertices, workers) * dotCycles(outputs / vertices, icb * window));
             const uint64_t slabRows =
                 std::min<uint64_t>(s.h, (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1);
-            uint64_t inBytes = (nb * gb * icb * slabRows * s.w + gb * ocb * (icb * window + 1)) * es;
+            const uint64_t slabBytes = nb * gb * icb * slabRows * s.w * es;
+            const uint64_t weightBytes = gb * ocb * (icb * window + 1) * es;
+            uint64_t inBytes = slabBytes + weightBytes;
             uint64_t memory = inBytes + outputs * es;
             uint64_t cost = compute + exchangeCycles(t, inBytes);
+            // Per run the host copies every tile's input slab and the partial
+            // sums of a split reduction. The weights are laid out once at load,
+            // but each replica beyond the first uses up the tiles' budget for
+            // laid-out constants (then later layers' weights travel every run).
+            const uint64_t allWeights = uint64_t(s.m) * (uint64_t(s.cg) * window + 1) * es;
+            uint64_t bytesMoved = used * slabBytes + (used * weightBytes > allWeights ? used * weightBytes - allWeights : 0);
             if (slices > 1) { // the reduce: partials move to the block's first tile and are summed
               const uint64_t partialBytes = (slices - 1) * outputs * es;
               cost += exchangeCycles(t, partialBytes) + 10 + ceilDiv(outputs, workers) * slices;
               memory += partialBytes;
+              bytesMoved += blocks * partialBytes;
             }
             const ConvPlan plan{int64_t(nb), int64_t(gb), int64_t(ocb), int64_t(ohb), int64_t(icb), cost};
             if (memory < bestMemory) {
               bestMemory = memory;
               smallest = plan;
             }
-            if (memory <= t.bytesPerTile / 2 && cost < best.cost)
-              best = plan;
+            if (memory <= t.bytesPerTile / 2)
+              chooser.add(plan, cost, bytesMoved);
           }
         }
     }
-  return best.cost == UINT64_MAX ? smallest : best;
+  return chooser.empty() ? smallest : chooser.best();
 }
 
 // A block's output channels are the contiguous range of groups g0..g1-1 and,

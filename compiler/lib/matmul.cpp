@@ -37,9 +37,12 @@ Plan choosePlan(const Problem &p, const Lowering &L) {
   const auto &t = L.graph.target();
   const uint64_t es = p.out.elemSize();
   const uint64_t tiles = L.numTiles(), workers = L.workers();
-  Plan best;
   uint64_t bestMemory = UINT64_MAX;
   Plan smallest; // fallback when nothing fits: least memory per tile
+  PlanChooser<Plan> chooser;
+  // Constant operands are laid out once at load; only the others travel per run.
+  const bool constB = L.graph.tensor(p.b.tensor).role == graph::TensorRole::Constant;
+  const bool constC = p.c && L.graph.tensor(p.c->tensor).role == graph::TensorRole::Constant;
   for (uint64_t bb : blockSizeCandidates(p.batch, tiles))
     for (uint64_t mb : blockSizeCandidates(p.m, tiles / ceilDiv(p.batch, bb)))
       for (uint64_t nb : blockSizeCandidates(p.n, tiles / (ceilDiv(p.batch, bb) * ceilDiv(p.m, mb)))) {
@@ -52,14 +55,19 @@ Plan choosePlan(const Problem &p, const Lowering &L) {
         const uint64_t inBytes = bb * mb * p.k * es + bBytes + (p.c ? mb * nb * es : 0);
         const uint64_t memory = inBytes + bb * mb * nb * es;
         const uint64_t cost = compute + exchangeCycles(t, inBytes);
+        // A constant B is laid out once at load, but its replicas use up the
+        // tiles' budget for laid-out constants; any other B travels every run.
+        const uint64_t allB = (p.broadcastB ? 1 : p.batch) * p.k * p.n * es;
+        const uint64_t bTravel = constB ? (used * bBytes > allB ? used * bBytes - allB : 0) : used * bBytes;
+        const uint64_t bytesMoved = used * (bb * mb * p.k * es + (p.c && !constC ? mb * nb * es : 0)) + bTravel;
         if (memory < bestMemory) {
           bestMemory = memory;
           smallest = {bb, mb, nb, cost};
         }
-        if (memory <= t.bytesPerTile / 2 && cost < best.cost)
-          best = {bb, mb, nb, cost};
+        if (memory <= t.bytesPerTile / 2)
+          chooser.add({bb, mb, nb, cost}, cost, bytesMoved);
       }
-  return best.cost == UINT64_MAX ? smallest : best;
+  return chooser.empty() ? smallest : chooser.best();
 }
 
 // Element offset of A[batch b][row][col] in stored layout.

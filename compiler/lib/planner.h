@@ -3,6 +3,7 @@
 #pragma once
 #include "compiler/graph/target.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -30,5 +31,36 @@ inline uint64_t dotCycles(uint64_t dots, uint64_t k) { return dots * (5 + (k + 1
 // Tile cycles while its busiest worker runs `perWorker` cycles: the tile issues
 // for its workers round-robin, as the runtime's cycle model counts it.
 inline uint64_t tileCycles(const graph::Target &t, uint64_t perWorker) { return perWorker * t.workersPerTile; }
+
+// Plans whose estimated cycles are within this fraction of the best are told
+// apart by the bytes the exchange moves per run (DESIGN.md, "Simulating fast"):
+// on the IPU a multicast makes replicated operands nearly free, but the
+// simulating host copies every replica, so of two plans of about the same
+// cycles the one that replicates less runs much faster on the host.
+constexpr uint64_t kSimilarCostDivisor = 8; // within 1/8 = 12.5 %
+
+// Picks among feasible plans: the lowest cost, or, among plans within
+// 1/kSimilarCostDivisor of it, the fewest bytes moved (then the lower cost).
+template <typename Plan> struct PlanChooser {
+  struct Candidate {
+    Plan plan;
+    uint64_t cost, bytesMoved;
+  };
+  std::vector<Candidate> feasible;
+  void add(const Plan &plan, uint64_t cost, uint64_t bytesMoved) { feasible.push_back({plan, cost, bytesMoved}); }
+  bool empty() const { return feasible.empty(); }
+  Plan best() const {
+    uint64_t lowest = UINT64_MAX;
+    for (const Candidate &c : feasible)
+      lowest = std::min(lowest, c.cost);
+    const uint64_t limit = lowest + lowest / kSimilarCostDivisor;
+    const Candidate *pick = nullptr;
+    for (const Candidate &c : feasible)
+      if (c.cost <= limit && (!pick || c.bytesMoved < pick->bytesMoved ||
+                              (c.bytesMoved == pick->bytesMoved && c.cost < pick->cost)))
+        pick = &c;
+    return pick->plan;
+  }
+};
 
 } // namespace popc::lib
