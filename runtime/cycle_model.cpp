@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 namespace popc::runtime {
@@ -22,58 +21,64 @@ uint64_t tileComputeCycles(std::span<const uint64_t> vertexCycles, uint32_t work
 }
 
 std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
-  struct Source {
-    uint32_t tile;
-    uint64_t begin, end;
-    bool operator<(const Source &o) const { return std::tie(tile, begin, end) < std::tie(o.tile, o.begin, o.end); }
-  };
-  std::unordered_map<uint32_t, TileTraffic> tiles; // emitted sorted by tile below
-  std::vector<Source> onIpu;
-  auto at = [&](uint32_t tile) -> TileTraffic & {
-    TileTraffic &t = tiles[tile];
-    t.tile = tile;
-    return t;
-  };
+  // On-IPU source runs as (tile << 32 | begin, end): one integer key sorts
+  // faster than a tuple, and the union below needs them in that order.
+  std::vector<std::pair<uint64_t, uint32_t>> onIpu;
+  // Strided sources with gaps, as (tile << 32 | offset, bytes, stride, repeat):
+  // a multicast sends the same pattern to many tiles, so each distinct pattern
+  // is expanded into its runs only once.
+  std::vector<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t>> patterns;
+  std::vector<TileTraffic> received; // one entry per copy record, merged by tile below
   if (step.copies()) {
-    tiles.reserve(step.copies()->size() * 2);
     onIpu.reserve(step.copies()->size());
+    received.reserve(step.copies()->size());
     for (const auto *c : *step.copies()) {
       const bool cross = c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
       const uint64_t total = popef::copyTotalBytes(*c);
       if (cross) {
-        at(c->src_tile()).sentX += total;
-        at(c->dst_tile()).recvX += total;
-      } else {
-        // A strided record's sources: one range when its runs touch or repeat
-        // (stride <= bytes), else each run (the gaps are not sent).
-        if (c->repeat() == 0 || c->src_stride() <= c->bytes())
-          onIpu.push_back({c->src_tile(), c->src_offset(), popef::copySrcEnd(*c)});
-        else
-          for (uint64_t i = 0, o = c->src_offset(); i <= c->repeat(); ++i, o += c->src_stride())
-            onIpu.push_back({c->src_tile(), o, o + c->bytes()});
-        at(c->dst_tile()).recvOn += total;
+        received.push_back({c->src_tile(), 0, 0, total, 0});
+        received.push_back({c->dst_tile(), 0, 0, 0, total});
+        continue;
       }
+      received.push_back({c->dst_tile(), 0, total, 0, 0});
+      // A strided record's sources: one range when its runs touch or repeat
+      // (stride <= bytes), else each run (the gaps are not sent).
+      const uint64_t tileKey = uint64_t(c->src_tile()) << 32;
+      if (c->repeat() == 0 || c->src_stride() <= c->bytes())
+        onIpu.emplace_back(tileKey | c->src_offset(), uint32_t(popef::copySrcEnd(*c)));
+      else
+        patterns.emplace_back(tileKey | c->src_offset(), c->bytes(), c->src_stride(), c->repeat());
     }
   }
-  // Union of each tile's source ranges.
+  std::sort(patterns.begin(), patterns.end());
+  patterns.erase(std::unique(patterns.begin(), patterns.end()), patterns.end());
+  for (const auto &[key, bytes, stride, repeat] : patterns)
+    for (uint64_t i = 0, o = uint32_t(key); i <= repeat; ++i, o += stride)
+      onIpu.emplace_back((key & ~uint64_t(UINT32_MAX)) | o, uint32_t(o + bytes));
+  // Union of each tile's source ranges: its distinct bytes sent (multicast).
   std::sort(onIpu.begin(), onIpu.end());
   for (size_t i = 0; i < onIpu.size();) {
-    TileTraffic &t = at(onIpu[i].tile);
-    uint64_t begin = onIpu[i].begin, end = onIpu[i].end;
-    for (++i; i < onIpu.size() && onIpu[i].tile == t.tile; ++i) {
-      if (onIpu[i].begin > end) {
-        t.sentOn += end - begin;
-        begin = onIpu[i].begin;
+    const uint32_t tile = uint32_t(onIpu[i].first >> 32);
+    uint64_t sent = 0, begin = uint32_t(onIpu[i].first), end = onIpu[i].second;
+    for (++i; i < onIpu.size() && uint32_t(onIpu[i].first >> 32) == tile; ++i) {
+      const uint32_t b = uint32_t(onIpu[i].first);
+      if (b > end) {
+        sent += end - begin;
+        begin = b;
       }
-      end = std::max(end, onIpu[i].end);
+      end = std::max<uint64_t>(end, onIpu[i].second);
     }
-    t.sentOn += end - begin;
+    received.push_back({tile, sent + (end - begin), 0, 0, 0});
   }
+  std::sort(received.begin(), received.end(),
+            [](const TileTraffic &a, const TileTraffic &b) { return a.tile < b.tile; });
   std::vector<TileTraffic> out;
-  out.reserve(tiles.size());
-  for (const auto &[tile, t] : tiles)
-    out.push_back(t);
-  std::sort(out.begin(), out.end(), [](const TileTraffic &a, const TileTraffic &b) { return a.tile < b.tile; });
+  for (const TileTraffic &t : received) {
+    if (out.empty() || out.back().tile != t.tile)
+      out.push_back({t.tile, 0, 0, 0, 0});
+    TileTraffic &o = out.back();
+    o.sentOn += t.sentOn, o.recvOn += t.recvOn, o.sentX += t.sentX, o.recvX += t.recvX;
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -22,6 +23,21 @@ DeviceMemory::DeviceMemory(uint32_t numTiles, uint32_t bytesPerTile)
     fail("cannot reserve {} bytes of simulated tile memory ({} tiles x {} bytes, {} bytes apart): {}", size_,
          numTiles, bytesPerTile, stride_, std::strerror(errno));
   base_ = static_cast<uint8_t *>(p);
+}
+
+void DeviceMemory::populate(uint32_t t, uint64_t bytes) const {
+#ifdef MADV_POPULATE_WRITE
+  if (t >= numTiles_ || bytes == 0)
+    return;
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(tile(t)) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(tile(t)) + std::min<uint64_t>(bytes, bytesPerTile_) + kPage - 1) &
+                        ~(kPage - 1);
+  ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)t;
+  (void)bytes;
+#endif
 }
 
 DeviceMemory::~DeviceMemory() {

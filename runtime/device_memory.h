@@ -26,6 +26,10 @@ public:
   uint32_t numTiles() const { return numTiles_; }
   uint32_t bytesPerTile() const { return bytesPerTile_; }
   uint64_t tileStride() const { return stride_; }
+  // Maps the pages of tile t's first `bytes` bytes now, in one system call,
+  // instead of one page fault per page at first touch (a page fault is dear in
+  // a VM). Best effort: kernels before 5.14 leave the pages to fault lazily.
+  void populate(uint32_t t, uint64_t bytes) const;
 
   // How far below its base a tile's window reaches.
   static constexpr uint64_t kGuardBytes = 4096;

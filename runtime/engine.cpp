@@ -169,10 +169,20 @@ struct Engine::Impl {
     report.replicas = replicas;
     report.ipus.resize(target.num_ipus());
     memory = std::make_unique<DeviceMemory>(tilesPerReplica * replicas, target.bytes_per_tile());
+    auto phase = [&, t = Clock::now()](const char *what) mutable {
+      log::get("runtime")->debug("{}: load: {} {:.3f} s", label, what, secondsSince(t));
+      t = Clock::now();
+    };
+    populateTiles();
+    phase("tile memory");
     loadConstants();
+    phase("constants");
     planComputeSets();
+    phase("compute set tables");
     planExchanges();
+    phase("exchange tables");
     runLoadProgram();
+    phase("load program");
     describeIo();
     report.loadSeconds = secondsSince(t0);
   }
@@ -234,6 +244,17 @@ struct Engine::Impl {
       return;
     for (const fb::TileInterval *iv : *t.mapping())
       std::memcpy(host + iv->begin(), memory->tile(tileOf(iv->tile(), r)) + iv->offset(), iv->bytes());
+  }
+
+  // The tiles' planned memory, mapped up front on every host thread: the
+  // constants, the load program and the first run would otherwise fault it in
+  // a page at a time.
+  void populateTiles() {
+    const uint32_t planned = len(root.tile_bytes_used());
+    pool->parallelFor(size_t(planned) * replicas, [this, planned](size_t i) {
+      const uint32_t t = uint32_t(i % planned), r = uint32_t(i / planned);
+      memory->populate(tileOf(t, r), root.tile_bytes_used()->Get(t));
+    });
   }
 
   void loadConstants() {
