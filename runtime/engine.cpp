@@ -173,9 +173,13 @@ struct Engine::Impl {
       log::get("runtime")->debug("{}: load: {} {:.3f} s", label, what, secondsSince(t));
       t = Clock::now();
     };
+    // The verified file's pages leave this process's resident memory before
+    // the tiles' come in; the constants bring back just their own.
+    exe->releaseMappedPages();
     populateTiles();
     phase("tile memory");
     loadConstants();
+    exe->releaseMappedPages();
     phase("constants");
     planComputeSets();
     phase("compute set tables");

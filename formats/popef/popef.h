@@ -77,6 +77,11 @@ public:
   const ::popef::fb::Executable &root() const { return *root_; }
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string &label() const { return label_; }
+  // Lets the kernel drop the mapped file's pages from this process (they stay
+  // valid: a later read maps them again from the page cache). A runner calls
+  // it once it has copied what it needs, so the file does not add to its
+  // resident memory next to the tiles'. No effect on owned bytes.
+  void releaseMappedPages() const;
 
 private:
   Executable() = default;

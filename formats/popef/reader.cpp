@@ -37,6 +37,11 @@ Executable::~Executable() {
     ::munmap(mapping_, size_);
 }
 
+void Executable::releaseMappedPages() const {
+  if (mapping_)
+    ::madvise(mapping_, size_, MADV_DONTNEED);
+}
+
 std::shared_ptr<const Executable> Executable::open(const std::string &path) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0)
@@ -51,9 +56,7 @@ std::shared_ptr<const Executable> Executable::open(const std::string &path) {
   exe->size_ = static_cast<size_t>(st.st_size);
   if (exe->size_ < 8)
     fail("{}: not a popef file", path);
-  // MAP_POPULATE: verification reads every byte (the trailer's checksum), so
-  // map the whole file now in one go rather than a page fault per page.
-  void *p = ::mmap(nullptr, exe->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, f.fd, 0);
+  void *p = ::mmap(nullptr, exe->size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (p == MAP_FAILED)
     fail("{}: cannot map file: {}", path, std::strerror(errno));
   exe->mapping_ = p;
