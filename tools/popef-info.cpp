@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <map>
 #include <set>
 
@@ -90,7 +92,9 @@ ordered_json programJson(const fb::Executable &exe, const fb::Program &p) {
   return j;
 }
 
-ordered_json describe(const popc::popef::Executable &file) {
+// The whole description; `withTensors` false leaves out the tensor list (the
+// slow part on a large model) unless the memory figures need the mappings.
+ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   const fb::Executable &exe = file.root();
   const fb::Target &t = *exe.target();
   uint32_t numTiles = t.num_ipus() * t.tiles_per_ipu();
@@ -138,8 +142,9 @@ ordered_json describe(const popc::popef::Executable &file) {
 
   // Tensors, and bytes mapped per tile (used when the file has no memory plan).
   std::map<uint32_t, uint64_t> mapped;
+  bool planned = len(exe.tile_bytes_used()) == numTiles;
   j["tensors"] = ordered_json::array();
-  for (uint32_t i = 0; i < len(exe.tensors()); ++i) {
+  for (uint32_t i = 0; (withTensors || !planned) && i < len(exe.tensors()); ++i) {
     const fb::Tensor *x = exe.tensors()->Get(i);
     std::set<uint32_t> tiles;
     for (uint32_t k = 0; k < len(x->mapping()); ++k) {
@@ -154,7 +159,6 @@ ordered_json describe(const popc::popef::Executable &file) {
 
   // Memory per tile.
   std::vector<std::pair<uint64_t, uint32_t>> perTile; // (bytes, tile)
-  bool planned = len(exe.tile_bytes_used()) == numTiles;
   if (planned) {
     for (uint32_t tile = 0; tile < numTiles; ++tile)
       if (exe.tile_bytes_used()->Get(tile))
@@ -248,7 +252,37 @@ ordered_json describe(const popc::popef::Executable &file) {
                             {"direction", fb::EnumNameStreamDirection(s->direction())}});
   }
 
+  // Counts for the default page: what is in the file without listing it.
+  std::set<uint32_t> atLoad;
+  if (exe.load())
+    for (uint32_t i = 0; i < len(exe.load()->children()); ++i)
+      atLoad.insert(exe.load()->children()->Get(i)->index());
+  uint64_t vertices = 0, records = 0, runBytes = 0, loadBytes = 0, constantBytes = 0;
+  for (uint32_t i = 0; i < len(exe.compute_sets()); ++i)
+    vertices += len(exe.compute_sets()->Get(i)->vertices());
+  for (uint32_t i = 0; i < len(exe.exchanges()); ++i)
+    for (uint32_t c = 0; c < len(exe.exchanges()->Get(i)->copies()); ++c) {
+      ++records;
+      (atLoad.count(i) ? loadBytes : runBytes) += popc::popef::copyTotalBytes(*exe.exchanges()->Get(i)->copies()->Get(c));
+    }
+  for (uint32_t i = 0; i < len(exe.constants()); ++i)
+    constantBytes += len(exe.constants()->Get(i)->data());
+  uint64_t contentHash = 0;
+  std::memcpy(&contentHash, file.bytes().data() + file.bytes().size() - 8, 8); // the trailer's XXH64
+  j["contents"] = {{"tensors", len(exe.tensors())},
+                   {"constant_bytes", constantBytes},
+                   {"vertex_types", len(exe.vertex_types())},
+                   {"compute_sets", len(exe.compute_sets())},
+                   {"vertices", vertices},
+                   {"exchange_steps", len(exe.exchanges())},
+                   {"copy_records", records},
+                   {"exchange_bytes_per_run", runBytes},
+                   {"exchange_bytes_at_load", loadBytes},
+                   {"content_hash", fmt::format("{:016x}", contentHash)}};
+
   j["programs"]["main"] = programJson(exe, *exe.main());
+  if (exe.load())
+    j["programs"]["load"] = programJson(exe, *exe.load());
   j["programs"]["functions"] = ordered_json::array();
   for (uint32_t i = 0; i < len(exe.functions()); ++i)
     j["programs"]["functions"].push_back(programJson(exe, *exe.functions()->Get(i)));
@@ -320,13 +354,6 @@ void printText(const ordered_json &j) {
     fmt::print("\n");
   }
 
-  fmt::print("\ntensors ({}):\n", j["tensors"].size());
-  fmt::print("  {:<40} {:<8} {:<20} {:<12} {:>9} {:>6}\n", "name", "dtype", "shape", "role", "intervals", "tiles");
-  for (const auto &x : j["tensors"])
-    fmt::print("  {:<40} {:<8} {:<20} {:<12} {:>9} {:>6}\n", x["name"].get<std::string>(),
-               x["dtype"].get<std::string>(), shapeStr(x["shape"]), x["role"].get<std::string>(),
-               x["intervals"].get<uint32_t>(), x["tiles"].get<size_t>());
-
   const auto &mem = j["memory"];
   fmt::print("\nmemory (from {}): {} of {} tiles used, total {}, max {} per tile ({:.1f}% of {}), mean {} per used tile\n",
              mem["source"].get<std::string>(), mem["used_tiles"].get<size_t>(), mem["tiles"].get<uint32_t>(),
@@ -353,6 +380,46 @@ void printText(const ordered_json &j) {
                    : "");
   }
 
+  const auto &c = j["contents"];
+  fmt::print("\ncontents: {} tensors ({} of constants), {} vertex types, {} compute sets with {} vertices, "
+             "{} exchange steps with {} copy records ({} per run, {} once at load)\n",
+             c["tensors"].get<uint64_t>(), human(c["constant_bytes"].get<uint64_t>()),
+             c["vertex_types"].get<uint64_t>(), c["compute_sets"].get<uint64_t>(), c["vertices"].get<uint64_t>(),
+             c["exchange_steps"].get<uint64_t>(), c["copy_records"].get<uint64_t>(),
+             human(c["exchange_bytes_per_run"].get<uint64_t>()), human(c["exchange_bytes_at_load"].get<uint64_t>()));
+  fmt::print("content hash (XXH64 of the file): {}\n", c["content_hash"].get<std::string>());
+
+  if (j.contains("tensors")) {
+    fmt::print("\ntensors ({}{}):\n", j["tensors"].size(),
+               j.contains("tensor_filter") ? fmt::format(" matching '{}'", j["tensor_filter"].get<std::string>()) : "");
+    size_t width = 40;
+    for (const auto &x : j["tensors"])
+      width = std::max(width, x["name"].get<std::string>().size());
+    fmt::print("  {:<{}} {:<8} {:<20} {:<12} {:>9} {:>6}\n", "name", width, "dtype", "shape", "role", "intervals",
+               "tiles");
+    for (const auto &x : j["tensors"])
+      fmt::print("  {:<{}} {:<8} {:<20} {:<12} {:>9} {:>6}\n", x["name"].get<std::string>(), width,
+                 x["dtype"].get<std::string>(), shapeStr(x["shape"]), x["role"].get<std::string>(),
+                 x["intervals"].get<uint32_t>(), x["tiles"].get<size_t>());
+  }
+  if (!j.contains("vertex_types")) {
+    const auto &main = j["programs"]["main"];
+    if (main.contains("children_by_kind")) {
+      std::string kinds;
+      for (const auto &[k, n] : main["children_by_kind"].items())
+        kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n.get<uint64_t>(), k);
+      fmt::print("\nprograms: main is a {} of {} programs ({}){}\n", main["kind"].get<std::string>(),
+                 main["children_count"].get<uint64_t>(), kinds,
+                 j["programs"].contains("load") ? "; a load program lays constants out once" : "");
+    } else {
+      fmt::print("\nprograms:\n  main:\n");
+      printProgram(main, 2);
+    }
+    fmt::print("\nlists: --tensors [FILTER] for the tensors, --all for every list (tensors, vertex types, compute "
+               "sets, exchange steps, the program tree); --io for the inputs and outputs alone\n");
+    return;
+  }
+
   fmt::print("\nvertex types ({}):\n", j["vertex_types"].size());
   for (const auto &vt : j["vertex_types"]) {
     std::string fields;
@@ -372,21 +439,102 @@ void printText(const ordered_json &j) {
                ex["inter_ipu_bytes"].get<uint64_t>() ? fmt::format(" ({} inter-IPU)", human(ex["inter_ipu_bytes"].get<uint64_t>())) : "");
   fmt::print("\nprograms:\n  main:\n");
   printProgram(j["programs"]["main"], 2);
+  if (j["programs"].contains("load")) {
+    fmt::print("  load (once, when the executable is loaded):\n");
+    printProgram(j["programs"]["load"], 2);
+  }
   for (size_t i = 0; i < j["programs"]["functions"].size(); ++i) {
     fmt::print("  function {}:\n", i);
     printProgram(j["programs"]["functions"][i], 2);
   }
 }
 
+size_t programNodes(const ordered_json &p) {
+  size_t n = 1;
+  if (p.contains("children"))
+    for (const auto &c : p["children"])
+      n += programNodes(c);
+  return n;
+}
+
+// What the user asked to see. The default is one page: the lists that grow
+// with the model (229 k tensors on ResNet-18) only on request.
+struct View {
+  bool all = false;
+  std::optional<std::string> tensorFilter; // --tensors [FILTER]
+};
+
+void scope(ordered_json &j, const View &view) {
+  if (view.all)
+    return;
+  if (view.tensorFilter) {
+    ordered_json kept = ordered_json::array();
+    for (auto &x : j["tensors"])
+      if (x["name"].get<std::string>().find(*view.tensorFilter) != std::string::npos)
+        kept.push_back(std::move(x));
+    j["tensors"] = std::move(kept);
+    if (!view.tensorFilter->empty())
+      j["tensor_filter"] = *view.tensorFilter;
+  } else {
+    j.erase("tensors");
+  }
+  j.erase("vertex_types");
+  j.erase("compute_sets");
+  j.erase("exchanges");
+  j["programs"].erase("functions");
+  // A small program tree stays (the graph API's); a model's flat list of
+  // thousands of steps becomes counts by kind.
+  for (const char *which : {"main", "load"}) {
+    if (!j["programs"].contains(which))
+      continue;
+    ordered_json &p = j["programs"][which];
+    if (programNodes(p) <= 60)
+      continue;
+    ordered_json byKind = ordered_json::object();
+    for (const auto &c : p["children"]) {
+      const std::string k = c["kind"].get<std::string>();
+      byKind[k] = (byKind.contains(k) ? byKind[k].get<uint64_t>() : 0) + 1;
+    }
+    const size_t count = p["children"].size();
+    p.erase("children");
+    p["children_count"] = count;
+    p["children_by_kind"] = byKind;
+  }
+}
+
+// --io: one line per model input and output, for scripts.
+void printIo(const ordered_json &j) {
+  for (const char *kind : {"inputs", "outputs"})
+    for (const auto &io : j["model"][kind])
+      fmt::print("{} {} {} {}\n", std::string(kind).substr(0, std::string(kind).size() - 1),
+                 io["name"].get<std::string>(), io["dtype"].get<std::string>(), shapeStr(io["shape"]));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"popef-info: inspect a popef executable.\n\nExample:\n  popef-info model.popef [--json]",
+  CLI::App app{"popef-info: inspect a popef executable.\n\n"
+               "By default one page: target, inputs and outputs, options, memory, what the file holds\n"
+               "(counts) and its content hash. The lists that grow with the model come on request.\n\n"
+               "Examples:\n"
+               "  popef-info model.popef                     the page\n"
+               "  popef-info model.popef --io                inputs and outputs, one per line (for scripts)\n"
+               "  popef-info model.popef --tensors conv1     tensors whose name contains 'conv1'\n"
+               "  popef-info model.popef --all --json        everything, as JSON",
                "popef-info"};
   std::string path;
-  bool json = false;
+  bool json = false, io = false;
+  View view;
   app.add_option("executable", path, "Executable to inspect (.popef)")->required();
-  app.add_flag("--json", json, "Print the description as JSON");
+  app.add_flag("--json", json, "Print the description as JSON (the same sections as the text)");
+  app.add_flag("--io", io, "Print only the inputs and outputs: 'input|output NAME DTYPE [SHAPE]' per line");
+  std::string filter;
+  auto *tensors = app.add_option("--tensors", filter,
+                                 "List the tensors, those whose name contains FILTER if one is given")
+                      ->expected(0, 1)
+                      ->type_name("[FILTER]");
+  app.add_flag("--all", view.all,
+               "Every list: tensors, vertex types, compute sets, exchange steps and the whole program tree");
   bool summary = false;
   popc::profile::SummaryOptions summaryOptions;
   app.add_flag("--summary", summary,
@@ -404,7 +552,14 @@ int main(int argc, char **argv) {
       fmt::print("{}", popc::profile::profileSummary(popc::profile::graphProfile(*exe), nullptr, summaryOptions));
       return 0;
     }
-    ordered_json j = describe(*exe);
+    ordered_json j = describe(*exe, view.all || tensors->count());
+    if (io) {
+      printIo(j);
+      return 0;
+    }
+    if (tensors->count())
+      view.tensorFilter = filter;
+    scope(j, view);
     if (json)
       fmt::print("{}\n", j.dump(2));
     else

@@ -84,8 +84,25 @@ popef_info_text_and_json)
   for w in ipu2 input output "compute sets" "exchange" ; do
     grep -qi "$w" info.txt || die "popef-info text lacks '$w'"
   done
+  [ "$(wc -l < info.txt)" -le 60 ] || die "the default page is $(wc -l < info.txt) lines"
   "$BIN/popef-info" c.popef --json > info.json || die "popef-info --json failed"
-  "$PY" -c "import json; d=json.load(open('info.json')); assert d" || die "invalid JSON"
+  "$PY" - <<'PY' || die "popef-info --json: the page's sections"
+import json
+d = json.load(open("info.json"))
+assert d["model"]["inputs"][0]["name"] == "input" and d["model"]["inputs"][0]["dtype"] == "float32", d["model"]
+assert d["contents"]["vertices"] > 0 and d["contents"]["copy_records"] > 0, d["contents"]
+assert "tensors" not in d and "exchanges" not in d, sorted(d)
+PY
+  # --io: one line per input and output, for scripts
+  "$BIN/popef-info" c.popef --io > io.txt || die "--io failed"
+  [ "$(cat io.txt)" = "$(printf 'input input float32 [2,3,16,16]\noutput output float32 [2,10]')" ] || die "--io: $(cat io.txt)"
+  # --tensors FILTER lists matching tensors only; --all lists everything
+  "$BIN/popef-info" c.popef --tensors Conv > t.txt || die "--tensors failed"
+  grep -q "matching 'Conv'" t.txt && grep -q "/Conv" t.txt || die "--tensors: $(cat t.txt)"
+  ! sed -n '/^tensors/,/^$/p' t.txt | tail -n +3 | grep -v Conv | grep -q . || die "--tensors listed a non-matching tensor"
+  "$BIN/popef-info" c.popef --all --json > all.json || die "--all failed"
+  "$PY" -c "import json; d=json.load(open('all.json')); assert d['tensors'] and d['exchanges'] and d['vertex_types']" \
+    || die "--all lacks the lists"
   ;;
 summary_without_outputs)
   compile "$SRC/samples/mlp/model.onnx" -o m.popef

@@ -17,7 +17,7 @@ profile_mlp() {
 case $CASE in
 graph_profile_written)
   profile_mlp
-  "$BIN/popef-info" mlp.popef --json >info.json || die "popef-info failed"
+  "$BIN/popef-info" mlp.popef --json --all >info.json || die "popef-info failed"
   "$PY" - <<'PY' || die "graph.json does not match the executable"
 import json
 g = json.load(open("prof/graph.json")); info = json.load(open("info.json"))
@@ -200,7 +200,7 @@ logging_env)
   ;;
 tensor_map)
   "$BIN/popc-onnx" "$MLP/model.onnx" -o mlp.popef --save-tensor-map map.json --no-cache || die "compile failed"
-  "$BIN/popef-info" mlp.popef --json >info.json || die "popef-info failed"
+  "$BIN/popef-info" mlp.popef --json --all >info.json || die "popef-info failed"
   "$PY" - <<'PY' || die "tensor map does not match the executable"
 import json
 m = json.load(open("map.json")); info = json.load(open("info.json"))
