@@ -160,9 +160,9 @@ REPORT = {
 }
 
 
-def poprun(poprun_bin, popef, inputs, outputs, iterations, threads):
+def poprun(poprun_bin, popef, inputs, outputs, iterations, threads, extra=()):
     cmd = [poprun_bin, popef, "--inputs", inputs, "--outputs", outputs,
-           "--iterations", str(iterations), "--threads", str(threads), "--report"]
+           "--iterations", str(iterations), "--threads", str(threads), "--report", *extra]
     out, wall = run(cmd)
     m = REPORT["run"].search(out)
     c = REPORT["cycles"].search(out)
@@ -285,42 +285,67 @@ def bench_torch(model, inputs, tmp, args):
 
 # ---------------------------------------------------------------- ONNX Runtime (node)
 
-def bench_ort(model, inputs, tmp, args):
-    if args.no_ort:
-        return {"na": "disabled (--no-ort)"}
-    node = shutil.which("node")
-    if node is None:
-        return {"na": "node not on PATH"}
+def ort_available():
+    """None if node and onnxruntime-node are there, else why not."""
+    if shutil.which("node") is None:
+        return "node not on PATH"
     if not os.path.isdir(os.path.join(BENCH_DIR, "node_modules", "onnxruntime-node")):
-        return {"na": "onnxruntime-node not installed (cd bench && npm install --ignore-scripts)"}
+        return "onnxruntime-node not installed (cd bench && npm install --ignore-scripts)"
+    return None
+
+
+def write_ort_spec(model, inputs, tmp, args, name="ort_spec.json"):
+    """Writes the inputs as raw buffers and the JSON spec ort_bench.js reads; returns its path.
+    args needs threads, warmup, repeats, iterations, target_seconds."""
     in_dir, out_dir = os.path.join(tmp, "ort_in"), os.path.join(tmp, "ort_out")
     os.makedirs(in_dir, exist_ok=True)
     os.makedirs(out_dir, exist_ok=True)
     descs = []
-    for i, (name, a) in enumerate(sorted(load_npz(inputs).items())):
+    for i, (name_, a) in enumerate(sorted(load_npz(inputs).items())):
         a = np.ascontiguousarray(a)
         path = os.path.join(in_dir, f"{i}.bin")
         a.astype(a.dtype.newbyteorder("<")).tofile(path)
-        descs.append({"name": name, "dtype": "bool" if a.dtype == np.bool_ else a.dtype.name,
+        descs.append({"name": name_, "dtype": "bool" if a.dtype == np.bool_ else a.dtype.name,
                       "shape": list(a.shape), "file": path})
-    spec = os.path.join(tmp, "ort_spec.json")
+    spec = os.path.join(tmp, name)
     with open(spec, "w") as f:
         json.dump({"model": os.path.abspath(model), "threads": args.threads, "warmup": args.warmup,
                    "repeats": args.repeats, "iterations": args.iterations,
                    "target_seconds": args.target_seconds, "inputs": descs, "outputs_dir": out_dir}, f)
+    return spec
+
+
+def parse_ort_result(stdout):
+    """ort_bench.js's JSON line, with the outputs read back as arrays; raises ValueError."""
     try:
-        out, _ = run([node, os.path.join(BENCH_DIR, "ort_bench.js"), spec])
-        res = json.loads(out.strip().splitlines()[-1])
-    except (RuntimeError, ValueError, IndexError) as e:
-        return {"na": f"ORT failed: {e}"}
+        res = json.loads(stdout.strip().splitlines()[-1])
+    except IndexError:
+        raise ValueError("no output from ort_bench.js")
     if not res["ok"]:
-        return {"na": res["error"]}
-    res["median_ms"] = median(res["ms_per_iteration"])
+        return res
     outs = {}
     for o in res["outputs"]:
         if o["dtype"] in ("float32", "float64", "int32", "int64", "int8", "uint8", "int16"):
             outs[o["name"]] = np.fromfile(o["file"], dtype=np.dtype(o["dtype"]).newbyteorder("<")).reshape(o["shape"])
     res["outputs"] = outs
+    return res
+
+
+def bench_ort(model, inputs, tmp, args):
+    if args.no_ort:
+        return {"na": "disabled (--no-ort)"}
+    missing = ort_available()
+    if missing:
+        return {"na": missing}
+    spec = write_ort_spec(model, inputs, tmp, args)
+    try:
+        out, _ = run([shutil.which("node"), os.path.join(BENCH_DIR, "ort_bench.js"), spec])
+        res = parse_ort_result(out)
+    except (RuntimeError, ValueError) as e:
+        return {"na": f"ORT failed: {e}"}
+    if not res["ok"]:
+        return {"na": res["error"]}
+    res["median_ms"] = median(res["ms_per_iteration"])
     return res
 
 

@@ -42,6 +42,14 @@ def first_error(text):
     return (text.strip().splitlines() or ["?"])[-1][:200]
 
 
+def compare_tolerances(expected_npz):
+    """npz-compare options: rtol 1e-3 and, as test/models/run_model.sh, an atol relative
+    to the reference's scale."""
+    with np.load(expected_npz) as z:
+        atol = max(1e-30, 1e-5 * max((float(np.abs(z[k]).max()) for k in z.files if z[k].size), default=0.0))
+    return ["--rtol", "1e-3", "--atol", f"{atol:.3g}"]
+
+
 def poprun_seconds(poprun, popef, inputs, iterations, threads):
     rc, out = run([poprun, popef, "--inputs", inputs, "--outputs",
                    os.path.join(os.path.dirname(popef), "bench_out.npz"), "--iterations", str(iterations),
@@ -65,11 +73,8 @@ def bench_popc(args, name, d):
                    "--threads", str(args.threads)])
     if rc:
         return {"error": "run: " + first_error(out)}
-    # As test/models/run_model.sh: atol relative to the reference's scale.
-    with np.load(os.path.join(d, "expected.npz")) as z:
-        atol = max(1e-30, 1e-5 * max(float(np.abs(z[k]).max()) for k in z.files))
     rc, out = run([compare, os.path.join(d, "outputs.npz"), os.path.join(d, "expected.npz"),
-                   "--rtol", "1e-3", "--atol", f"{atol:.3g}"])
+                   *compare_tolerances(os.path.join(d, "expected.npz"))])
     if rc:
         return {"error": "mismatch: " + first_error(out.replace("error", "err"))}
     # Calibrate N so one measurement runs ~0.3 s: --report prints seconds with 3 decimals.
