@@ -420,11 +420,13 @@ def steady_table(results):
         q = r["ratios"]
         rows.append([r["name"], fmt(get(r, "popc", "steady", "ms"), 3), fmt(get(r, "ort", "ms"), 3),
                      fmt(get(r, "torch", "ms"), 3), fmt_ratio(q["steady_popc_over_ort"]),
-                     fmt_ratio(q["steady_popc_over_torch"]), check_cell(r)])
+                     fmt_ratio(q["steady_popc_over_torch"]), check_cell(r), f"{r['load_average_before']:.1f}"])
     rows.append(["**geomean**", "", "", "", fmt_ratio(geomean(r["ratios"]["steady_popc_over_ort"] for r in results)),
-                 fmt_ratio(geomean(r["ratios"]["steady_popc_over_torch"] for r in results)), ""])
+                 fmt_ratio(geomean(r["ratios"]["steady_popc_over_torch"] for r in results)), "", ""])
+    # load: the 1-min load average when the model's measurements began (2 cores: above ~0.5,
+    # other work competes, and PyTorch's spinning OpenMP barriers suffer most).
     return bench.markdown(["model", "popc ms", "ORT ms", "PyTorch ms", "popc/ORT", "popc/PyTorch",
-                           "popc output"], rows)
+                           "popc output", "load"], rows)
 
 
 def start_table(results):
