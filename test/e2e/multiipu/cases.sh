@@ -9,7 +9,7 @@ compile() { "$BIN/popc-onnx" "$@" || die "popc-onnx $* failed"; }
 run() { "$BIN/poprun-lite" "$@" || die "poprun-lite $* failed"; }
 same() { "$BIN/npz-compare" "$1" "$2" --rtol 1e-4 --atol 1e-5 || die "$1 differs from $2"; }
 exact() { "$BIN/npz-compare" "$1" "$2" --rtol 0 --atol 0 || die "$1 is not bit-identical to $2"; }
-json() { "$BIN/popef-info" "$1" --json > info.json || die "popef-info $1 failed"; "$PY" -c "import json,sys; j=json.load(open('info.json')); $2" || die "popef-info $1: check failed: $2"; }
+json() { "$BIN/popef-info" "$1" --json --all > info.json || die "popef-info $1 failed"; "$PY" -c "import json,sys; j=json.load(open('info.json')); $2" || die "popef-info $1: check failed: $2"; }
 
 T="--tiles-per-ipu 16"
 
@@ -163,7 +163,7 @@ PY
   compile skip.onnx -o skip.popef $T --num-ipus 4 --pipeline --batches-per-step 5
   run skip.popef --inputs skip_in.npz --outputs skip.npz
   same skip.npz skip_expect.npz
-  "$BIN/popef-info" skip.popef > skip_info.txt
+  "$BIN/popef-info" skip.popef --tensors > skip_info.txt
   grep -q "x/stash1" skip_info.txt && grep -q "x/stash2" skip_info.txt && grep -q "a/ipucopy3" skip_info.txt || die "values are not forwarded stage by stage"
   # __ipu_number alone gives the stages.
   py model mlp m.onnx --ipus 2 && py inputs mlp in4.npz --lead 4 && py expect mlp in4.npz e4.npz --bps 4
