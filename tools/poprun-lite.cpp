@@ -110,21 +110,28 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
     if (cs.runs)
       sets.push_back(&cs);
   std::stable_sort(sets.begin(), sets.end(), [](auto *a, auto *b) { return a->cycles > b->cycles; });
-  if (!sets.empty())
-    fmt::print("  top compute sets by cycles:\n");
-  for (size_t i = 0; i < std::min<size_t>(sets.size(), 5); ++i)
-    fmt::print("    {:<40} {:>12} cycles {} ({} runs, {} tiles, {} vertices, {:.3f} ms wall)\n",
-               sets[i]->name, sets[i]->cycles, percent(sets[i]->cycles, total), sets[i]->runs,
-               sets[i]->tiles, sets[i]->vertices, 1e3 * sets[i]->seconds);
   std::vector<const runtime::ExchangeReport *> steps;
   for (const auto &ex : r.exchanges)
     if (ex.runs)
       steps.push_back(&ex);
   std::stable_sort(steps.begin(), steps.end(), [](auto *a, auto *b) { return a->cycles > b->cycles; });
+  // One name column for both tables, as wide as the longest name shown
+  // (ResNet's '/layer4/layer4.0/downsample/downsample.0/Conv/in' is 48).
+  size_t width = 40;
+  for (size_t i = 0; i < std::min<size_t>(sets.size(), 5); ++i)
+    width = std::max(width, sets[i]->name.size());
+  for (size_t i = 0; i < std::min<size_t>(steps.size(), 5); ++i)
+    width = std::max(width, steps[i]->name.size());
+  if (!sets.empty())
+    fmt::print("  top compute sets by cycles:\n");
+  for (size_t i = 0; i < std::min<size_t>(sets.size(), 5); ++i)
+    fmt::print("    {:<{}} {:>12} cycles {} ({} runs, {} tiles, {} vertices, {:.3f} ms wall)\n",
+               sets[i]->name, width, sets[i]->cycles, percent(sets[i]->cycles, total), sets[i]->runs,
+               sets[i]->tiles, sets[i]->vertices, 1e3 * sets[i]->seconds);
   if (!steps.empty())
     fmt::print("  top exchange steps by cycles:\n");
   for (size_t i = 0; i < std::min<size_t>(steps.size(), 5); ++i)
-    fmt::print("    {:<40} {:>12} cycles {} ({} runs, {} copies, {} bytes{}, {:.3f} ms wall)\n", steps[i]->name,
+    fmt::print("    {:<{}} {:>12} cycles {} ({} runs, {} copies, {} bytes{}, {:.3f} ms wall)\n", steps[i]->name, width,
                steps[i]->cycles, percent(steps[i]->cycles, total), steps[i]->runs, steps[i]->copies,
                steps[i]->bytes, steps[i]->interIpu ? ", inter-IPU" : "", 1e3 * steps[i]->seconds);
 }
