@@ -281,73 +281,71 @@ struct Engine::Impl {
 
   void planComputeSet(uint32_t c) {
     std::vector<uint64_t> costs;
-    {
-      const fb::ComputeSet *cs = root.compute_sets()->Get(c);
-      ComputeSetPlan &plan = computeSets[c];
-      ComputeSetReport &rep = report.computeSets[c];
-      rep.name = cs->name() ? cs->name()->str() : fmt::format("cs{}", c);
-      uint32_t nv = len(cs->vertices());
-      rep.vertices = nv;
-      uint64_t work = 0;
-      std::vector<uint32_t> order(nv);
-      std::iota(order.begin(), order.end(), 0u);
-      auto key = [&](uint32_t v) {
-        const fb::Vertex *x = cs->vertices()->Get(v);
-        return std::pair(x->tile(), x->type());
-      };
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-      plan.calls.reserve(nv);
-      for (uint32_t k = 0; k < nv; ++k) {
-        const fb::Vertex *v = cs->vertices()->Get(order[k]);
-        if (plan.tiles.empty() || cs->vertices()->Get(order[k - 1])->tile() != v->tile()) {
-          if (!plan.tiles.empty())
-            plan.tiles.back().end = k;
-          plan.tiles.push_back({memory->tile(v->tile()), k, nv});
-        }
-        // Vertices without fields may come with no field_offsets vector.
-        const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + v->fields_begin() : nullptr;
-        plan.calls.push_back({typeFns[v->type()], offsets});
+    const fb::ComputeSet *cs = root.compute_sets()->Get(c);
+    ComputeSetPlan &plan = computeSets[c];
+    ComputeSetReport &rep = report.computeSets[c];
+    rep.name = cs->name() ? cs->name()->str() : fmt::format("cs{}", c);
+    uint32_t nv = len(cs->vertices());
+    rep.vertices = nv;
+    uint64_t work = 0;
+    std::vector<uint32_t> order(nv);
+    std::iota(order.begin(), order.end(), 0u);
+    auto key = [&](uint32_t v) {
+      const fb::Vertex *x = cs->vertices()->Get(v);
+      return std::pair(x->tile(), x->type());
+    };
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    plan.calls.reserve(nv);
+    for (uint32_t k = 0; k < nv; ++k) {
+      const fb::Vertex *v = cs->vertices()->Get(order[k]);
+      if (plan.tiles.empty() || cs->vertices()->Get(order[k - 1])->tile() != v->tile()) {
+        if (!plan.tiles.empty())
+          plan.tiles.back().end = k;
+        plan.tiles.push_back({memory->tile(v->tile()), k, nv});
       }
-      std::vector<uint64_t> tileWork;
-      for (const TileWork &tw : plan.tiles) {
-        costs.clear();
-        for (uint32_t k = tw.begin; k < tw.end; ++k)
-          costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
-        const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
-        plan.cycles = std::max(plan.cycles, tileCycles);
-        const uint32_t ipu = cs->vertices()->Get(order[tw.begin])->tile() / target.tiles_per_ipu();
-        if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
-          plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
-        plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
-        tileWork.push_back(std::accumulate(costs.begin(), costs.end(), uint64_t(0)));
-        work += tileWork.back();
-      }
-      // Replicas run the same vertices on their own tiles, at the same time.
-      const size_t oneReplica = plan.tiles.size();
-      for (uint32_t r = 1; r < replicas; ++r)
-        for (size_t i = 0; i < oneReplica; ++i) {
-          const TileWork &tw = plan.tiles[i];
-          const uint32_t tile = cs->vertices()->Get(order[tw.begin])->tile();
-          plan.tiles.push_back({memory->tile(tileOf(tile, r)), tw.begin, tw.end});
-          tileWork.push_back(tileWork[i]);
-          work += tileWork[i];
-        }
-      // Contiguous runs of tiles, a few per thread (few atomics, neighbouring
-      // tiles together); one chunk when the step is too small to share.
-      uint64_t target = work < kParallelComputeCycles ? work + 1 : work / (4 * pool->size()) + 1;
-      plan.chunks.push_back(0);
-      uint64_t acc = 0;
-      for (uint32_t i = 0; i < tileWork.size(); ++i) {
-        acc += tileWork[i];
-        if (acc >= target && i + 1 < tileWork.size()) {
-          plan.chunks.push_back(i + 1);
-          acc = 0;
-        }
-      }
-      plan.chunks.push_back(static_cast<uint32_t>(plan.tiles.size()));
-      rep.tiles = static_cast<uint32_t>(plan.tiles.size() / replicas);
-      rep.cyclesPerRun = plan.cycles;
+      // Vertices without fields may come with no field_offsets vector.
+      const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + v->fields_begin() : nullptr;
+      plan.calls.push_back({typeFns[v->type()], offsets});
     }
+    std::vector<uint64_t> tileWork;
+    for (const TileWork &tw : plan.tiles) {
+      costs.clear();
+      for (uint32_t k = tw.begin; k < tw.end; ++k)
+        costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
+      const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
+      plan.cycles = std::max(plan.cycles, tileCycles);
+      const uint32_t ipu = cs->vertices()->Get(order[tw.begin])->tile() / target.tiles_per_ipu();
+      if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
+        plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
+      plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
+      tileWork.push_back(std::accumulate(costs.begin(), costs.end(), uint64_t(0)));
+      work += tileWork.back();
+    }
+    // Replicas run the same vertices on their own tiles, at the same time.
+    const size_t oneReplica = plan.tiles.size();
+    for (uint32_t r = 1; r < replicas; ++r)
+      for (size_t i = 0; i < oneReplica; ++i) {
+        const TileWork &tw = plan.tiles[i];
+        const uint32_t tile = cs->vertices()->Get(order[tw.begin])->tile();
+        plan.tiles.push_back({memory->tile(tileOf(tile, r)), tw.begin, tw.end});
+        tileWork.push_back(tileWork[i]);
+        work += tileWork[i];
+      }
+    // Contiguous runs of tiles, a few per thread (few atomics, neighbouring
+    // tiles together); one chunk when the step is too small to share.
+    uint64_t target = work < kParallelComputeCycles ? work + 1 : work / (4 * pool->size()) + 1;
+    plan.chunks.push_back(0);
+    uint64_t acc = 0;
+    for (uint32_t i = 0; i < tileWork.size(); ++i) {
+      acc += tileWork[i];
+      if (acc >= target && i + 1 < tileWork.size()) {
+        plan.chunks.push_back(i + 1);
+        acc = 0;
+      }
+    }
+    plan.chunks.push_back(static_cast<uint32_t>(plan.tiles.size()));
+    rep.tiles = static_cast<uint32_t>(plan.tiles.size() / replicas);
+    rep.cyclesPerRun = plan.cycles;
   }
 
   void planExchanges() {
@@ -358,91 +356,89 @@ struct Engine::Impl {
   }
 
   void planExchange(uint32_t e) {
-    {
-      const fb::ExchangeStep *step = root.exchanges()->Get(e);
-      ExchangePlan &plan = exchanges[e];
-      std::vector<const fb::Copy *> local;
-      for (uint32_t i = 0; i < len(step->copies()); ++i) {
-        const fb::Copy *c = step->copies()->Get(i);
-        if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
-          auto add = [&](auto &list, uint32_t ipu) {
-            auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
-            (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += popef::copyTotalBytes(*c) * replicas;
-          };
-          add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
-          add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
-          // The link moves single copies: a strided record is expanded (verified in range).
-          for (uint32_t r = 0; r < replicas; ++r)
-            for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
-              plan.remote.push_back({tileOf(c->src_tile(), r), uint32_t(c->src_offset() + k * c->src_stride()),
-                                     tileOf(c->dst_tile(), r), uint32_t(c->dst_offset() + k * c->dst_stride()),
-                                     c->bytes()});
-        } else if (c->bytes()) {
-          local.push_back(c);
-        }
+    const fb::ExchangeStep *step = root.exchanges()->Get(e);
+    ExchangePlan &plan = exchanges[e];
+    std::vector<const fb::Copy *> local;
+    for (uint32_t i = 0; i < len(step->copies()); ++i) {
+      const fb::Copy *c = step->copies()->Get(i);
+      if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
+        auto add = [&](auto &list, uint32_t ipu) {
+          auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
+          (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += popef::copyTotalBytes(*c) * replicas;
+        };
+        add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
+        add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
+        // The link moves single copies: a strided record is expanded (verified in range).
+        for (uint32_t r = 0; r < replicas; ++r)
+          for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
+            plan.remote.push_back({tileOf(c->src_tile(), r), uint32_t(c->src_offset() + k * c->src_stride()),
+                                   tileOf(c->dst_tile(), r), uint32_t(c->dst_offset() + k * c->dst_stride()),
+                                   c->bytes()});
+      } else if (c->bytes()) {
+        local.push_back(c);
       }
-      std::stable_sort(local.begin(), local.end(), [](const fb::Copy *a, const fb::Copy *b) {
-        return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
-      });
-      uint64_t total = 0;
-      // Merge copies that continue the previous one at both ends (the copy
-      // list may come uncoalesced); chunk boundaries below use destination tiles.
-      std::vector<const fb::Copy *> firstOfOp;
-      for (const fb::Copy *c : local) {
-        uint8_t *dst = memory->tile(c->dst_tile()) + c->dst_offset();
-        const uint8_t *src = memory->tile(c->src_tile()) + c->src_offset();
-        total += popef::copyTotalBytes(*c);
-        if (!plan.local.empty() && c->repeat() == 0) {
-          CopyOp &last = plan.local.back();
-          if (last.count == 1 && firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
-              last.src + last.bytes == src && uint64_t(last.bytes) + c->bytes() <= UINT32_MAX) {
-            last.bytes += c->bytes();
-            continue;
-          }
-        }
-        plan.local.push_back({dst, src, c->bytes(), c->repeat() + 1, c->src_stride(), c->dst_stride()});
-        firstOfOp.push_back(c);
-      }
-      local = std::move(firstOfOp);
-      // Replicas: the same copies on each replica's tiles (blocks stay sorted by destination).
-      std::vector<uint32_t> dstTiles;
-      for (const fb::Copy *c : local)
-        dstTiles.push_back(c->dst_tile());
-      const size_t oneReplica = plan.local.size();
-      for (uint32_t r = 1; r < replicas; ++r)
-        for (size_t i = 0; i < oneReplica; ++i) {
-          const fb::Copy *c = local[i];
-          CopyOp op = plan.local[i];
-          op.dst = memory->tile(tileOf(c->dst_tile(), r)) + c->dst_offset();
-          op.src = memory->tile(tileOf(c->src_tile(), r)) + c->src_offset();
-          plan.local.push_back(op);
-          dstTiles.push_back(tileOf(c->dst_tile(), r));
-        }
-      total *= replicas;
-      // Chunks of whole destination tiles, a few per thread, so one tile's
-      // memory is written by one thread.
-      uint64_t chunkBytes = total < kParallelCopyBytes
-                                ? total + 1
-                                : std::max<uint64_t>(16 << 10, total / (4 * pool->size()));
-      plan.chunks.push_back(0);
-      uint64_t acc = 0;
-      for (size_t i = 0; i < dstTiles.size(); ++i) {
-        if (acc >= chunkBytes && dstTiles[i] != dstTiles[i - 1]) {
-          plan.chunks.push_back(static_cast<uint32_t>(i));
-          acc = 0;
-        }
-        acc += uint64_t(plan.local[i].bytes) * plan.local[i].count;
-      }
-      plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
-      plan.cost = exchangeCost(target, *step);
-      ExchangeReport &rep = report.exchanges[e];
-      rep.name = step->name() ? step->name()->str() : fmt::format("exchange{}", e);
-      rep.copies = len(step->copies());
-      rep.bytes = plan.cost.bytes;
-      rep.interIpu = plan.cost.interIpu;
-      rep.syncCyclesPerRun = plan.cost.sync;
-      rep.transferCyclesPerRun = plan.cost.transfer;
     }
+    std::stable_sort(local.begin(), local.end(), [](const fb::Copy *a, const fb::Copy *b) {
+      return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
+    });
+    uint64_t total = 0;
+    // Merge copies that continue the previous one at both ends (the copy
+    // list may come uncoalesced); chunk boundaries below use destination tiles.
+    std::vector<const fb::Copy *> firstOfOp;
+    for (const fb::Copy *c : local) {
+      uint8_t *dst = memory->tile(c->dst_tile()) + c->dst_offset();
+      const uint8_t *src = memory->tile(c->src_tile()) + c->src_offset();
+      total += popef::copyTotalBytes(*c);
+      if (!plan.local.empty() && c->repeat() == 0) {
+        CopyOp &last = plan.local.back();
+        if (last.count == 1 && firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
+            last.src + last.bytes == src && uint64_t(last.bytes) + c->bytes() <= UINT32_MAX) {
+          last.bytes += c->bytes();
+          continue;
+        }
+      }
+      plan.local.push_back({dst, src, c->bytes(), c->repeat() + 1, c->src_stride(), c->dst_stride()});
+      firstOfOp.push_back(c);
+    }
+    local = std::move(firstOfOp);
+    // Replicas: the same copies on each replica's tiles (blocks stay sorted by destination).
+    std::vector<uint32_t> dstTiles;
+    for (const fb::Copy *c : local)
+      dstTiles.push_back(c->dst_tile());
+    const size_t oneReplica = plan.local.size();
+    for (uint32_t r = 1; r < replicas; ++r)
+      for (size_t i = 0; i < oneReplica; ++i) {
+        const fb::Copy *c = local[i];
+        CopyOp op = plan.local[i];
+        op.dst = memory->tile(tileOf(c->dst_tile(), r)) + c->dst_offset();
+        op.src = memory->tile(tileOf(c->src_tile(), r)) + c->src_offset();
+        plan.local.push_back(op);
+        dstTiles.push_back(tileOf(c->dst_tile(), r));
+      }
+    total *= replicas;
+    // Chunks of whole destination tiles, a few per thread, so one tile's
+    // memory is written by one thread.
+    uint64_t chunkBytes = total < kParallelCopyBytes
+                              ? total + 1
+                              : std::max<uint64_t>(16 << 10, total / (4 * pool->size()));
+    plan.chunks.push_back(0);
+    uint64_t acc = 0;
+    for (size_t i = 0; i < dstTiles.size(); ++i) {
+      if (acc >= chunkBytes && dstTiles[i] != dstTiles[i - 1]) {
+        plan.chunks.push_back(static_cast<uint32_t>(i));
+        acc = 0;
+      }
+      acc += uint64_t(plan.local[i].bytes) * plan.local[i].count;
+    }
+    plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
+    plan.cost = exchangeCost(target, *step);
+    ExchangeReport &rep = report.exchanges[e];
+    rep.name = step->name() ? step->name()->str() : fmt::format("exchange{}", e);
+    rep.copies = len(step->copies());
+    rep.bytes = plan.cost.bytes;
+    rep.interIpu = plan.cost.interIpu;
+    rep.syncCyclesPerRun = plan.cost.sync;
+    rep.transferCyclesPerRun = plan.cost.transfer;
   }
 
   void describeIo() {
