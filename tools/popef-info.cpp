@@ -258,13 +258,13 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
     for (uint32_t i = 0; i < len(exe.load()->children()); ++i)
       atLoad.insert(exe.load()->children()->Get(i)->index());
   uint64_t vertices = 0, records = 0, runBytes = 0, loadBytes = 0, constantBytes = 0;
-  for (uint32_t i = 0; i < len(exe.compute_sets()); ++i)
-    vertices += len(exe.compute_sets()->Get(i)->vertices());
-  for (uint32_t i = 0; i < len(exe.exchanges()); ++i)
-    for (uint32_t c = 0; c < len(exe.exchanges()->Get(i)->copies()); ++c) {
-      ++records;
-      (atLoad.count(i) ? loadBytes : runBytes) += popc::popef::copyTotalBytes(*exe.exchanges()->Get(i)->copies()->Get(c));
-    }
+  for (const auto &cs : j["compute_sets"])
+    vertices += cs["vertices"].get<uint64_t>();
+  // The per-step totals above already walked every copy record.
+  for (size_t i = 0; i < j["exchanges"].size(); ++i) {
+    records += j["exchanges"][i]["copies"].get<uint64_t>();
+    (atLoad.count(uint32_t(i)) ? loadBytes : runBytes) += j["exchanges"][i]["bytes"].get<uint64_t>();
+  }
   for (uint32_t i = 0; i < len(exe.constants()); ++i)
     constantBytes += len(exe.constants()->Get(i)->data());
   uint64_t contentHash = 0;
