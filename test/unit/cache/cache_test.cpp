@@ -92,7 +92,7 @@ struct FakeRemote : Store {
 
 } // namespace
 
-TEST_CASE("keys are XXH3-128 as 32 hex digits; fields are framed", "[cache]") {
+TEST_CASE("keys are XXH3-128 as 32 hex digits, fields are framed", "[cache]") {
   std::string k = keyOf("hello");
   CHECK(k.size() == 32);
   CHECK(isKey(k));
@@ -149,7 +149,7 @@ TEST_CASE("sizes parse with binary suffixes", "[cache]") {
   CHECK(formatSize(1536) == "1.5 KiB");
 }
 
-TEST_CASE("local store: miss, put, hit; counters", "[cache]") {
+TEST_CASE("local store: miss, put, hit and counters", "[cache]") {
   TempDir t;
   LocalStore s(t.path / "c");
   std::string k = keyOf("a");
@@ -218,7 +218,7 @@ TEST_CASE("a directory that is not a popc cache is refused and left untouched", 
   requireUntouched(dir, files);
 }
 
-TEST_CASE("a new or empty directory becomes a marked cache; maintenance needs the mark", "[cache]") {
+TEST_CASE("a new or empty directory becomes a marked cache, maintenance needs the mark", "[cache]") {
   TempDir t;
   CHECK_THROWS_WITH(LocalStore(t.path / "missing", kDefaultMaxSize, OpenMode::ExistingCacheOnly),
                     Catch::Contains("does not exist"));

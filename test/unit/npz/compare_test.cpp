@@ -27,7 +27,7 @@ TEST_CASE("compare: floats within rtol/atol, worst element reported", "[npz][com
   CHECK(r.message.find("rel err 0.25") != std::string::npos);
 }
 
-TEST_CASE("compare: NaN equals NaN unless disabled; infinities exact", "[npz][compare]") {
+TEST_CASE("compare: NaN equals NaN unless disabled, infinities exact", "[npz][compare]") {
   auto e = arr<float>(DType::F32, {3}, {NAN, INFINITY, 1});
   auto a = arr<float>(DType::F32, {3}, {NAN, INFINITY, 1});
   CHECK(cmp(a, e).ok);
@@ -45,7 +45,7 @@ TEST_CASE("compare: float16 decoded", "[npz][compare]") {
   CHECK(r.message.find("2 vs 1") != std::string::npos);
 }
 
-TEST_CASE("compare: integers and bool exact; dtype and shape must match", "[npz][compare]") {
+TEST_CASE("compare: integers and bool exact, dtype and shape must match", "[npz][compare]") {
   auto e = arr<int64_t>(DType::I64, {2}, {(int64_t(1) << 60) + 1, 5});
   CHECK(cmp(arr<int64_t>(DType::I64, {2}, {(int64_t(1) << 60) + 1, 5}), e, {1, 1, true}).ok);
   auto r = cmp(arr<int64_t>(DType::I64, {2}, {int64_t(1) << 60, 5}), e, {1, 1, true});
