@@ -299,7 +299,7 @@ TEST_CASE("corrupt, truncated and foreign entries are deleted and never served",
   CHECK(str(*s.get("exe", a)) == "AAAA");
 }
 
-TEST_CASE("verify reports and deletes bad entries; leaves good ones", "[cache]") {
+TEST_CASE("verify reports and deletes bad entries, leaves good ones", "[cache]") {
   TempDir t;
   LocalStore s(t.path);
   for (int i = 0; i < 5; ++i)
@@ -420,7 +420,7 @@ TEST_CASE("remote store: unreachable server is a miss with a warning, never an e
   CHECK_THROWS_WITH(RemoteStore("ftp://host/x"), Catch::Contains("http://"));
 }
 
-TEST_CASE("a settled entry is stamped after a full check; a later change to it is still caught", "[cache]") {
+TEST_CASE("a settled entry is stamped after a full check, a later change to it is still caught", "[cache]") {
   TempDir t;
   LocalStore s(t.path);
   std::string k = keyOf("stamp");
@@ -463,7 +463,7 @@ TEST_CASE("getToFile hard-links a hit (read-only, same inode) or copies it", "[c
   CHECK_FALSE(fs::equivalent(out, p));
 }
 
-TEST_CASE("getToFile streams a verified payload to a file; a bad entry writes nothing", "[cache]") {
+TEST_CASE("getToFile streams a verified payload to a file, a bad entry writes nothing", "[cache]") {
   TempDir t;
   LocalStore s(t.path / "c");
   std::vector<uint8_t> big(5 << 20);

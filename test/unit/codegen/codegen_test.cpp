@@ -62,7 +62,7 @@ TEST_CASE("finish() is deterministic", "[codegen]") {
   CHECK(cg.finish() == a);
 }
 
-TEST_CASE("getOrCreate dedups by key; symbols and names are deterministic and unique", "[codegen]") {
+TEST_CASE("getOrCreate dedups by key, symbols and names are deterministic and unique", "[codegen]") {
   VertexCodegen cg;
   auto specs = sampleSpecs();
   for (size_t i = 0; i < specs.size(); ++i)

@@ -145,7 +145,7 @@ TEST_CASE("Cast between floats: float64 → float16 rounds once", "[codegen][ele
   CHECK(std::isnan(float(run<half>(castSpec(DType::F32, DType::F16, 1), nan)[0])));
 }
 
-TEST_CASE("bfloat16: Cast rounds float32 to nearest even, widens exactly; arithmetic in float32",
+TEST_CASE("bfloat16: Cast rounds float32 to nearest even, widens exactly, arithmetic in float32",
           "[codegen][elementwise]") {
   // 1 + 2^-8 is a tie between bfloat16 1.0 (even) and 1 + 2^-7; 1 + 3*2^-8 ties up to even 1 + 2^-6.
   std::vector<float> f = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8), 0.81910545f,
@@ -254,7 +254,7 @@ TEST_CASE("Mod follows the divisor's sign, or the dividend's with fmod", "[codeg
   CHECK(float(mh[1]) == 1.25f);
 }
 
-TEST_CASE("integer Pow is exact and wraps; mixed-type Pow", "[codegen][elementwise]") {
+TEST_CASE("integer Pow is exact and wraps, mixed-type Pow", "[codegen][elementwise]") {
   std::vector<int32_t> x = {3, 2, 2, -2, 1, -1, -1, 2, 0, 5, 7};
   std::vector<int32_t> e = {4, 31, 32, 3, -5, -3, -4, -1, 0, 0, 11};
   auto p = run<int32_t>(spec("Pow", DType::I32, x.size(), 2), x, e);
@@ -279,7 +279,7 @@ TEST_CASE("integer Pow is exact and wraps; mixed-type Pow", "[codegen][elementwi
         std::vector<int32_t>{2, 0, 9});
 }
 
-TEST_CASE("comparisons give bool bytes; NaN compares false", "[codegen][elementwise]") {
+TEST_CASE("comparisons give bool bytes, NaN compares false", "[codegen][elementwise]") {
   std::vector<float> a = {1, 2, std::nanf(""), 3, -0.0f};
   std::vector<float> b = {2, 2, 1, std::nanf(""), 0.0f};
   using V = std::vector<uint8_t>;

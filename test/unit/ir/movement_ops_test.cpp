@@ -85,7 +85,7 @@ TEST_CASE("DepthToSpace / SpaceToDepth / Resize shapes", "[ir][movement]") {
                     Contains("mode 'area' must be nearest, linear or cubic"));
 }
 
-TEST_CASE("Shape, Size, Range, ConstantOfShape shapes; Range needs known bounds", "[ir][movement]") {
+TEST_CASE("Shape, Size, Range, ConstantOfShape shapes, Range needs known bounds", "[ir][movement]") {
   Graph g;
   addInput(g, "x", {2, 3, 4, 5});
   Op sh = withAttr(makeOp("Shape", "sh", {"x"}, {"s"}), "start", int64_t(1));

@@ -88,7 +88,7 @@ std::vector<float> iota(size_t n, float start = 0, float step = 1) {
 
 } // namespace
 
-TEST_CASE("opset 6 Add/Mul broadcast B at `axis`; PRelu-6 slope is per channel", "[lib][elementwise]") {
+TEST_CASE("opset 6 Add/Mul broadcast B at `axis`, PRelu-6 slope is per channel", "[lib][elementwise]") {
   Model m(6);
   m.input("a", DType::F32, {2, 3, 4}, iota(24));
   m.input("c", DType::F32, {3}, std::vector<float>{100, 200, 300});
@@ -145,7 +145,7 @@ TEST_CASE("Where, comparisons and Cast chain across dtypes and tiles", "[lib][el
   }
 }
 
-TEST_CASE("three-way Where broadcast; variadic Mean/Max with broadcast; Clip with run-time bounds",
+TEST_CASE("three-way Where broadcast, variadic Mean/Max with broadcast, Clip with run-time bounds",
           "[lib][elementwise]") {
   Model m;
   m.input("c", DType::Bool, {2, 1}, std::vector<uint8_t>{1, 0});

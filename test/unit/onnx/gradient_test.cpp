@@ -141,7 +141,7 @@ TEST_CASE("Gradient through batched and 1-D MatMul with Relu", "[onnx][gradient]
   checkClose(out.at("dv"), {3}, dv);
 }
 
-TEST_CASE("Gradient through Log, Neg, Tanh and Identity; an unrelated x gets zeros", "[onnx][gradient]") {
+TEST_CASE("Gradient through Log, Neg, Tanh and Identity, an unrelated x gets zeros", "[onnx][gradient]") {
   // y = Identity(Neg(Log(x))) + Tanh(x); z does not reach y.
   TempDir dir;
   auto m = trainingModel(13);

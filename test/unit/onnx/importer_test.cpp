@@ -135,7 +135,7 @@ TEST_CASE("node names, Constant folding, IPU annotations, tensor attributes", "[
   CHECK(g.tensor("w").info.shape == Shape{3, 4});
 }
 
-TEST_CASE("legacy opsets are upgraded by the ONNX version converter; unsupported dtypes are rejected clearly", "[onnx]") {
+TEST_CASE("legacy opsets are upgraded by the ONNX version converter, unsupported dtypes are rejected clearly", "[onnx]") {
   TempDir dir;
   auto m = makeModel(6);
   addInput(m, "a", {int64_t(2)});

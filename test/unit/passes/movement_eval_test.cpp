@@ -168,7 +168,7 @@ TEST_CASE("Shape ops: Shape start/end, Size, ConstantOfShape, Range, EyeLike", "
   CHECK(as<float>(eval(g, 4)) == std::vector<float>{0, 1, 0, 0, 0, 1});
 }
 
-TEST_CASE("Comparisons and Where on int shape tensors; float16 codec", "[passes][movement]") {
+TEST_CASE("Comparisons and Where on int shape tensors, float16 codec", "[passes][movement]") {
   ir::Graph g;
   addI64(g, "a", {3}, {1, -1, 3});
   addI64(g, "b", {}, {-1});

@@ -53,7 +53,7 @@ TEST_CASE("shapes", "[support]") {
   CHECK(shapeToString({}) == "[]");
 }
 
-TEST_CASE("fail formats one message; POPC_ASSERT is an internal error", "[support]") {
+TEST_CASE("fail formats one message, POPC_ASSERT is an internal error", "[support]") {
   CHECK_THROWS_WITH(fail("{}: field {} is {}", "m.onnx", "x", 3), "m.onnx: field x is 3");
   CHECK_THROWS_AS([] { POPC_ASSERT(1 + 1 == 3); }(), InternalError);
 }

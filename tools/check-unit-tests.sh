@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# check-unit-tests.sh BUILD_DIR BINARY...: every Catch2 test case of the unit binaries is
+# registered with ctest as one entry of label "unit" named after it. A ';' in a case name
+# makes ctest split it into entries that run nothing (and pass, were it not for
+# `-w NoTests`), so such names fail here, as does a case that no entry runs.
+set -euo pipefail
+build=$1; shift
+cases=0
+bad=0
+for bin in "$@"; do
+  # Catch2 v2 exits with the number of cases listed, so its status says nothing here.
+  names=$("$bin" --list-test-names-only || true)
+  names=$(printf "%s\n" "$names" | sed '/^$/d')
+  n=$(printf '%s\n' "$names" | grep -c . || true)
+  cases=$((cases + n))
+  if printf '%s\n' "$names" | grep -n ';' >/dev/null; then
+    printf '%s\n' "$names" | grep ';' | sed "s|^|error: $(basename "$bin"): test name has ';' (ctest splits it): |" >&2
+    bad=1
+  fi
+done
+all_cases=$(for bin in "$@"; do "$bin" --list-test-names-only || true; done | sed '/^$/d' | sort)
+registered=$(cd "$build" && ctest -N -L '^unit$' | sed -n 's/^ *Test *#[0-9]*: //p' | sort)
+missing=$(comm -23 <(printf '%s\n' "$all_cases") <(printf '%s\n' "$registered"))
+if [ -n "$missing" ]; then
+  printf '%s\n' "$missing" | sed 's/^/error: test case is not a ctest entry of label unit: /' >&2
+  bad=1
+fi
+[ "$bad" = 0 ] && echo "ok: $cases test cases in $# binaries, each one ctest entry"
+exit "$bad"
