@@ -197,7 +197,22 @@ bool Lowering::reserveLoadLayout(uint32_t tile, uint64_t bytes) {
   if (used + bytes > budget)
     return false;
   used += bytes;
+  loadLayoutTotal_ += bytes;
   return true;
+}
+
+bool Lowering::likelyLaidOutAtLoad(const Value &v, uint64_t tileBytes, uint64_t totalBytes) const {
+  const graph::DeviceTensor &t = graph.tensor(v.tensor);
+  if (!layoutConstantsAtLoad || t.role != graph::TensorRole::Constant || t.filledAtLoad || t.persistent)
+    return false;
+  if (constantBytes_ == 0)
+    for (const graph::DeviceTensor &c : graph.tensors())
+      if (c.role == graph::TensorRole::Constant && !c.filledAtLoad)
+        constantBytes_ += c.bytes;
+  const uint64_t budget = uint64_t(double(graph.target().bytesPerTile) * kLoadLayoutShare);
+  const uint64_t tiles = std::max<uint64_t>(1, graph.target().numTiles());
+  const double share = double(budget) * double(tiles) * double(t.bytes) / double(std::max<uint64_t>(1, constantBytes_));
+  return loadLayoutTotal_ / tiles + tileBytes <= budget && double(totalBytes) <= share;
 }
 
 void Lowering::setCurrentIpu(int64_t ipu) {

@@ -97,6 +97,13 @@ public:
   static constexpr double kLoadLayoutShare = 0.3;
   // Bytes of laid-out constants on `tile` so far; `reserve` adds to it if they fit.
   bool reserveLoadLayout(uint32_t tile, uint64_t bytes);
+  // Whether a plan that gathers `tileBytes` of constant `v` onto a tile, `totalBytes`
+  // over all its tiles, will likely have them laid out at load (no per-run
+  // exchange). The tiles' average budget must have room, and the plan may use no
+  // more of the whole budget than v's share of all the constants: so early layers
+  // cannot replicate their weights so widely that later layers' weights travel.
+  // Planners use it to leave such gathers out of a plan's per-run cost.
+  bool likelyLaidOutAtLoad(const Value &v, uint64_t tileBytes, uint64_t totalBytes) const;
   // Laid-out constants already made, by (source, tile, runs): ops reading the
   // same weights in the same layout (an unrolled RNN) share one copy.
   std::map<std::tuple<graph::TensorId, uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>, graph::FieldRef>
@@ -104,6 +111,8 @@ public:
 
 private:
   std::map<uint32_t, uint64_t> loadLayoutBytes_;
+  uint64_t loadLayoutTotal_ = 0;
+  mutable uint64_t constantBytes_ = 0; // all constants' bytes, counted at the first plan
   std::map<std::string, Value> values_;
   uint32_t firstTile_ = 0, numTiles_ = 0;
   int64_t ipu_ = 0;

@@ -1,8 +1,12 @@
 // MatMul and Gemm (poplin-like). The planner splits the output [batch, M, N]
-// into one block per tile, choosing the split that minimises the estimated
-// compute cycles of the busiest tile plus the cycles to exchange its operands.
+// into blocks and, for long products, K into slices: each (block, slice) tile
+// computes a partial product and the block's first tile sums them (partials.h).
+// It picks the split that minimises the estimated compute cycles of the
+// busiest tile plus the cycles to exchange its operands. Splitting K keeps a
+// wide layer from copying all of A's rows to every column block of B.
 // Each tile's block is computed by up to one vertex per worker.
 #include "compiler/lib/ops.h"
+#include "compiler/lib/partials.h"
 #include "compiler/lib/planner.h"
 
 #include "compiler/ir/op_attrs.h"
@@ -29,7 +33,7 @@ struct Problem {
 };
 
 struct Plan {
-  uint64_t bb = 1, mb = 1, nb = 1; // block sizes
+  uint64_t bb = 1, mb = 1, nb = 1, kb = 0; // block sizes (kb: K per slice)
   uint64_t cost = UINT64_MAX;
 };
 
@@ -46,26 +50,41 @@ Plan choosePlan(const Problem &p, const Lowering &L) {
   for (uint64_t bb : blockSizeCandidates(p.batch, tiles))
     for (uint64_t mb : blockSizeCandidates(p.m, tiles / ceilDiv(p.batch, bb)))
       for (uint64_t nb : blockSizeCandidates(p.n, tiles / (ceilDiv(p.batch, bb) * ceilDiv(p.m, mb)))) {
-        const uint64_t used = ceilDiv(p.batch, bb) * ceilDiv(p.m, mb) * ceilDiv(p.n, nb);
-        if (used > tiles || (used > 1 && bb * mb * nb * p.k < kMinMacsPerTile))
+        const uint64_t blocks = ceilDiv(p.batch, bb) * ceilDiv(p.m, mb) * ceilDiv(p.n, nb);
+        if (blocks > tiles)
           continue;
-        const uint64_t rowsPerWorker = bb > 1 ? ceilDiv(bb, workers) * mb : ceilDiv(mb, workers);
-        const uint64_t compute = tileCycles(t, dotCycles(rowsPerWorker * nb, p.k));
-        const uint64_t bBytes = (p.broadcastB ? 1 : bb) * p.k * nb * es;
-        const uint64_t inBytes = bb * mb * p.k * es + bBytes + (p.c ? mb * nb * es : 0);
-        const uint64_t memory = inBytes + bb * mb * nb * es;
-        const uint64_t cost = compute + exchangeCycles(t, inBytes);
-        // A constant B is laid out once at load, but its replicas use up the
-        // tiles' budget for laid-out constants; any other B travels every run.
-        const uint64_t allB = (p.broadcastB ? 1 : p.batch) * p.k * p.n * es;
-        const uint64_t bTravel = constB ? (used * bBytes > allB ? used * bBytes - allB : 0) : used * bBytes;
-        const uint64_t bytesMoved = used * (bb * mb * p.k * es + (p.c && !constC ? mb * nb * es : 0)) + bTravel;
-        if (memory < bestMemory) {
-          bestMemory = memory;
-          smallest = {bb, mb, nb, cost};
+        for (uint64_t kb : blockSizeCandidates(p.k, tiles / blocks)) {
+          const uint64_t slices = ceilDiv(p.k, kb), used = blocks * slices;
+          if (used > tiles || (used > 1 && bb * mb * nb * kb < kMinMacsPerTile))
+            continue;
+          const uint64_t rowsPerWorker = bb > 1 ? ceilDiv(bb, workers) * mb : ceilDiv(mb, workers);
+          const uint64_t compute = tileCycles(t, dotCycles(rowsPerWorker * nb, kb));
+          const uint64_t aBytes = bb * mb * kb * es, bBytes = (p.broadcastB ? 1 : bb) * kb * nb * es;
+          const uint64_t cBytes = p.c ? mb * nb * es : 0, outputs = bb * mb * nb;
+          uint64_t memory = aBytes + bBytes + cBytes + outputs * es;
+          // A constant B (or C) laid out at load is not exchanged in a run.
+          const bool bAtLoad = constB && L.likelyLaidOutAtLoad(p.b, bBytes, used * bBytes);
+          const bool cAtLoad = constC && L.likelyLaidOutAtLoad(*p.c, cBytes, blocks * cBytes);
+          uint64_t cost = compute + exchangeCycles(t, aBytes + (bAtLoad ? 0 : bBytes) + (cAtLoad ? 0 : cBytes));
+          // A constant B is laid out once at load, but its replicas use up the
+          // tiles' budget for laid-out constants; any other B travels every run.
+          const uint64_t allB = (p.broadcastB ? 1 : p.batch) * p.k * p.n * es;
+          const uint64_t bTravel = constB ? (used * bBytes > allB ? used * bBytes - allB : 0) : used * bBytes;
+          uint64_t bytesMoved = used * aBytes + blocks * (p.c && !constC ? cBytes : 0) + bTravel;
+          if (slices > 1) { // the reduce: partials move to the block's first tile and are summed
+            const uint64_t partialBytes = (slices - 1) * outputs * es;
+            cost += partialReduceCycles(t, outputs, slices, es);
+            memory += partialBytes;
+            bytesMoved += blocks * partialBytes;
+          }
+          const Plan plan{bb, mb, nb, kb, cost};
+          if (memory < bestMemory) {
+            bestMemory = memory;
+            smallest = plan;
+          }
+          if (memory <= t.bytesPerTile / 2)
+            chooser.add(plan, cost, bytesMoved);
         }
-        if (memory <= t.bytesPerTile / 2)
-          chooser.add({bb, mb, nb, cost}, cost, bytesMoved);
       }
   return chooser.empty() ? smallest : chooser.best();
 }
@@ -76,102 +95,131 @@ uint64_t aOffset(const Problem &p, uint64_t b, uint64_t row, uint64_t col) {
   return p.transA ? base + col * p.m + row : base + row * p.k + col;
 }
 
+// Vertices of one output block [b0,b1) x [m0,m1) x [n0,n1) for K slice [k0,k1)
+// on `tile`, writing `dst` (the output, or the slice's partials). Only the first
+// slice adds beta * C, so the slices sum to the whole product.
+void addMatMulVertices(const Problem &p, uint64_t b0, uint64_t b1, uint64_t m0, uint64_t m1, uint64_t n0,
+                       uint64_t n1, uint64_t k0, uint64_t k1, uint32_t tile, graph::TensorId dst,
+                       OpBuilder &builder, Lowering &L) {
+  const uint64_t es = p.out.elemSize();
+  const uint64_t nb = n1 - n0, bb = b1 - b0, mb = m1 - m0, kb = k1 - k0;
+  const bool withC = p.c.has_value() && k0 == 0;
+  // B block: shared by every vertex on the tile.
+  RunList bRuns;
+  for (uint64_t b = b0; b < (p.broadcastB ? b0 + 1 : b1); ++b) {
+    const uint64_t base = p.bMatrix[b] * p.k * p.n;
+    if (p.transB)
+      for (uint64_t n = n0; n < n1; ++n)
+        bRuns.add((base + n * p.k + k0) * es, kb * es);
+    else
+      for (uint64_t kk = k0; kk < k1; ++kk)
+        bRuns.add((base + kk * p.n + n0) * es, nb * es);
+  }
+  const graph::FieldRef bField = builder.gather(p.b.tensor, bRuns, tile, "B");
+
+  // Vertices: split over batches when the block has several, else over rows.
+  const bool splitBatch = bb > 1;
+  const auto bounds = splitEvenly(splitBatch ? bb : mb, L.workers());
+  for (size_t v = 0; v + 1 < bounds.size(); ++v) {
+    const uint64_t vb0 = splitBatch ? b0 + bounds[v] : b0;
+    const uint64_t vb1 = splitBatch ? b0 + bounds[v + 1] : b1;
+    const uint64_t vm0 = splitBatch ? m0 : m0 + bounds[v];
+    const uint64_t vm1 = splitBatch ? m1 : m0 + bounds[v + 1];
+    const uint64_t rows = vm1 - vm0, vbatch = vb1 - vb0;
+
+    RunList aRuns;
+    for (uint64_t b = vb0; b < vb1; ++b) {
+      if (p.transA)
+        for (uint64_t kk = k0; kk < k1; ++kk)
+          aRuns.add(aOffset(p, b, vm0, kk) * es, rows * es);
+      else
+        for (uint64_t m = vm0; m < vm1; ++m)
+          aRuns.add(aOffset(p, b, m, k0) * es, kb * es);
+    }
+    std::vector<graph::FieldRef> fields{builder.gather(p.a.tensor, aRuns, tile, "A")};
+
+    graph::FieldRef bf = bField;
+    if (!p.broadcastB) {
+      bf.blockOffset += (vb0 - b0) * kb * nb * es;
+      bf.bytes = vbatch * kb * nb * es;
+    }
+    fields.push_back(bf);
+    if (withC) {
+      RunList cRuns;
+      for (uint64_t m = vm0; m < vm1; ++m)
+        addBroadcastRuns(cRuns, {int64_t(p.m), int64_t(p.n)}, p.c->info.shape, m * p.n + n0, m * p.n + n1, es);
+      fields.push_back(builder.gather(p.c->tensor, cRuns, tile, "C"));
+    }
+    // Output rows of this vertex inside the tile block [bb][mb][nb].
+    const uint64_t outOffset = ((vb0 - b0) * mb + (vm0 - m0)) * nb * es;
+    fields.push_back({dst, tile, outOffset, vbatch * rows * nb * es});
+
+    codegen::MatMulSpec spec;
+    spec.dtype = p.out.info.dtype;
+    spec.batch = uint32_t(vbatch);
+    spec.m = uint32_t(rows);
+    spec.n = uint32_t(nb);
+    spec.k = uint32_t(kb);
+    spec.transA = p.transA;
+    spec.transB = p.transB;
+    spec.broadcastB = p.broadcastB || vbatch == 1;
+    spec.hasC = withC;
+    spec.alpha = p.alpha;
+    spec.beta = p.beta;
+    builder.addVertex(spec, tile, std::move(fields));
+  }
+}
+
 void lowerProblem(const Problem &p, Lowering &L) {
   auto &g = L.graph;
-  const Plan plan = choosePlan(p, L);
+  Plan plan = choosePlan(p, L);
+  if (plan.kb == 0)
+    plan.kb = p.k;
   const uint64_t es = p.out.elemSize();
-  log::get("lib")->debug("{}: matmul b={} m={} n={} k={} plan blocks {}x{}x{} cost {}", p.name, p.batch,
-                         p.m, p.n, p.k, plan.bb, plan.mb, plan.nb, plan.cost);
+  const uint64_t slices = std::max<uint64_t>(1, ceilDiv(p.k, plan.kb));
+  log::get("lib")->debug("{}: matmul b={} m={} n={} k={} plan blocks {}x{}x{} k slices {}x{} cost {}", p.name,
+                         p.batch, p.m, p.n, p.k, plan.bb, plan.mb, plan.nb, slices, plan.kb, plan.cost);
 
   struct Block {
     uint64_t b0, b1, m0, m1, n0, n1;
-    uint32_t tile;
+    uint32_t tile; // slice j of K is on tile + j
   };
   std::vector<Block> blocks;
+  std::vector<PartialBlock> partialBlocks;
   std::vector<graph::Interval> mapping;
-  uint32_t tile = L.allocTiles(ceilDiv(p.batch, plan.bb) * ceilDiv(p.m, plan.mb) * ceilDiv(p.n, plan.nb));
+  uint32_t tile =
+      L.allocTiles(ceilDiv(p.batch, plan.bb) * ceilDiv(p.m, plan.mb) * ceilDiv(p.n, plan.nb) * slices);
   for (uint64_t b0 = 0; b0 < p.batch; b0 += plan.bb)
     for (uint64_t m0 = 0; m0 < p.m; m0 += plan.mb)
       for (uint64_t n0 = 0; n0 < p.n; n0 += plan.nb) {
         Block blk{b0, std::min(p.batch, b0 + plan.bb), m0, std::min(p.m, m0 + plan.mb),
-                  n0, std::min(p.n, n0 + plan.nb), tile++};
+                  n0, std::min(p.n, n0 + plan.nb), tile};
+        tile += uint32_t(slices);
+        PartialBlock pb{blk.tile, {}};
         for (uint64_t b = blk.b0; b < blk.b1; ++b)
           for (uint64_t m = blk.m0; m < blk.m1; ++m) {
             const uint64_t e = (b * p.m + m) * p.n;
-            mapping.push_back({(e + blk.n0) * es, (e + blk.n1) * es, blk.tile});
+            pb.out.push_back({(e + blk.n0) * es, (e + blk.n1) * es, blk.tile});
           }
+        mapping.insert(mapping.end(), pb.out.begin(), pb.out.end());
+        partialBlocks.push_back(std::move(pb));
         blocks.push_back(blk);
       }
   g.setMapping(p.out.tensor, mapping);
+  std::optional<Value> partials;
+  if (slices > 1)
+    partials = newPartials(L, p.name + "/partials", p.out.info, int64_t(slices), partialBlocks);
 
-  OpBuilder builder(L, p.name);
-  for (const Block &blk : blocks) {
-    const uint64_t nb = blk.n1 - blk.n0;
-    const uint64_t bb = blk.b1 - blk.b0, mb = blk.m1 - blk.m0;
-    // B block: shared by every vertex on the tile.
-    RunList bRuns;
-    for (uint64_t b = blk.b0; b < (p.broadcastB ? blk.b0 + 1 : blk.b1); ++b) {
-      const uint64_t base = p.bMatrix[b] * p.k * p.n;
-      if (p.transB)
-        bRuns.add((base + blk.n0 * p.k) * es, nb * p.k * es);
-      else
-        for (uint64_t kk = 0; kk < p.k; ++kk)
-          bRuns.add((base + kk * p.n + blk.n0) * es, nb * es);
-    }
-    const graph::FieldRef bField = builder.gather(p.b.tensor, bRuns, blk.tile, "B");
-
-    // Vertices: split over batches when the block has several, else over rows.
-    const bool splitBatch = bb > 1;
-    const auto bounds = splitEvenly(splitBatch ? bb : mb, L.workers());
-    for (size_t v = 0; v + 1 < bounds.size(); ++v) {
-      const uint64_t vb0 = splitBatch ? blk.b0 + bounds[v] : blk.b0;
-      const uint64_t vb1 = splitBatch ? blk.b0 + bounds[v + 1] : blk.b1;
-      const uint64_t vm0 = splitBatch ? blk.m0 : blk.m0 + bounds[v];
-      const uint64_t vm1 = splitBatch ? blk.m1 : blk.m0 + bounds[v + 1];
-      const uint64_t rows = vm1 - vm0, vbatch = vb1 - vb0;
-
-      RunList aRuns;
-      for (uint64_t b = vb0; b < vb1; ++b) {
-        if (p.transA)
-          for (uint64_t kk = 0; kk < p.k; ++kk)
-            aRuns.add(aOffset(p, b, vm0, kk) * es, rows * es);
-        else
-          aRuns.add(aOffset(p, b, vm0, 0) * es, rows * p.k * es);
-      }
-      std::vector<graph::FieldRef> fields{builder.gather(p.a.tensor, aRuns, blk.tile, "A")};
-
-      graph::FieldRef bf = bField;
-      if (!p.broadcastB) {
-        bf.blockOffset += (vb0 - blk.b0) * p.k * nb * es;
-        bf.bytes = vbatch * p.k * nb * es;
-      }
-      fields.push_back(bf);
-      if (p.c) {
-        RunList cRuns;
-        for (uint64_t m = vm0; m < vm1; ++m)
-          addBroadcastRuns(cRuns, {int64_t(p.m), int64_t(p.n)}, p.c->info.shape, m * p.n + blk.n0,
-                           m * p.n + blk.n1, es);
-        fields.push_back(builder.gather(p.c->tensor, cRuns, blk.tile, "C"));
-      }
-      // Output rows of this vertex inside the tile block [bb][mb][nb].
-      const uint64_t outOffset = ((vb0 - blk.b0) * mb + (vm0 - blk.m0)) * nb * es;
-      fields.push_back({p.out.tensor, blk.tile, outOffset, vbatch * rows * nb * es});
-
-      codegen::MatMulSpec spec;
-      spec.dtype = p.out.info.dtype;
-      spec.batch = uint32_t(vbatch);
-      spec.m = uint32_t(rows);
-      spec.n = uint32_t(nb);
-      spec.k = uint32_t(p.k);
-      spec.transA = p.transA;
-      spec.transB = p.transB;
-      spec.broadcastB = p.broadcastB || vbatch == 1;
-      spec.hasC = p.c.has_value();
-      spec.alpha = p.alpha;
-      spec.beta = p.beta;
-      builder.addVertex(spec, blk.tile, std::move(fields));
-    }
+  {
+    OpBuilder builder(L, p.name);
+    for (const Block &blk : blocks)
+      for (uint64_t j = 0; j < slices; ++j)
+        addMatMulVertices(p, blk.b0, blk.b1, blk.m0, blk.m1, blk.n0, blk.n1, j * plan.kb,
+                          std::min(p.k, (j + 1) * plan.kb), blk.tile + uint32_t(j),
+                          partials ? partials->tensor : p.out.tensor, builder, L);
   }
+  if (partials)
+    reducePartials(L, p.name + "/reduce", *partials, p.out, int64_t(slices), partialBlocks);
 }
 
 // Index of each output batch's matrix in an operand with batch dims `dims`

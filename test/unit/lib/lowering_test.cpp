@@ -158,6 +158,31 @@ TEST_CASE("Gemm with transposes, alpha, beta and a broadcast C", "[lib][gemm]") 
   checkClose(out["y"], y);
 }
 
+TEST_CASE("a long Gemm splits K over tiles and sums the partial products", "[lib][gemm]") {
+  // [4, 512] x [512, 8]: 32 outputs cannot fill 64 tiles without splitting K.
+  for (bool trans : {false, true}) {
+    Model m;
+    m.input("a", trans ? Shape{512, 4} : Shape{4, 512}, 31);
+    m.constant("b", trans ? Shape{8, 512} : Shape{512, 8}, 32);
+    m.constant("c", {4, 8}, 33);
+    m.op("Gemm", {"a", "b", "c"}, "y",
+         attrs({{"transA", int64_t(trans)}, {"transB", int64_t(trans)}, {"alpha", 0.5}, {"beta", 2.0}}));
+    auto out = m.run({"y"}, 64);
+    INFO("transposed " << trans);
+    CHECK(std::find(m.lastComputeSets.begin(), m.lastComputeSets.end(), "y_op/reduce") != m.lastComputeSets.end());
+    const auto &a = m.data["a"], &b = m.data["b"], &c = m.data["c"];
+    std::vector<float> y(4 * 8);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 8; ++j) {
+        float sum = 0;
+        for (int k = 0; k < 512; ++k)
+          sum += (trans ? a[k * 4 + i] : a[i * 512 + k]) * (trans ? b[j * 512 + k] : b[k * 8 + j]);
+        y[i * 8 + j] = 0.5f * sum + 2.0f * c[i * 8 + j];
+      }
+    checkClose(out["y"], y, 1e-3f);
+  }
+}
+
 namespace {
 std::vector<float> refConv(const std::vector<float> &x, const std::vector<float> &w, const std::vector<float> *b,
                            int N, int C, int H, int W, int M, int G, int kh, int kw, int sh, int sw, int dh,
