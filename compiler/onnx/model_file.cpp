@@ -2,6 +2,8 @@
 
 #include "support/error.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -13,18 +15,77 @@ namespace fs = std::filesystem;
 
 namespace popc::onnx::detail {
 
+namespace {
+
+// Why `bytes` is not a well-formed protobuf message, from a walk over its
+// top-level fields (wire format only): "truncated ..." when a field runs past
+// the end of the file, "not a protobuf ..." when a field key or wire type is
+// invalid; empty when the fields are well-formed.
+std::string protobufDamage(const std::string &bytes) {
+  const size_t n = bytes.size();
+  size_t pos = 0;
+  auto varint = [&](uint64_t &v) {
+    v = 0;
+    for (int shift = 0; shift < 64 && pos < n; shift += 7) {
+      const auto b = uint8_t(bytes[pos++]);
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80))
+        return true;
+    }
+    return false;
+  };
+  auto truncated = [&](size_t start, uint64_t field, uint64_t end) {
+    return fmt::format("truncated: the file ends at byte {} but field {} at byte {} runs to byte {}", n, field,
+                       start, end);
+  };
+  while (pos < n) {
+    const size_t start = pos;
+    uint64_t key = 0, value = 0;
+    if (!varint(key))
+      return pos >= n ? fmt::format("truncated: the file ends at byte {} inside a field key", n)
+                      : fmt::format("not a protobuf (bad field key at byte {})", start);
+    const uint64_t field = key >> 3, wire = key & 7;
+    if (field == 0 || wire == 3 || wire == 4 || wire > 5)
+      return fmt::format("not a protobuf (invalid field key 0x{:x} at byte {})", key, start);
+    if (wire == 0 && !varint(value))
+      return truncated(start, field, n + 1);
+    const uint64_t size = wire == 1 ? 8 : wire == 5 ? 4 : 0;
+    if (wire == 2 && !varint(value))
+      return truncated(start, field, n + 1);
+    const uint64_t end = uint64_t(pos) + (wire == 2 ? value : size);
+    if (end > n)
+      return truncated(start, field, end);
+    pos = size_t(end);
+  }
+  return {};
+}
+
+} // namespace
+
 ::onnx::ModelProto readModel(const std::string &path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    fail("{}: is a directory, not an ONNX model file; fix: give the .onnx file in it (e.g. {})", path,
+         (fs::path(path) / "model.onnx").string());
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail("{}: cannot open file: {}", path, std::strerror(errno));
   std::ostringstream buf;
   buf << in.rdbuf();
   const std::string bytes = buf.str();
+  if (bytes.empty())
+    fail("{}: not an ONNX model (the file is empty)", path);
   ::onnx::ModelProto model;
   // A few stray bytes can parse as an empty message, so also require a graph.
-  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph() ||
-      model.ir_version() <= 0)
-    fail("{}: not an ONNX model (failed to parse ModelProto)", path);
+  if (!model.ParseFromString(bytes) || !model.has_graph() || model.ir_version() <= 0) {
+    const std::string damage = protobufDamage(bytes);
+    if (damage.starts_with("truncated"))
+      fail("{}: ONNX model {}; fix: copy or export the file again", path, damage);
+    fail("{}: not an ONNX model ({})", path,
+         damage.empty() ? "a protobuf, but it does not parse as a ModelProto with a graph, or nests deeper than "
+                                   "protobuf allows"
+                                 : damage);
+  }
   return model;
 }
 

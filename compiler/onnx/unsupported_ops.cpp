@@ -89,11 +89,29 @@ void checkSupportedOps(const ::onnx::ModelProto &model, const std::vector<std::s
       it->second.push_back(names[size_t(i)]);
   }
   if (!unsupported.empty()) {
-    std::vector<std::string> parts;
-    for (const auto &[type, nodes] : unsupported)
-      parts.push_back(fmt::format("{} (nodes: {})", type, fmt::join(nodes, ", ")));
-    fail("{}: unsupported operators{}: {}", path, opset ? fmt::format(" (ai.onnx opset {})", opset) : "",
-         fmt::join(parts, "; "));
+    // ai.onnx ops under the model's opset; ops of other domains under their own
+    // domain and version (popc implements only ai.onnx and its training ops).
+    std::vector<std::string> parts, custom;
+    for (const auto &[type, nodes] : unsupported) {
+      const size_t sep = type.find("::");
+      if (sep == std::string::npos) {
+        parts.push_back(fmt::format("{} (nodes: {})", type, fmt::join(nodes, ", ")));
+        continue;
+      }
+      const std::string domain = type.substr(0, sep);
+      int64_t version = 0;
+      for (const auto &imp : model.opset_import())
+        if (imp.domain() == domain)
+          version = imp.version();
+      custom.push_back(fmt::format("{} (domain {} version {}, which popc does not implement; nodes: {})",
+                                   type.substr(sep + 2), domain, version, fmt::join(nodes, ", ")));
+    }
+    std::string message;
+    if (!parts.empty())
+      message = fmt::format("{}: {}", opset ? fmt::format(" (ai.onnx opset {})", opset) : "", fmt::join(parts, "; "));
+    if (!custom.empty())
+      message += fmt::format("{} {}", parts.empty() ? ":" : ";", fmt::join(custom, "; "));
+    fail("{}: unsupported operators{}", path, message);
   }
   if (!legacy.empty())
     fail("{}: opset {} versions of {} are not supported (popc supports opset 7 to {}); convert "

@@ -189,6 +189,10 @@ void writeNpz(const std::string &path, const ArrayMap &arrays, bool compressed) 
 
   // libzip writes the archive to a temporary file and renames it over `path` in
   // zip_close, so readers never see a half-written file.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail("{}: is a directory; fix: name the .npz file to write (e.g. {})", path,
+         (std::filesystem::path(path) / "outputs.npz").string());
   int code = 0;
   ZipPtr zip(zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code));
   if (!zip)

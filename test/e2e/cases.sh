@@ -48,6 +48,38 @@ not_an_onnx_file)
   echo "this is not a model" > bad.onnx
   expect_error "bad.onnx" "$BIN/popc-onnx" bad.onnx -o bad.popef
   ;;
+errors_say_what_is_wrong)
+  # Issue 22, item 4: each mistake gets a one-line error that names it.
+  mkdir modeldir
+  expect_error "modeldir: is a directory, not an ONNX model file" "$BIN/popc-onnx" modeldir -o d.popef
+  head -c 300 "$SRC/samples/mlp/model.onnx" > trunc.onnx
+  expect_error "trunc.onnx: ONNX model truncated: the file ends at byte 300" "$BIN/popc-onnx" trunc.onnx -o t.popef
+  printf 'hello, this is not a protobuf\n' > text.onnx
+  expect_error "text.onnx: not an ONNX model (not a protobuf" "$BIN/popc-onnx" text.onnx -o t.popef
+  "$PY" - <<'PY' || die "model generation failed"
+import onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+n = helper.make_node("FusedThing", ["x"], ["y"], name="ft", domain="com.example")
+m = helper.make_model(helper.make_graph([n], "g", [x], [y]),
+                      opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 3)])
+onnx.save(m, "custom.onnx")
+PY
+  expect_error "FusedThing (domain com.example version 3, which popc does not implement; nodes: ft)" \
+    "$BIN/popc-onnx" custom.onnx -o c.popef
+  grep -q "ai.onnx opset" err.txt && die "custom-domain op reported under ai.onnx: $(cat err.txt)"
+  compile "$SRC/samples/mlp/model.onnx" -o m.popef
+  mkdir outdir
+  expect_error "outdir: is a directory; fix: name the .npz file to write" \
+    "$BIN/poprun-lite" m.popef --inputs "$SRC/samples/mlp/inputs.npz" --outputs outdir
+  # popc-codelet follows docs/cli.md like every tool.
+  "$BIN/popc-codelet" --version > v.txt 2>&1 || die "popc-codelet --version failed"
+  grep -q "^popc " v.txt || die "popc-codelet --version: $(cat v.txt)"
+  expect_error "popc-codelet: error: input is required" "$BIN/popc-codelet"
+  expect_error "popc-codelet: error: The following argument was not expected: --frob" "$BIN/popc-codelet" --frob x.cpp
+  expect_error "popc-codelet: error: missing.cpp" "$BIN/popc-codelet" missing.cpp
+  ;;
 truncated_popef)
   compile "$SRC/samples/mlp/model.onnx" -o m.popef
   for n in 0 7 100 1000 $(( $(stat -c %s m.popef) / 2 )); do

@@ -48,28 +48,29 @@ TEST_CASE("unsupported operators are listed in one error", "[onnx]") {
   const std::string path = save(m, dir.file("model.onnx"));
   CHECK_THROWS_WITH(popc::onnx::importOnnx(path, {}),
                     path + ": unsupported operators (ai.onnx opset 13): Unique (nodes: unique_1, unique_2); Foo (nodes: n3); "
-                           "com.example::Bar (nodes: Bar_4)");
+                           "Bar (domain com.example version 1, which popc does not implement; nodes: Bar_4)");
 }
 
-TEST_CASE("not an ONNX file, truncated file, missing file", "[onnx]") {
+TEST_CASE("not an ONNX file, truncated file, directory, missing file", "[onnx]") {
   TempDir dir;
   const std::string text = dir.file("x.onnx");
   writeFile(text, "hello, this is not a protobuf\n");
-  CHECK_THROWS_WITH(popc::onnx::importOnnx(text, {}), text + ": not an ONNX model (failed to parse ModelProto)");
+  CHECK_THROWS_WITH(popc::onnx::importOnnx(text, {}), StartsWith(text + ": not an ONNX model (not a protobuf"));
   const std::string empty = dir.file("empty.onnx");
   writeFile(empty, "");
-  CHECK_THROWS_WITH(popc::onnx::importOnnx(empty, {}), empty + ": not an ONNX model (failed to parse ModelProto)");
+  CHECK_THROWS_WITH(popc::onnx::importOnnx(empty, {}), empty + ": not an ONNX model (the file is empty)");
 
   std::string bytes;
   gemmModel().SerializeToString(&bytes);
   for (size_t cut : {bytes.size() / 2, bytes.size() - 3, size_t(10)}) {
     const std::string truncated = dir.file("trunc.onnx");
     writeFile(truncated, bytes.substr(0, cut));
-    CHECK_THROWS_WITH(popc::onnx::importOnnx(truncated, {}), StartsWith(truncated + ": "));
+    INFO("cut at " << cut << " of " << bytes.size());
+    CHECK_THROWS_WITH(popc::onnx::importOnnx(truncated, {}),
+                      StartsWith(truncated + ": ONNX model truncated: the file ends at byte " + std::to_string(cut)));
   }
-  const std::string half = dir.file("half.onnx");
-  writeFile(half, bytes.substr(0, bytes.size() / 2));
-  CHECK_THROWS_WITH(popc::onnx::importOnnx(half, {}), half + ": not an ONNX model (failed to parse ModelProto)");
+  CHECK_THROWS_WITH(popc::onnx::importOnnx(dir.path().string(), {}),
+                    StartsWith(dir.path().string() + ": is a directory, not an ONNX model file"));
   CHECK_THROWS_WITH(popc::onnx::importOnnx(dir.file("missing.onnx"), {}), Contains("cannot open file"));
 }
 
@@ -235,7 +236,8 @@ TEST_CASE("a model with only non-default domains lists its ops", "[onnx]") {
   addOutput(m, "y");
   const std::string path = save(m, dir.file("ort.onnx"));
   CHECK_THROWS_WITH(popc::onnx::importOnnx(path, {}),
-                    path + ": unsupported operators: com.microsoft::FusedMatMul (nodes: mm)");
+                    path + ": unsupported operators: FusedMatMul (domain com.microsoft version 13, which popc does "
+                           "not implement; nodes: mm)");
 }
 
 TEST_CASE("a training optimizer node with the wrong inputs is refused by name", "[onnx]") {
