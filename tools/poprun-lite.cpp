@@ -78,7 +78,12 @@ std::string percent(uint64_t part, uint64_t total) {
   return total ? fmt::format("{:5.1f}%", 100.0 * part / total) : "    -";
 }
 
-void printReport(const runtime::Report &r, double openSeconds, uint64_t iterations) {
+struct ReportOptions {
+  size_t top = 5;         // rows of each table
+  bool byHostTime = false; // order the tables by host wall time instead of simulated cycles
+};
+
+void printReport(const runtime::Report &r, double openSeconds, uint64_t iterations, const ReportOptions &options) {
   const auto &c = r.cycles;
   uint64_t total = c.total();
   double clock = r.clockHz ? static_cast<double>(r.clockHz) : 1.0;
@@ -109,28 +114,33 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
   for (const auto &cs : r.computeSets)
     if (cs.runs)
       sets.push_back(&cs);
-  std::stable_sort(sets.begin(), sets.end(), [](auto *a, auto *b) { return a->cycles > b->cycles; });
+  auto first = [&](const auto *a, const auto *b) {
+    return options.byHostTime ? a->seconds > b->seconds : a->cycles > b->cycles;
+  };
+  std::stable_sort(sets.begin(), sets.end(), first);
   std::vector<const runtime::ExchangeReport *> steps;
   for (const auto &ex : r.exchanges)
     if (ex.runs)
       steps.push_back(&ex);
-  std::stable_sort(steps.begin(), steps.end(), [](auto *a, auto *b) { return a->cycles > b->cycles; });
+  std::stable_sort(steps.begin(), steps.end(), first);
+  const size_t top = options.top;
+  const char *order = options.byHostTime ? "host time" : "cycles";
   // One name column for both tables, as wide as the longest name shown
   // (ResNet's '/layer4/layer4.0/downsample/downsample.0/Conv/in' is 48).
   size_t width = 40;
-  for (size_t i = 0; i < std::min<size_t>(sets.size(), 5); ++i)
+  for (size_t i = 0; i < std::min<size_t>(sets.size(), top); ++i)
     width = std::max(width, sets[i]->name.size());
-  for (size_t i = 0; i < std::min<size_t>(steps.size(), 5); ++i)
+  for (size_t i = 0; i < std::min<size_t>(steps.size(), top); ++i)
     width = std::max(width, steps[i]->name.size());
-  if (!sets.empty())
-    fmt::print("  top compute sets by cycles:\n");
-  for (size_t i = 0; i < std::min<size_t>(sets.size(), 5); ++i)
+  if (!sets.empty() && top)
+    fmt::print("  top compute sets by {}:\n", order);
+  for (size_t i = 0; i < std::min<size_t>(sets.size(), top); ++i)
     fmt::print("    {:<{}} {:>12} cycles {} ({} runs, {} tiles, {} vertices, {:.3f} ms wall)\n",
                sets[i]->name, width, sets[i]->cycles, percent(sets[i]->cycles, total), sets[i]->runs,
                sets[i]->tiles, sets[i]->vertices, 1e3 * sets[i]->seconds);
-  if (!steps.empty())
-    fmt::print("  top exchange steps by cycles:\n");
-  for (size_t i = 0; i < std::min<size_t>(steps.size(), 5); ++i)
+  if (!steps.empty() && top)
+    fmt::print("  top exchange steps by {}:\n", order);
+  for (size_t i = 0; i < std::min<size_t>(steps.size(), top); ++i)
     fmt::print("    {:<{}} {:>12} cycles {} ({} runs, {} copies, {} bytes{}, {:.3f} ms wall)\n", steps[i]->name, width,
                steps[i]->cycles, percent(steps[i]->cycles, total), steps[i]->runs, steps[i]->copies,
                steps[i]->bytes, steps[i]->interIpu ? ", inter-IPU" : "", 1e3 * steps[i]->seconds);
@@ -184,6 +194,17 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   app.add_option("--threads", threads, "Host threads (default: all cores)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
+  ReportOptions reportOptions;
+  std::string reportSort = "cycles";
+  app.add_option("--report-top", reportOptions.top,
+                 "With --report: rows in the top compute sets and exchange steps tables")
+      ->default_val(5)
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--report-sort", reportSort,
+                 "With --report: order those tables by simulated 'cycles' or by 'host' wall time "
+                 "(where the simulation itself spends its time)")
+      ->default_val("cycles")
+      ->check(CLI::IsMember({"cycles", "host"}));
   app.add_option("--profile-dir", profileDir,
                  "Write the execution profile DIR/execution.json (Poplar's execution profile: program trace "
                  "and simulated steps; docs/profile-format.md), and DIR/graph.json unless popc-onnx wrote it");
@@ -276,8 +297,10 @@ int main(int argc, char **argv) {
       for (const auto &io : engine->outputs()) // in model order
         printSummary(io.name, outputs.at(io.name));
     }
-    if (report)
-      printReport(engine->report(), openSeconds, iterations);
+    if (report) {
+      reportOptions.byHostTime = reportSort == "host";
+      printReport(engine->report(), openSeconds, iterations, reportOptions);
+    }
     if (trace)
       writeProfile(*executable, trace->trace(), profileDir, summary ? &summaryOptions : nullptr);
     return 0;

@@ -148,8 +148,24 @@ iterations_and_threads)
   # The top compute sets and exchange steps share one name column, however long the names.
   cols=$(grep -E '^    /.* cycles ' r.txt | awk '{ print index($0, " cycles ") }' | sort -u | wc -l)
   [ "$(grep -cE '^    /.* cycles ' r.txt)" -gt 2 ] && [ "$cols" = 1 ] || die "report columns are not aligned: $(cat r.txt)"
+  # --iterations 3 runs the program three times: three times one run's cycles.
+  "$BIN/poprun-lite" c.popef --inputs "$SRC/samples/cnn/inputs.npz" --outputs o1b.npz --threads 1 --report > r1.txt || die "run failed"
+  one=$(sed -n 's/.*cycles total \([0-9]*\) over 1 iteration.*/\1/p' r1.txt)
+  three=$(sed -n 's/.*cycles total \([0-9]*\) over 3 iteration.*/\1/p' r.txt)
+  [ -n "$one" ] && [ "$three" = "$((3 * one))" ] || die "--iterations 3: $three cycles, one run $one"
+  grep -qE "^    /[^ ]+ +[0-9]+ cycles .*\(3 runs" r.txt || die "--iterations 3: compute sets did not run 3 times: $(cat r.txt)"
   "$BIN/poprun-lite" c.popef --inputs "$SRC/samples/cnn/inputs.npz" --outputs o2.npz --threads 2 || die "run failed"
   "$BIN/npz-compare" o1.npz o2.npz --rtol 0 --atol 0 || die "results depend on threads"
+  # --report-sort host orders the tables by host time; --report-top sets their rows.
+  "$BIN/poprun-lite" c.popef --inputs "$SRC/samples/cnn/inputs.npz" --outputs o3.npz --report --report-sort host \
+    --report-top 2 > r3.txt || die "run failed"
+  grep -q "top compute sets by host time:" r3.txt && grep -q "top exchange steps by host time:" r3.txt ||
+    die "--report-sort host: $(cat r3.txt)"
+  [ "$(grep -cE '^    /.* cycles ' r3.txt)" = 4 ] || die "--report-top 2: $(cat r3.txt)"
+  ms=$(grep -oE '[0-9.]+ ms wall\)' r3.txt | head -2 | grep -oE '^[0-9.]+')
+  [ "$(printf '%s\n' $ms | sort -gr | tr '\n' ' ')" = "$(printf '%s\n' $ms | tr '\n' ' ')" ] ||
+    die "--report-sort host: not in descending host time: $ms"
+  expect_error "--report-sort" "$BIN/poprun-lite" c.popef --inputs "$SRC/samples/cnn/inputs.npz" --report --report-sort speed
   ;;
 dump_ir_and_dot)
   compile "$SRC/samples/cnn/model.onnx" -o c.popef --dump-ir ir --dump-dot dot
