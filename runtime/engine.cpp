@@ -113,6 +113,8 @@ struct Engine::Impl {
   std::vector<VertexFn> typeFns;
   std::vector<ComputeSetPlan> computeSets;
   std::vector<ExchangePlan> exchanges;
+  std::vector<std::vector<const fb::Check *>> checksAfter; // by compute set
+  bool runChecks = true;
   std::vector<IoDesc> inputs, outputs;
   // Host buffers of the current run, by stream index.
   std::vector<const uint8_t *> streamSource;
@@ -153,6 +155,7 @@ struct Engine::Impl {
     report.threads = pool->size();
 
     stop = options.stop;
+    runChecks = options.runChecks;
     auto t0 = Clock::now();
     if (options.skipJit) {
       typeFns.assign(len(root.vertex_types()), nullptr);
@@ -276,6 +279,10 @@ struct Engine::Impl {
     uint32_t n = len(root.compute_sets());
     computeSets.resize(n);
     report.computeSets.resize(n);
+    checksAfter.assign(n, {});
+    if (runChecks)
+      for (uint32_t i = 0; i < len(root.checks()); ++i)
+        checksAfter[root.checks()->Get(i)->compute_set()].push_back(root.checks()->Get(i));
     pool->parallelFor(n, [this](size_t c) { planComputeSet(uint32_t(c)); });
   }
 
@@ -497,6 +504,33 @@ struct Engine::Impl {
     rep.seconds += s;
     report.cycles.compute += plan.cycles;
     report.seconds.compute += s;
+    if (!checksAfter[index].empty())
+      checkAfter(index);
+  }
+
+  // The compiler's run-time checks of compute set `index` (verified: whole
+  // [flag, value, position] records of int64, in range): the first record
+  // with its flag set, on any replica, stops the run with the check's message.
+  void checkAfter(uint32_t index) {
+    for (const fb::Check *c : checksAfter[index]) {
+      const fb::Tensor &t = *root.tensors()->Get(c->tensor());
+      for (uint32_t r = 0; r < replicas; ++r)
+        for (const fb::TileInterval *iv : *t.mapping())
+          for (uint64_t at = 0; at < iv->bytes(); at += 24) {
+            int64_t record[3];
+            std::memcpy(record, memory->tile(tileOf(iv->tile(), r)) + iv->offset() + at, sizeof record);
+            if (record[0] == 0)
+              continue;
+            std::string message = c->message()->str();
+            auto fill = [&](const std::string &name, int64_t v) {
+              for (size_t p = message.find(name); p != std::string::npos; p = message.find(name, p))
+                message.replace(p, name.size(), std::to_string(v));
+            };
+            fill("{value}", record[1]);
+            fill("{position}", record[2]);
+            fail("{}: {}{}", label, message, replicas > 1 ? fmt::format(" (replica {})", r) : "");
+          }
+    }
   }
 
   void performCopies(const ExchangePlan &plan) {

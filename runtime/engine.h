@@ -33,6 +33,9 @@ struct EngineOptions {
   // before this engine starts any thread: LLVM's reader crashes on some crafted
   // bitcode. Off only for code this process generated itself (the graph API).
   bool probeCodeInChild = true;
+  // Act on the executable's run-time checks (popef Check: e.g. Gather's index
+  // bound): a failed one stops the run with its message. Off: the run goes on.
+  bool runChecks = true;
 };
 
 // Thrown by Engine::run when EngineOptions::stop was set (poprun-lite --timeout).

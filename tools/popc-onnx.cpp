@@ -94,6 +94,10 @@ int main(int argc, char **argv) {
   app.add_option("--dump-ir", options.dumpIrDir, "Write the IR as text at every pass checkpoint into DIR");
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
+  bool noIndexChecks = false;
+  app.add_flag("--no-index-checks", noIndexChecks,
+               "Leave out Gather's run-time index check (an index outside the axis then reads zeros "
+               "instead of stopping the run with the node, the index and the bound): a little faster");
   app.add_flag("--stats", stats, "Print compile-time statistics");
   app.add_flag("-q,--quiet", quiet, "No phase progress on the terminal (it is never shown when stderr is not a terminal)");
   app.add_option("--profile-dir", profileDir,
@@ -126,6 +130,7 @@ int main(int argc, char **argv) {
     options.frozenInputs = driver::loadFrozenInputs(frozenInputs);
     options.sequenceLengths = onnx::parseSequenceLengths(sequenceInputs);
     options.absentOptionals.insert(absentOptionals.begin(), absentOptionals.end());
+    options.indexChecks = !noIndexChecks;
     if (output.empty())
       output = std::filesystem::path(model).replace_extension(".popef").string();
 

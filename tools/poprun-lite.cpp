@@ -194,6 +194,10 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   app.add_option("--threads", threads, "Host threads (default: all cores)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
+  bool noIndexChecks = false;
+  app.add_flag("--no-index-checks", noIndexChecks,
+               "Do not stop the run when a Gather index is out of range (the executable's run-time checks; "
+               "such an index reads zeros). popc-onnx --no-index-checks also leaves the check out of the code");
   ReportOptions reportOptions;
   std::string reportSort = "cycles";
   app.add_option("--report-top", reportOptions.top,
@@ -252,6 +256,7 @@ int main(int argc, char **argv) {
     runtime::EngineOptions engineOptions{threads, nullptr};
     engineOptions.observer = trace.get();
     engineOptions.stop = watchdog.flag();
+    engineOptions.runChecks = !noIndexChecks;
 
     // --preload: load and JIT before the inputs are read, so a later run (or
     // this one's inputs) finds the machine code ready.

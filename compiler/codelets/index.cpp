@@ -1,7 +1,7 @@
 // Ops driven by run-time indices: Gather, GatherElements, ScatterElements,
 // OneHot. Negative indices count from the end; an index outside the axis
 // (undefined in ONNX) reads zeros / is ignored instead of touching memory
-// outside the fields.
+// outside the fields, and Gather's checked variant also reports it.
 #include "codelet.h"
 
 using namespace popc_codelets;
@@ -32,6 +32,25 @@ inline void gather(const E *data, const I *idx, E *out, int64_t outer, int64_t a
       for (int64_t e = 0; e < inner; ++e)
         dst[e] = src[e];
     }
+}
+
+// gather() that also reports the first index outside the axis: status is
+// [1, index, position] (position = base + j), or [0, 0, 0] when all are inside.
+// The runtime reads it after the compute set (popef Check) and stops the run.
+template <typename E, typename I>
+inline void gatherChecked(const E *data, const I *idx, E *out, int64_t *status, int64_t outer, int64_t axisDim,
+                          int64_t n, int64_t inner, int64_t base) {
+  status[0] = status[1] = status[2] = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t i;
+    if (!resolve(idx[j], axisDim, i)) {
+      status[0] = 1;
+      status[1] = int64_t(idx[j]);
+      status[2] = base + j;
+      break;
+    }
+  }
+  gather(data, idx, out, outer, axisDim, n, inner);
 }
 
 // Shapes travel as 8 dims (unused trailing dims are 1).
@@ -130,6 +149,11 @@ inline void oneHot(const I *idx, const E *values, E *out, int64_t rows, int64_t 
   POPC_CODELET void popc_gather_e##B##_##IS(const E *data, const I *idx, E *out, int64_t outer, int64_t axisDim, \
                                             int64_t n, int64_t inner) {                                  \
     gather(data, idx, out, outer, axisDim, n, inner);                                                    \
+  }                                                                                                      \
+  POPC_CODELET void popc_gather_checked_e##B##_##IS(const E *data, const I *idx, E *out, int64_t *status, \
+                                                    int64_t outer, int64_t axisDim, int64_t n,           \
+                                                    int64_t inner, int64_t base) {                       \
+    gatherChecked(data, idx, out, status, outer, axisDim, n, inner, base);                               \
   }                                                                                                      \
   POPC_CODELET void popc_gather_elements_e##B##_##IS(const E *data, const I *idx, E *out, int64_t axis,  \
                                                      int64_t rank, POPC_DIM_ARGS(d), POPC_DIM_ARGS(i)) { \

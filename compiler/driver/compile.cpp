@@ -159,8 +159,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // changing the executable — so the cache key cannot silently miss it.
   const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
                autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
-               stepSize_, sequenceLengths_, absentOptionals_] = *this;
-  (void)sequenceLengths_, (void)absentOptionals_; // described below
+               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_] = *this;
+  (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_; // described below
   (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
   (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
   (void)dumpIrDir_, (void)dumpDotDir_; // debug output only; the executable is the same
@@ -175,6 +175,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   for (const auto &[name, shape] : inputShapes)
     d["input-shape:" + name] = shapeToString(shape);
   // Multi-IPU options only when set, so plain compiles keep their metadata and cache keys.
+  if (!indexChecks)
+    d["no-index-checks"] = "1";
   if (autoShard)
     d["auto-shard"] = std::to_string(autoShard);
   if (pipeline)
@@ -300,6 +302,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     lowerOptions.pipeline = options.pipeline;
     lowerOptions.anchors = step.anchors;
     lowerOptions.iterations = step.iterations();
+    lowerOptions.indexChecks = options.indexChecks;
     const std::vector<lib::Segment> segments = lib::lowerIrSegments(ir, dg, codegen, lowerOptions);
     if (step.trivial()) {
       plan = graph::planMemory(dg);

@@ -42,6 +42,7 @@ struct CompileOptions {
   // --sequence-input NAME=N (inputs NAME.0 ... NAME.N-1), --optional-absent NAME.
   std::map<std::string, int64_t> sequenceLengths;
   std::set<std::string> absentOptionals;
+  bool indexChecks = true; // --no-index-checks: Gather does not report out-of-range indices
 
   // Every option that changes the executable, as stable key/value text. Stored
   // in the popef metadata and part of the cache key.

@@ -169,6 +169,15 @@ public:
   const Program &load() const { return load_; }
 
   std::vector<IoInfo> inputs, outputs;
+  // Run-time checks in vertex code (popef Check): after compute set
+  // `computeSet`, records [flag, value, position] of int64 in `tensor`; a set
+  // flag stops the run with `message` ("{value}", "{position}" filled in).
+  struct RunCheck {
+    uint32_t computeSet;
+    TensorId tensor;
+    std::string message;
+  };
+  std::vector<RunCheck> checks;
   std::string modelName;
   // Step structure (docs/multi-ipu.md); all 1 / 0 for a plain single run.
   uint32_t replicationFactor = 1, batchesPerStep = 1, accumulationFactor = 1, pipelineStages = 0;

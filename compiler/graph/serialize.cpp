@@ -269,6 +269,14 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     exe.load = toProgram(g.load());
   for (uint64_t used : plan.tileBytesUsed)
     exe.tile_bytes_used.push_back(uint32_t(used));
+  for (const DeviceGraph::RunCheck &c : g.checks) {
+    auto check = std::make_unique<fb::CheckT>();
+    check->compute_set = c.computeSet;
+    check->tensor = c.tensor;
+    check->message = c.message;
+    sizeHint += c.message.size() + 32;
+    exe.checks.push_back(std::move(check));
+  }
   return popef::serialize(exe, sizeHint);
 }
 

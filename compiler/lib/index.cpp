@@ -140,6 +140,18 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const uint64_t outersPerTile = ceilDiv(outer, L.numTiles());
   const uint64_t tiles = ceilDiv(outer, outersPerTile);
   const uint32_t first = L.allocTiles(tiles);
+  // With index checks, each vertex also writes a status record [flag, index,
+  // position] (3 x int64) on its tile, which the runtime reads after the step.
+  const auto bounds = splitEvenly(n, L.workers());
+  const uint64_t vertices = tiles * (bounds.size() - 1), statusBytes = 3 * 8;
+  std::optional<Value> status;
+  if (L.indexChecks) {
+    status = L.newValue(op.name + "/index_check", {DType::I64, {int64_t(vertices), 3}});
+    std::vector<graph::Interval> mapping;
+    for (uint64_t v = 0; v < vertices; ++v)
+      mapping.push_back({v * statusBytes, (v + 1) * statusBytes, uint32_t(first + v / (bounds.size() - 1))});
+    L.graph.setMapping(status->tensor, mapping);
+  }
   OpBuilder builder(L, op.name);
   for (uint64_t t = 0; t < tiles; ++t) {
     const uint32_t tile = uint32_t(first + t);
@@ -147,7 +159,6 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
     RunList slab;
     slab.add(oa * axisDim * inner * es, (ob - oa) * axisDim * inner * es);
     const graph::FieldRef table = builder.gather(data.tensor, slab, tile, "table");
-    const auto bounds = splitEvenly(n, L.workers());
     for (size_t w = 0; w + 1 < bounds.size(); ++w) {
       const uint64_t j0 = bounds[w], j1 = bounds[w + 1];
       RunList idxRuns, outRuns;
@@ -155,18 +166,31 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
       for (uint64_t o = oa; o < ob; ++o)
         outRuns.add((o * n + j0) * inner * es, (j1 - j0) * inner * es);
       codegen::CodeletSpec spec;
-      spec.function = fmt::format("popc_gather_e{}_{}", es, indexSuffix(indices));
-      spec.name = fmt::format("Gather_o{}_a{}_n{}_i{}_e{}", ob - oa, axisDim, j1 - j0, inner, es);
+      spec.function = fmt::format("popc_gather{}_e{}_{}", status ? "_checked" : "", es, indexSuffix(indices));
+      spec.name = fmt::format("Gather{}_o{}_a{}_n{}_i{}_e{}", status ? "Checked" : "", ob - oa, axisDim, j1 - j0,
+                              inner, es);
       spec.fields = {{"table", uint32_t(table.bytes), FieldAccess::Input},
                      {"indices", uint32_t((j1 - j0) * ies), FieldAccess::Input},
                      {"out", uint32_t(outRuns.totalBytes()), FieldAccess::Output}};
       spec.args = {int64_t(ob - oa), int64_t(axisDim), int64_t(j1 - j0), int64_t(inner)};
       spec.cycles = 10 + (ob - oa) * (j1 - j0) * (6 + inner);
-      builder.addVertex(spec, tile,
-                        {table, builder.gather(indices.tensor, idxRuns, tile, "indices"),
-                         builder.scatter(out.tensor, outRuns, tile, "out")});
+      std::vector<graph::FieldRef> fields{table, builder.gather(indices.tensor, idxRuns, tile, "indices"),
+                                          builder.scatter(out.tensor, outRuns, tile, "out")};
+      if (status) {
+        spec.fields.push_back({"status", uint32_t(statusBytes), FieldAccess::Output});
+        spec.args.push_back(int64_t(j0));
+        spec.cycles += (j1 - j0) * 2; // a compare and a branch per index
+        fields.push_back({status->tensor, tile, w * statusBytes, statusBytes});
+      }
+      builder.addVertex(spec, tile, std::move(fields));
     }
   }
+  if (status)
+    builder.addCheck(status->tensor,
+                     fmt::format("Gather '{}': index {{value}} (element {{position}} of '{}') is out of range for "
+                                 "axis {} of '{}', which has {} entries (valid: -{} to {}); fix: check the input (or "
+                                 "--no-index-checks: such an index then reads zeros)",
+                                 op.name, op.inputs[1], axis, op.inputs[0], axisDim, axisDim, axisDim - 1));
 }
 
 void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &L) {

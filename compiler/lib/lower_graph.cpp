@@ -109,6 +109,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
   auto log = log::get("lib");
   Lowering L(dg, codegen);
   L.layoutConstantsAtLoad = true;
+  L.indexChecks = options.indexChecks;
   L.setCurrentIpu(0);
   const ir::Graph &g = ir.main;
   dg.modelName = ir.modelName;

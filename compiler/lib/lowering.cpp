@@ -37,6 +37,11 @@ void OpBuilder::addVertex(const codegen::KernelSpec &spec, uint32_t tile,
   lowering.graph.computeSet(*cs_).vertices.push_back({type, tile, std::move(fields)});
 }
 
+void OpBuilder::addCheck(graph::TensorId status, std::string message) {
+  POPC_ASSERT(cs_.has_value());
+  lowering.graph.checks.push_back({*cs_, status, std::move(message)});
+}
+
 namespace {
 // True when `runs` of `t` lie on `tile` back to back in its block; sets `offset`.
 bool contiguousOnTile(const graph::DeviceGraph &g, graph::TensorId t, const RunList &runs,

@@ -38,6 +38,9 @@ public:
   uint32_t preExchange();
   uint32_t postExchange();
   void addVertex(const codegen::KernelSpec &spec, uint32_t tile, std::vector<graph::FieldRef> fields);
+  // A run-time check of this op's compute set (after a vertex is added):
+  // `status` holds the vertices' [flag, value, position] records.
+  void addCheck(graph::TensorId status, std::string message);
 
   // A field on `tile` holding the concatenation of `runs` of `src`. Binds the
   // source directly when those bytes already sit contiguously on the tile;
@@ -94,6 +97,9 @@ public:
   // kLoadLayoutShare of its memory. Off for the graph API, whose "constants"
   // may be variables with initial values that programs change.
   bool layoutConstantsAtLoad = false;
+  // Gather with run-time indices reports an index outside its axis (popc-onnx
+  // --no-index-checks turns it off: such an index then reads zeros).
+  bool indexChecks = true;
   static constexpr double kLoadLayoutShare = 0.3;
   // Bytes of laid-out constants on `tile` so far; `reserve` adds to it if they fit.
   bool reserveLoadLayout(uint32_t tile, uint64_t bytes);

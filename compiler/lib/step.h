@@ -43,6 +43,7 @@ struct LowerOptions {
   bool pipeline = false; // segments follow Op::pipelineStage (else all stage 0)
   std::map<std::string, Anchor> anchors;
   uint32_t iterations = 1; // micro-batches per step (SUM/FINAL transfer on the last)
+  bool indexChecks = true;  // Lowering::indexChecks
 };
 
 // lowerIr with the step options; returns the main program cut into segments

@@ -13,7 +13,7 @@
 
 namespace popc::popef {
 
-constexpr uint32_t kFormatVersion = 2; // 2: load program, filled_at_load
+constexpr uint32_t kFormatVersion = 3; // 2: load program, filled_at_load; 3: checks
 
 // Limits enforced by the reader (a file outside them is rejected as invalid).
 constexpr uint64_t kMaxTiles = 1u << 20;              // num_ipus * tiles_per_ipu

@@ -41,6 +41,7 @@ public:
     checkPrograms();
     checkMetadata();
     checkTileBytesUsed();
+    checkRunChecks();
   }
 
 private:
@@ -543,6 +544,29 @@ private:
       if (exe_.tile_bytes_used()->Get(i) > bytesPerTile_)
         bad(fmt::format("tile_bytes_used[{}]", i), "{} exceeds bytes_per_tile {}",
             exe_.tile_bytes_used()->Get(i), bytesPerTile_);
+  }
+
+  // A check names a compute set and an int64 tensor of [flag, value, position]
+  // records, and a message of at most kMaxCheckMessage bytes.
+  void checkRunChecks() {
+    constexpr uint32_t kMaxCheckMessage = 4096;
+    for (uint32_t i = 0; i < len(exe_.checks()); ++i) {
+      const fb::Check *c = exe_.checks()->Get(i);
+      const std::string where = fmt::format("checks[{}]", i);
+      if (c->compute_set() >= len(exe_.compute_sets()))
+        bad(where, "compute_set {} out of range ({} compute sets)", c->compute_set(), len(exe_.compute_sets()));
+      if (c->tensor() >= len(exe_.tensors()))
+        bad(where, "tensor {} out of range ({} tensors)", c->tensor(), len(exe_.tensors()));
+      const fb::Tensor *t = exe_.tensors()->Get(c->tensor());
+      if (t->dtype() != fb::DType::I64)
+        bad(where, "tensor {} must be int64, is {}", c->tensor(), fb::EnumNameDType(t->dtype()));
+      for (uint32_t j = 0; j < len(t->mapping()); ++j)
+        if (const fb::TileInterval *iv = t->mapping()->Get(j); iv->begin() % 24 != 0 || iv->bytes() % 24 != 0 || iv->offset() % 8 != 0)
+          bad(where, "tensor {} interval at byte {} does not hold whole aligned [flag, value, position] records",
+              c->tensor(), iv->begin());
+      if (!c->message() || c->message()->size() == 0 || c->message()->size() > kMaxCheckMessage)
+        bad(where, "message must be 1 to {} bytes", kMaxCheckMessage);
+    }
   }
 
   const fb::Executable &exe_;

@@ -80,6 +80,40 @@ PY
   expect_error "popc-codelet: error: The following argument was not expected: --frob" "$BIN/popc-codelet" --frob x.cpp
   expect_error "popc-codelet: error: missing.cpp" "$BIN/popc-codelet" missing.cpp
   ;;
+gather_index_checked)
+  # Issue 22, item 5: an index outside an embedding table stops the run with the
+  # node, the index and the bound (PyTorch raises too); --no-index-checks reads zeros.
+  "$PY" - <<'PY' || die "model generation failed"
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+table = np.arange(100 * 4, dtype=np.float32).reshape(100, 4)
+ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4])
+g = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["y"], name="embed")], "g", [ids], [y],
+                      [numpy_helper.from_array(table, "table")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "emb.onnx")
+np.savez("good.npz", ids=np.array([[1, 99, -1, 0]], dtype=np.int64))
+np.savez("good_expected.npz", y=table[[[1, 99, 99, 0]]])
+np.savez("bad.npz", ids=np.array([[1, 150, 3, 4]], dtype=np.int64))
+bad = table[[[1, 0, 3, 4]]].copy(); bad[0, 1] = 0
+np.savez("bad_zeros.npz", y=bad)
+PY
+  compile emb.onnx -o emb.popef
+  "$BIN/poprun-lite" emb.popef --inputs good.npz --outputs o.npz || die "in-range indices refused"
+  "$BIN/npz-compare" o.npz good_expected.npz --rtol 0 --atol 0 || die "gathered rows differ"
+  rm -f o.npz
+  expect_error "Gather 'embed': index 150 (element 1 of 'ids') is out of range for axis 0 of 'table', which has 100 entries (valid: -100 to 99)" \
+    "$BIN/poprun-lite" emb.popef --inputs bad.npz --outputs o.npz
+  [ ! -e o.npz ] || die "outputs written after a failed check"
+  "$BIN/poprun-lite" emb.popef --inputs bad.npz --outputs o.npz --no-index-checks || die "--no-index-checks still refused"
+  "$BIN/npz-compare" o.npz bad_zeros.npz --rtol 0 --atol 0 || die "out-of-range row is not zeros"
+  rm -f o.npz
+  compile emb.onnx -o emb-unchecked.popef --no-index-checks
+  "$BIN/poprun-lite" emb-unchecked.popef --inputs bad.npz --outputs o.npz || die "unchecked executable refused"
+  "$BIN/npz-compare" o.npz bad_zeros.npz --rtol 0 --atol 0 || die "out-of-range row is not zeros (unchecked)"
+  "$BIN/popef-info" emb-unchecked.popef --json --all > info.json || die "popef-info failed"
+  grep -q '"no-index-checks"' info.json || die "option not in metadata"
+  ;;
 truncated_popef)
   compile "$SRC/samples/mlp/model.onnx" -o m.popef
   for n in 0 7 100 1000 $(( $(stat -c %s m.popef) / 2 )); do
