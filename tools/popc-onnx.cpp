@@ -119,6 +119,9 @@ int main(int argc, char **argv) {
 
   return popc::tools::runTool("popc-onnx", [&]() -> int {
     popc::tools::applyLogLevel(logLevel);
+    if (options.pipeline && options.batchesPerStep * options.accumulationFactor == 1)
+      log::get("popc-onnx")->warn("--pipeline with one micro-batch per step changes nothing: the stages cannot "
+                                  "overlap; give --batches-per-step N (or --accumulation-factor N) with N > 1");
     limits::setMemoryBudget(guard.maxMemoryBytes());
     if (tilesPerIpu)
       options.tilesPerIpu = tilesPerIpu;

@@ -231,6 +231,13 @@ int main(int argc, char **argv) {
 
   return popc::tools::runTool("poprun-lite", [&]() -> int {
     popc::tools::applyLogLevel(logLevel);
+    // Options that would change nothing say so rather than being ignored.
+    for (const auto &[given, name] : {std::pair{summaryOptions.showVarStorage, "--show-var-storage"},
+                                      std::pair{summaryOptions.showExecutionSteps, "--show-execution-steps"}})
+      if (given && !summary)
+        log::get("poprun-lite")->warn("{} does nothing without --summary; add --summary to print it", name);
+    if (app.get_option("--report-top")->count() + app.get_option("--report-sort")->count() && !report)
+      log::get("poprun-lite")->warn("--report-top and --report-sort do nothing without --report");
     const uint64_t maxMemory = guard.maxMemoryBytes();
     limits::setMemoryBudget(maxMemory);
     popc::tools::Watchdog watchdog("poprun-lite", guard.timeoutSeconds);

@@ -114,6 +114,23 @@ PY
   "$BIN/popef-info" emb-unchecked.popef --json --all > info.json || die "popef-info failed"
   grep -q '"no-index-checks"' info.json || die "option not in metadata"
   ;;
+noop_options_warn)
+  # Issue 22, item 5: an option that changes nothing says so (a warning; the run goes on).
+  compile "$SRC/samples/mlp/model.onnx" -o m.popef
+  "$BIN/poprun-lite" m.popef --inputs "$SRC/samples/mlp/inputs.npz" 2>err.txt >/dev/null || die "run failed"
+  [ ! -s err.txt ] || die "warning without a reason: $(cat err.txt)"
+  "$BIN/poprun-lite" m.popef --inputs "$SRC/samples/mlp/inputs.npz" --show-var-storage --report-top 3 \
+    2>err.txt >/dev/null || die "run failed"
+  grep -q "warning: --show-var-storage does nothing without --summary" err.txt || die "no warning: $(cat err.txt)"
+  grep -q "warning: --report-top and --report-sort do nothing without --report" err.txt || die "no warning: $(cat err.txt)"
+  "$BIN/popc-onnx" "$SRC/samples/mlp/model.onnx" -o p.popef --auto-shard 2 --pipeline 2>err.txt ||
+    die "compile failed: $(cat err.txt)"
+  grep -q "warning: --pipeline with one micro-batch per step changes nothing" err.txt || die "no warning: $(cat err.txt)"
+  "$BIN/popc-onnx" "$SRC/samples/mlp/model.onnx" -o p4.popef --auto-shard 2 --pipeline --batches-per-step 4 \
+    2>err.txt || die "compile failed: $(cat err.txt)"
+  grep -q "pipeline" err.txt && die "warned with 4 micro-batches: $(cat err.txt)"
+  true
+  ;;
 truncated_popef)
   compile "$SRC/samples/mlp/model.onnx" -o m.popef
   for n in 0 7 100 1000 $(( $(stat -c %s m.popef) / 2 )); do
