@@ -28,31 +28,15 @@ int main(int argc, char **argv) {
   return popc::tools::runTool("npz-compare", [&]() -> int {
     const auto actual = popc::npz::readNpz(actualPath);
     const auto expected = popc::npz::readNpz(expectedPath);
-    bool ok = true;
-    for (const auto &[key, exp] : expected) {
-      auto it = actual.find(key);
-      if (it == actual.end()) {
-        fmt::print("{}: missing key '{}'\n", actualPath, key);
-        ok = false;
-        continue;
-      }
-      const auto r = popc::npz::compareArrays(popc::npz::view(it->second), popc::npz::view(exp), tol);
-      if (r.ok) {
-        fmt::print("'{}': {} elements match", key, r.elements);
-        if (popc::isFloatingPoint(exp.dtype))
-          fmt::print(" (rtol {}, atol {})\n", tol.rtol, tol.atol);
-        else
-          fmt::print(" (exact)\n");
-      } else {
-        fmt::print("'{}': {}\n", key, r.message);
-        ok = false;
-      }
-    }
+    std::map<std::string, popc::npz::ArrayView> a, e;
     for (const auto &[key, arr] : actual)
-      if (!expected.count(key)) {
-        fmt::print("{}: unexpected key '{}'\n", actualPath, key);
-        ok = false;
-      }
+      a[key] = popc::npz::view(arr);
+    for (const auto &[key, arr] : expected)
+      e[key] = popc::npz::view(arr);
+    const auto result = popc::npz::compareMaps(a, e, tol, actualPath);
+    for (const std::string &line : result.lines)
+      fmt::print("{}\n", line);
+    const bool ok = result.ok;
     return ok ? 0 : 1;
   });
 }

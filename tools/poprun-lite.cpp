@@ -7,7 +7,9 @@
 #include "formats/popef/popef.h"
 #include "profile/execution_profile.h"
 #include "profile/json_writer.h"
+#include "formats/npz/compare.h"
 #include "profile/summary.h"
+#include "tools/run_inputs.h"
 #include "runtime/engine.h"
 #include "runtime/memory_budget.h"
 #include "runtime/object_cache.h"
@@ -189,6 +191,36 @@ int main(int argc, char **argv) {
   popc::tools::RunGuardOptions guard;
   app.add_option("model", model, "Executable to run (.popef)")->required();
   app.add_option("--inputs", inputsPath, "Model inputs (.npz, one array per input name)");
+  std::vector<std::string> inputArgs;
+  app.add_option("--input", inputArgs,
+                 "One input: NAME=FILE.npy, or a literal NAME=SHAPExTYPE=VALUES (x=1x3xf32=0.5 fills every "
+                 "element, ids=4xi64=1,5,9,2 gives each); repeatable, beside or instead of --inputs")
+      ->take_all()
+      ->expected(1)
+      ->allow_extra_args(false);
+  std::string fillMode;
+  uint64_t seed = 0;
+  app.add_option("--fill", fillMode,
+                 "Fill the inputs not given by --inputs/--input: random (floats in [-1,1), integers in [0,10), "
+                 "from --seed), zeros or ones; for smoke tests and benchmarks without data")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  app.add_option("--seed", seed, "Seed of --fill random (default 0: the same inputs on every machine)");
+  std::string expectedPath;
+  popc::npz::Tolerance tolerance{1e-5, 1e-6, true};
+  app.add_option("--expected-outputs", expectedPath,
+                 "Compare the outputs with this .npz after the run (every key, --rtol/--atol for floats, exact "
+                 "for integers); exit 1 on a mismatch");
+  app.add_option("--rtol", tolerance.rtol, "With --expected-outputs: relative tolerance")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--atol", tolerance.atol, "With --expected-outputs: absolute tolerance")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  uint64_t benchmark = 0;
+  app.add_option("--benchmark", benchmark,
+                 "Time N runs after one warm-up run and print min/median/max ms per inference "
+                 "(instead of --iterations)")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
   app.add_option("--outputs", outputsPath, "Write the model outputs to this .npz (default: print a summary)");
   app.add_option("--iterations", iterations, "Run the program this many times (default 1)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
@@ -282,15 +314,34 @@ int main(int argc, char **argv) {
     if (!inputsPath.empty())
       for (auto &[name, array] : npz::readNpz(inputsPath, maxMemory ? maxMemory : UINT64_MAX))
         inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
+    for (const std::string &arg : inputArgs) {
+      auto [name, tensor] = popc::tools::parseInputArgument(arg, maxMemory);
+      if (inputs.count(name))
+        fail("--input {}: input '{}' is given twice (by --inputs or another --input)", arg, name);
+      inputs[name] = std::move(tensor);
+    }
 
     if (!engine)
       engine = std::make_unique<runtime::Engine>(executable, engineOptions);
-    if (inputsPath.empty() && !engine->inputs().empty())
-      fail("{}: the model needs inputs: pass --inputs FILE.npz with {}", model, engine->describeInputs());
+    popc::tools::fillMissingInputs(inputs, engine->inputs(), popc::tools::parseFillMode(fillMode), seed);
+    if (inputs.empty() && !engine->inputs().empty())
+      fail("{}: the model needs inputs: pass --inputs FILE.npz, --input NAME=..., or --fill random|zeros|ones "
+           "for {}",
+           model, engine->describeInputs());
 
     runtime::HostTensorMap outputs;
     uint64_t done = 0;
+    std::vector<double> runMs; // --benchmark: each timed run
     try {
+      if (benchmark) {
+        outputs = engine->run(inputs); // warm-up: first-touch and caches, not timed
+        for (uint64_t i = 0; i < benchmark; ++i) {
+          const auto start = std::chrono::steady_clock::now();
+          outputs = engine->run(inputs);
+          runMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        }
+        done = iterations = benchmark + 1;
+      }
       for (; done < iterations; ++done)
         outputs = engine->run(inputs);
     } catch (const runtime::Stopped &) {
@@ -309,12 +360,36 @@ int main(int argc, char **argv) {
       for (const auto &io : engine->outputs()) // in model order
         printSummary(io.name, outputs.at(io.name));
     }
+    if (benchmark) {
+      std::vector<double> sorted = runMs;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                              : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+      fmt::print("benchmark: {} runs after 1 warm-up, ms per inference: min {:.3f} median {:.3f} max {:.3f} "
+                 "({} host threads)\n",
+                 runMs.size(), sorted.front(), median, sorted.back(), engine->report().threads);
+    }
+    bool matched = true;
+    if (!expectedPath.empty()) {
+      const auto expected = npz::readNpz(expectedPath, maxMemory ? maxMemory : UINT64_MAX);
+      std::map<std::string, npz::ArrayView> got, want;
+      for (const auto &[name, t] : outputs)
+        got[name] = {t.dtype, &t.shape, t.data};
+      for (const auto &[name, a] : expected)
+        want[name] = npz::view(a);
+      const auto result = npz::compareMaps(got, want, tolerance, "outputs");
+      for (const std::string &line : result.lines)
+        fmt::print("{}\n", line);
+      matched = result.ok;
+      if (!matched)
+        fmt::print(stderr, "poprun-lite: error: {}: outputs differ from {}\n", model, expectedPath);
+    }
     if (report) {
       reportOptions.byHostTime = reportSort == "host";
       printReport(engine->report(), openSeconds, iterations, reportOptions);
     }
     if (trace)
       writeProfile(*executable, trace->trace(), profileDir, summary ? &summaryOptions : nullptr);
-    return 0;
+    return matched ? 0 : 1;
   });
 }

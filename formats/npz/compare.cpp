@@ -137,4 +137,33 @@ CompareResult compareArrays(const ArrayView &actual, const ArrayView &expected, 
   return r;
 }
 
+MapComparison compareMaps(const std::map<std::string, ArrayView> &actual,
+                          const std::map<std::string, ArrayView> &expected, const Tolerance &tol,
+                          const std::string &actualLabel) {
+  MapComparison out;
+  for (const auto &[key, exp] : expected) {
+    auto it = actual.find(key);
+    if (it == actual.end()) {
+      out.lines.push_back(fmt::format("{}: missing key '{}'", actualLabel, key));
+      out.ok = false;
+      continue;
+    }
+    const CompareResult r = compareArrays(it->second, exp, tol);
+    if (!r.ok) {
+      out.lines.push_back(fmt::format("'{}': {}", key, r.message));
+      out.ok = false;
+    } else if (isFloatingPoint(exp.dtype)) {
+      out.lines.push_back(fmt::format("'{}': {} elements match (rtol {}, atol {})", key, r.elements, tol.rtol, tol.atol));
+    } else {
+      out.lines.push_back(fmt::format("'{}': {} elements match (exact)", key, r.elements));
+    }
+  }
+  for (const auto &[key, arr] : actual)
+    if (!expected.count(key)) {
+      out.lines.push_back(fmt::format("{}: unexpected key '{}'", actualLabel, key));
+      out.ok = false;
+    }
+  return out;
+}
+
 } // namespace popc::npz

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <span>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace popc::npz {
 
@@ -40,5 +42,17 @@ CompareResult compareArrays(const ArrayView &actual, const ArrayView &expected, 
 
 // Element i as a double (16-bit floats decoded); for reports.
 double elementAsDouble(DType dtype, std::span<const uint8_t> data, uint64_t i);
+
+// Every array of `expected` against the same key of `actual`; a key missing
+// from either side is a mismatch. One line per key, as npz-compare prints them
+// ("'y': 40 elements match (rtol 1e-05, atol 1e-06)", "'y': 3 of 40 elements
+// differ ...", "out.npz: missing key 'z'").
+struct MapComparison {
+  bool ok = true;
+  std::vector<std::string> lines;
+};
+MapComparison compareMaps(const std::map<std::string, ArrayView> &actual,
+                          const std::map<std::string, ArrayView> &expected, const Tolerance &tol,
+                          const std::string &actualLabel);
 
 } // namespace popc::npz

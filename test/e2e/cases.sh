@@ -131,6 +131,43 @@ noop_options_warn)
   grep -q "pipeline" err.txt && die "warned with 4 micro-batches: $(cat err.txt)"
   true
   ;;
+runner_conveniences)
+  # Issue 22, item 6: what tvmc / iree-run-module users reach for.
+  compile "$SRC/samples/mlp/model.onnx" -o m.popef
+  "$PY" - "$SRC/samples/mlp" <<'PY' || die "data preparation failed"
+import sys, numpy as np
+d = np.load(sys.argv[1] + "/inputs.npz"); e = np.load(sys.argv[1] + "/expected.npz")
+np.save("input.npy", d["input"])
+np.savez("wrong.npz", **{k: v + 1 for k, v in e.items()})
+PY
+  # --input NAME=FILE.npy and --expected-outputs: exit 0 when the outputs match PyTorch's...
+  "$BIN/poprun-lite" m.popef --input input=input.npy --expected-outputs "$SRC/samples/mlp/expected.npz" \
+    --rtol 1e-4 --atol 1e-5 > out.txt || die "outputs do not match the reference: $(cat out.txt)"
+  grep -q "elements match (rtol 0.0001, atol 1e-05)" out.txt || die "no comparison printed: $(cat out.txt)"
+  # ...and exit 1, naming the worst element, when they do not.
+  "$BIN/poprun-lite" m.popef --input input=input.npy --expected-outputs wrong.npz > out.txt 2> err.txt
+  [ $? -eq 1 ] || die "a mismatch did not exit 1"
+  grep -q "elements differ" out.txt && grep -q "outputs differ from wrong.npz" err.txt || die "mismatch: $(cat out.txt err.txt)"
+  # Literals: one value for every element equals --fill ones.
+  "$BIN/poprun-lite" m.popef --input input=4x64xf32=1 --outputs lit.npz || die "literal input refused"
+  "$BIN/poprun-lite" m.popef --fill ones --outputs ones.npz || die "--fill ones failed"
+  "$BIN/npz-compare" lit.npz ones.npz --rtol 0 --atol 0 > /dev/null || die "literal 1 differs from --fill ones"
+  expect_error "--input input=4x64xf32=1,2: 2 values for 256 elements" "$BIN/poprun-lite" m.popef --input input=4x64xf32=1,2
+  expect_error "unknown element type 'q8'" "$BIN/poprun-lite" m.popef --input input=4x64xq8=1
+  expect_error "input 'input' is given twice" "$BIN/poprun-lite" m.popef --inputs "$SRC/samples/mlp/inputs.npz" --input input=input.npy
+  # --fill random is the same for a seed on every run, and differs between seeds.
+  "$BIN/poprun-lite" m.popef --fill random --seed 7 --outputs r1.npz || die "--fill random failed"
+  "$BIN/poprun-lite" m.popef --fill random --seed 7 --outputs r2.npz || die "--fill random failed"
+  "$BIN/poprun-lite" m.popef --fill random --seed 8 --outputs r3.npz || die "--fill random failed"
+  cmp -s r1.npz r2.npz || die "--fill random --seed 7 differs between runs"
+  cmp -s r1.npz r3.npz && die "--seed 7 and 8 give the same inputs"
+  expect_error "the model needs inputs: pass --inputs FILE.npz, --input NAME=..., or --fill" "$BIN/poprun-lite" m.popef
+  # --benchmark N: N timed runs after a warm-up, min <= median <= max.
+  "$BIN/poprun-lite" m.popef --fill zeros --benchmark 5 > out.txt || die "--benchmark failed"
+  line=$(grep "^benchmark: 5 runs after 1 warm-up, ms per inference: min" out.txt) || die "no benchmark line: $(cat out.txt)"
+  set -- $(echo "$line" | sed 's/.*min \([0-9.]*\) median \([0-9.]*\) max \([0-9.]*\).*/\1 \2 \3/')
+  awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { exit !(a <= b && b <= c) }' || die "min/median/max out of order: $line"
+  ;;
 truncated_popef)
   compile "$SRC/samples/mlp/model.onnx" -o m.popef
   for n in 0 7 100 1000 $(( $(stat -c %s m.popef) / 2 )); do
