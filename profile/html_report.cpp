@@ -25,6 +25,9 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 #program-tree .type { font-weight: 600; }
 .legend span { display: inline-block; width: 14px; height: 10px; margin: 0 2px; }
 svg text { font: 11px system-ui, sans-serif; }
+details > summary { cursor: pointer; margin: .3em 0; }
+input.filter { margin: .2em 0 .4em; width: 24em; }
+#ir-graph { max-height: 80vh; overflow: auto; border: 1px solid #ddd; background: #fff; }
 </style>
 </head>
 <body>
@@ -32,11 +35,11 @@ svg text { font: 11px system-ui, sans-serif; }
 <div id="target" class="muted"></div>
 <h2>Summary</h2><table id="totals"></table>
 <h2>Memory per tile</h2><div id="heatmap"></div><div id="heatmap-legend" class="legend muted"></div>
-<h2>Compute sets by cycles</h2><table id="compute-sets"></table>
-<h2>Tile balance</h2><div class="muted">Per compute set: total tile cycles / (slowest tile &times; tiles), as in Poplar's execution profile.</div><table id="tile-balance"></table>
-<h2>Exchange volume</h2><table id="exchanges"></table>
-<h2>Program tree</h2><div id="program-tree"></div>
-<h2>IR graph</h2><div id="ir-graph"></div>
+<h2>Compute sets by cycles</h2><details id="compute-sets-section" class="long"><summary></summary><input class="filter" data-for="compute-sets" placeholder="filter by name"><table id="compute-sets"></table></details>
+<h2>Tile balance</h2><div class="muted">Per compute set: total tile cycles / (slowest tile &times; tiles), as in Poplar's execution profile.</div><details id="tile-balance-section" class="long"><summary></summary><input class="filter" data-for="tile-balance" placeholder="filter by name"><table id="tile-balance"></table></details>
+<h2>Exchange volume</h2><details id="exchanges-section" class="long"><summary></summary><input class="filter" data-for="exchanges" placeholder="filter by name or kind"><table id="exchanges"></table></details>
+<h2>Program tree</h2><details id="program-tree-section" class="long"><summary></summary><div id="program-tree"></div></details>
+<h2>IR graph</h2><details id="ir-graph-section" class="long"><summary></summary><div id="ir-graph"></div></details>
 <script id="profile-data" type="application/json">
 )HTML";
 
@@ -96,28 +99,30 @@ const char *kTail = R"HTML(
     for (const k of ["compute", "exchange", "sync", "host"]) row(totals, ["  " + k + " cycles", s.phaseCycles[k]]);
   }
 
-  // Memory heat map: one square per tile, colour = used / busiest tile's use
-  // (hot spots show even when every tile is far below its budget).
+  // Memory heat map: one square per tile, coloured by the share of the tile's
+  // memory it uses (its capacity, not the busiest tile: a model that fills 10 %
+  // of every tile looks cool), with the scale beside it.
   {
     const cols = Math.min(64, numTiles), cell = numTiles > 2048 ? 6 : 12;
     const rows = Math.ceil(numTiles / cols);
     const svg = svgEl("svg", { width: cols * cell, height: rows * cell, id: "heatmap-svg" });
-    const used = mem.totalIncludingGaps, peak = max(used) || 1;
+    const used = mem.totalIncludingGaps, peak = max(used);
+    const colour = f => `hsl(${Math.round(220 - 220 * Math.min(1, f))},70%,${Math.round(80 - 35 * Math.min(1, f))}%)`;
     for (let i = 0; i < numTiles; ++i) {
-      const f = used[i] / peak;
+      const f = used[i] / t.bytesPerTile;
       const r = svgEl("rect", { x: (i % cols) * cell, y: Math.floor(i / cols) * cell, width: cell - 1,
-                                height: cell - 1, class: "tile",
-                                fill: used[i] ? `hsl(${Math.round(220 - 220 * f)},70%,${Math.round(80 - 35 * f)}%)` : "#e8e8e8" });
+                                height: cell - 1, class: "tile", "data-fill": f.toFixed(4),
+                                fill: used[i] ? colour(f) : "#e8e8e8" });
       const title = svgEl("title", {});
-      title.textContent = `tile ${i}: ${fmt(used[i])} bytes (${pct(used[i] / t.bytesPerTile)} of the tile)`;
+      title.textContent = `tile ${i}: ${fmt(used[i])} bytes (${pct(f)} of the tile)`;
       r.appendChild(title);
       svg.appendChild(r);
     }
     document.getElementById("heatmap").appendChild(svg);
-    document.getElementById("heatmap-legend").innerHTML =
-      "0 <span style='background:hsl(220,70%,80%)'></span><span style='background:hsl(110,70%,62%)'></span>" +
-      "<span style='background:hsl(0,70%,45%)'></span> busiest tile: " + fmt(peak) + " bytes, " +
-      pct(peak / t.bytesPerTile) + " of " + fmt(t.bytesPerTile) + " (grey: unused)";
+    let legend = "share of each tile's " + fmt(t.bytesPerTile) + " bytes: ";
+    for (const f of [0, 0.25, 0.5, 0.75, 1]) legend += `<span style='background:${colour(f)}'></span>${pct(f)} `;
+    legend += "&nbsp; busiest tile: " + fmt(peak) + " bytes (" + pct(peak / t.bytesPerTile) + "); grey: unused";
+    document.getElementById("heatmap-legend").innerHTML = legend;
   }
 
   // Compute sets by cycles (executed cycles, else one run's estimate).
@@ -175,7 +180,9 @@ const char *kTail = R"HTML(
     document.getElementById("program-tree").appendChild(root);
   }
 
-  // IR graph: ops in schedule order, one column per depth (longest path from the inputs).
+  // IR graph, top to bottom: one row per depth (longest path from the inputs),
+  // ops of a row side by side (fan-out widens the graph). An edge that skips
+  // rows (a residual) bends out to the right so it is not hidden behind the ops.
   {
     const host = document.getElementById("ir-graph");
     if (!g.ir || !g.ir.ops.length) {
@@ -189,20 +196,25 @@ const char *kTail = R"HTML(
         depth.push(d);
         for (const out of op.outputs) producer.set(out, i);
       });
-      const rowsAt = [], pos = [];
-      ops.forEach((op, i) => { const d = depth[i]; rowsAt[d] = (rowsAt[d] || 0) + 1; pos.push([d, rowsAt[d] - 1]); });
-      const W = 150, H = 34, cols = rowsAt.length, rows = max(rowsAt);
-      const svg = svgEl("svg", { width: cols * W + 20, height: rows * H + 20, id: "ir-svg" });
-      const cx = i => 10 + pos[i][0] * W, cy = i => 10 + pos[i][1] * H;
+      const perRow = [], pos = [];
+      ops.forEach((op, i) => { const d = depth[i]; perRow[d] = (perRow[d] || 0) + 1; pos.push([perRow[d] - 1, d]); });
+      const W = 140, H = 40, BW = 120, BH = 24, widest = max(perRow), levels = perRow.length;
+      const svg = svgEl("svg", { width: widest * W + 80, height: levels * H + 20, id: "ir-svg" });
+      // Rows are centred, so a chain runs straight down the middle.
+      const cx = i => 10 + (widest - perRow[depth[i]]) * W / 2 + pos[i][0] * W, cy = i => 10 + pos[i][1] * H;
       ops.forEach((op, i) => {
         for (const inp of op.inputs) if (producer.has(inp) && producer.get(inp) < i) {
-          const s = producer.get(inp);
-          svg.appendChild(svgEl("line", { x1: cx(s) + 120, y1: cy(s) + 12, x2: cx(i), y2: cy(i) + 12, stroke: "#999" }));
+          const s = producer.get(inp), x1 = cx(s) + BW / 2, y1 = cy(s) + BH, x2 = cx(i) + BW / 2, y2 = cy(i);
+          const skip = depth[i] - depth[s] > 1, bend = BW / 2 + 30, mid = (y1 + y2) / 2;
+          svg.appendChild(svgEl("path", {
+            d: skip ? `M${x1},${y1} C${x1 + bend},${y1 + H} ${x2 + bend},${y2 - H} ${x2},${y2}`
+                    : `M${x1},${y1} C${x1},${mid} ${x2},${mid} ${x2},${y2}`,
+            fill: "none", stroke: skip ? "#d48a4a" : "#999", class: skip ? "ir-edge skip" : "ir-edge" }));
         }
       });
       ops.forEach((op, i) => {
         const gEl = svgEl("g", { class: "ir-op" });
-        gEl.appendChild(svgEl("rect", { x: cx(i), y: cy(i), width: 120, height: 24, rx: 4, fill: "#dde8f8", stroke: "#4a7fd4" }));
+        gEl.appendChild(svgEl("rect", { x: cx(i), y: cy(i), width: BW, height: BH, rx: 4, fill: "#dde8f8", stroke: "#4a7fd4" }));
         const label = svgEl("text", { x: cx(i) + 6, y: cy(i) + 16 });
         label.textContent = op.type + (op.name.length < 12 ? " " + op.name : "");
         const title = svgEl("title", {});
@@ -212,6 +224,38 @@ const char *kTail = R"HTML(
         svg.appendChild(gEl);
       });
       host.appendChild(svg);
+    }
+  }
+
+  // Long sections fold: a summary line says what is inside; short ones start open.
+  // The filter boxes hide the rows that do not contain their text.
+  {
+    const rowsOf = id => document.getElementById(id).querySelectorAll("tr").length - 1;
+    const summaries = {
+      "compute-sets-section": () => `${rowsOf("compute-sets")} compute sets (top by cycles)`,
+      "tile-balance-section": () => `${rowsOf("tile-balance")} compute sets`,
+      "exchanges-section": () => `${rowsOf("exchanges")} exchanges (largest first)`,
+      "program-tree-section": () => `${g.programs.length} programs`,
+      "ir-graph-section": () => g.ir && g.ir.ops ? `${g.ir.ops.length} IR ops, top to bottom` : "not recorded",
+    };
+    const sizes = { "program-tree-section": g.programs.length, "ir-graph-section": g.ir && g.ir.ops ? g.ir.ops.length : 0 };
+    for (const id in summaries) {
+      const d = document.getElementById(id);
+      d.querySelector("summary").textContent = summaries[id]();
+      const n = id in sizes ? sizes[id] : rowsOf(id.replace("-section", ""));
+      // report.html#open opens every section, report.html#<section id> that one.
+      if (n <= 25 || location.hash === "#open" || location.hash === "#" + id) d.setAttribute("open", "");
+    }
+    if (location.hash.length > 1 && document.getElementById(location.hash.slice(1)))
+      document.getElementById(location.hash.slice(1)).scrollIntoView();
+    for (const input of document.querySelectorAll("input.filter")) {
+      input.addEventListener("input", () => {
+        const needle = input.value.toLowerCase();
+        const table = document.getElementById(input.dataset.for);
+        table.querySelectorAll("tr").forEach((tr, k) => {
+          if (k > 0) tr.style.display = tr.textContent.toLowerCase().includes(needle) ? "" : "none";
+        });
+      });
     }
   }
   document.body.setAttribute("data-rendered", "ok");

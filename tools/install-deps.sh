@@ -22,6 +22,8 @@ PACKAGES=(
   chromium
   # model generation and reference outputs (used by /usr/bin/python3 only)
   python3 python3-onnx python3-numpy python3-torch python3-torchvision
+  # reading the report screenshots in the Chromium tests
+  python3-pil
 )
 
 missing=()

@@ -22,7 +22,8 @@ int main(int argc, char **argv) {
                "  popc-report prof -o report.html",
                "popc-report"};
   std::string dir, output;
-  app.add_option("profile-dir", dir, "Directory with graph.json (and execution.json, if the model was run)")
+  app.add_option("profile-dir", dir,
+                 "Directory with graph.json (and execution.json, if the model was run), or either file in it")
       ->required();
   app.add_option("-o,--output", output, "HTML file to write (default: DIR/report.html)");
   app.set_version_flag("--version", compilerVersion());
@@ -30,6 +31,9 @@ int main(int argc, char **argv) {
     return *exitCode;
   return popc::tools::runTool("popc-report", [&]() -> int {
     namespace fs = std::filesystem;
+    // The profile's graph.json or execution.json names its directory too.
+    if (fs::is_regular_file(dir) && fs::path(dir).extension() == ".json")
+      dir = fs::path(dir).parent_path().empty() ? "." : fs::path(dir).parent_path().string();
     const fs::path graphPath = fs::path(dir) / "graph.json", execPath = fs::path(dir) / "execution.json";
     if (!fs::exists(graphPath))
       fail("{}: no graph.json: write one with popc-onnx --profile-dir {} (or poprun-lite --profile-dir)", dir, dir);

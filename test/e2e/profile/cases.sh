@@ -183,6 +183,66 @@ assert (w, h) == (1280, 1600), (w, h)
 assert len(data) > 20000, len(data)  # a blank page compresses to a few KB
 PY
   ;;
+chromium_report_resnet50)
+  # Issue 22, item 3: the report on a real model, read from Chromium's DOM and screenshot.
+  CHROME=$(command -v chromium || command -v chromium-browser || true)
+  if [ -z "$CHROME" ]; then
+    echo "SKIP: chromium not installed (tools/install-deps.sh installs it; CI runs this test)"
+    exit 77
+  fi
+  "$PY" "$SRC/test/models/export_models.py" models resnet50 >export.log 2>&1 || { tail -5 export.log; die "export failed"; }
+  "$BIN/popc-onnx" models/resnet50/model.onnx -o r50.popef --profile-dir prof --no-cache || die "compile failed"
+  "$BIN/poprun-lite" r50.popef --inputs models/resnet50/inputs.npz --profile-dir prof >/dev/null || die "run failed"
+  # The profile's file names its directory too (it used to advise --profile-dir prof/graph.json).
+  "$BIN/popc-report" prof/graph.json || die "popc-report prof/graph.json failed"
+  [ -s prof/report.html ] || die "no prof/report.html"
+  flags=(--headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions --user-data-dir="$TMP/chrome"
+         --enable-logging=stderr --v=0 --virtual-time-budget=30000)
+  timeout 300 "$CHROME" "${flags[@]}" --dump-dom "file://$TMP/prof/report.html" >dom.html 2>chrome.err ||
+    { tail -20 chrome.err; die "chromium --dump-dom failed"; }
+  grep -q 'data-rendered="ok"' dom.html || { tail -20 chrome.err; die "the report's script did not finish rendering"; }
+  timeout 300 "$CHROME" "${flags[@]}" --window-size=1280,6000 --screenshot="$TMP/page.png" \
+    "file://$TMP/prof/report.html" >/dev/null 2>shot.err || { tail -20 shot.err; die "chromium --screenshot failed"; }
+  timeout 300 "$CHROME" "${flags[@]}" --window-size=1280,2400 --screenshot="$TMP/graph.png" \
+    "file://$TMP/prof/report.html#ir-graph-section" >/dev/null 2>shot.err || { tail -20 shot.err; die "chromium --screenshot failed"; }
+  "$PY" - <<'PY' || die "the ResNet-50 report is not what a reader needs"
+import json, re
+from PIL import Image
+dom = open("dom.html").read()
+g = json.load(open("prof/graph.json"))
+cap = g["target"]["bytesPerTile"]
+used = g["memory"]["byTile"]["totalIncludingGaps"]
+# The heat map is coloured by each tile's share of its own memory, not of the busiest tile.
+fills = [float(f) for f in re.findall(r'<rect[^>]*class="tile"[^>]*data-fill="([0-9.]+)"', dom)]
+assert len(fills) == g["target"]["numTiles"], len(fills)
+for f, u in zip(fills, used):
+    assert abs(f - u / cap) < 1e-3, (f, u / cap)
+assert "share of each tile's" in dom and "busiest tile" in dom
+# ResNet-50 uses about half of each tile: no tile may be drawn in the top (red) band.
+hues = [int(h) for h in re.findall(r'class="tile"[^>]*fill="hsl\((\d+),', dom)]
+assert min(hues) > 40, min(hues)
+# Long sections are folded, with a summary line; the IR graph is laid out top to bottom.
+for section in ["compute-sets-section", "tile-balance-section", "exchanges-section", "program-tree-section",
+                "ir-graph-section"]:
+    tag = re.search(r'<details[^>]*id="%s"[^>]*>' % section, dom).group(0)
+    assert " open" not in tag, tag
+assert dom.count('class="ir-op"') == len(g["ir"]["ops"])
+svg = re.search(r'<svg[^>]*id="ir-svg"[^>]*>', dom).group(0)
+w, h = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())
+assert h > 4 * w and w < 1280, (w, h)  # tall and narrow: no sideways scrolling
+assert 'class="ir-edge skip"' in dom  # the residual connections are drawn
+# The folded page fits in about two screens (it was 7,200 px tall).
+page = Image.open("page.png").convert("RGB")
+bg = page.getpixel((5, page.height - 5))
+last = max(y for y in range(0, page.height, 4) if any(page.getpixel((x, y)) != bg for x in range(0, page.width, 8)))
+assert last < 2000, last
+# The graph, opened through its link, shows boxes (light blue) in the screenshot.
+shot = Image.open("graph.png").convert("RGB")
+blue = sum(1 for y in range(0, shot.height, 4) for x in range(0, shot.width, 4) if shot.getpixel((x, y)) == (221, 232, 248))
+assert blue > 500, blue
+print(f"ok: {len(fills)} tiles, hues {min(hues)}-{max(hues)}, page {last} px, graph {w}x{h}")
+PY
+  ;;
 logging_env)
   # POPC_LOG_DEST to a file, POPC_LOG_LEVEL, POPC_LOG_CONFIG per module.
   POPC_LOG_DEST=$TMP/log.txt POPC_LOG_LEVEL=INFO "$BIN/popc-onnx" "$MLP/model.onnx" -o a.popef --no-cache \
