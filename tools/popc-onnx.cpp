@@ -49,8 +49,17 @@ int main(int argc, char **argv) {
                  "attribute (default 0)")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
-  app.add_option("--tiles-per-ipu", tilesPerIpu, "Use only this many tiles per IPU (default: all)")
-      ->check(CLI::Range(1u, 1u << 20));
+  // The bound depends on --arch, so it is checked after parsing (1..1472 for ipu2);
+  // a CLI range here would show the file format's limit as if it were the arch's.
+  app.add_option("--tiles-per-ipu", tilesPerIpu,
+                 "Use only this many tiles per IPU, 1 to the arch's count (ipu2: 1472; default: all)")
+      ->check(CLI::Validator(
+          [](std::string &v) {
+            const bool ok = !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos &&
+                            v.find_first_not_of('0') != std::string::npos;
+            return ok ? std::string() : "must be a whole number from 1 to the arch's tile count";
+          },
+          "1..ARCH_TILES"));
   app.add_option("--bytes-per-tile", bytesPerTile, "Override the memory per tile in bytes (default: the arch's)")
       ->check(CLI::Range(64u, 16u * 1024 * 1024));
   app.add_option("--input-shape", inputShapes,
