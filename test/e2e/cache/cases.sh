@@ -350,12 +350,12 @@ remote_nginx)
 remote_down)
   PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   reference "$CNN" ref.popef
-  start=$(date +%s)
+  # (No wall-clock bound, which flakes on a loaded machine: one warning, then the
+  # remote is skipped for the rest of the compile, is what keeps it fast.)
   compile "$CNN" -o a.popef --cache-dir c --remote-cache "http://127.0.0.1:$PORT/popc" 2>a.log
   grep -q "remote cache .*failed" a.log || die "no warning: $(cat a.log)"
   cmp a.popef ref.popef || die "wrong executable"
   [ "$(grep -c "remote cache" a.log)" = 1 ] || die "expected one warning, then the remote is skipped: $(cat a.log)"
-  [ $(($(date +%s) - start)) -lt 30 ] || die "too slow with the server down"
   compile "$CNN" -o b.popef --cache-dir c --remote-cache "http://127.0.0.1:$PORT/popc" --log-level info 2>b.log
   grep -q "cache hit" b.log || die "local cache not used with the remote down"
   # unresolvable host
@@ -380,11 +380,13 @@ PY
   trap 'kill $SLOW 2>/dev/null' EXIT
   for _ in $(seq 50); do [ -s port.txt ] && break; sleep 0.1; done
   reference "$CNN" ref.popef
-  start=$(date +%s)
+  # The server sleeps 30 s per request: a GET that ends in "Timeout" after the 1 s
+  # limit, and no second request (the remote is skipped from then on), show the
+  # compile was not held up, without a wall-clock bound that flakes under load.
   POPC_REMOTE_CACHE_TIMEOUT=1 compile "$CNN" -o a.popef --cache-dir c --remote-cache "http://127.0.0.1:$(cat port.txt)/popc" 2>a.log
   grep -q "remote cache .*GET failed: Timeout" a.log || die "no timeout warning: $(cat a.log)"
+  [ "$(grep -c "remote cache" a.log)" = 1 ] || die "expected one timeout, then the remote is skipped: $(cat a.log)"
   cmp a.popef ref.popef || die "wrong executable"
-  [ $(($(date +%s) - start)) -lt 15 ] || die "a slow remote held the compile up"
   ;;
 
 remote_5xx)

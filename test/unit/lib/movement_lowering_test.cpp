@@ -31,6 +31,13 @@ ir::Tensor ints(const std::string &name, const Ints &v, Shape shape = {}) {
   return t;
 }
 
+ir::Tensor floats(const std::string &name, const std::vector<float> &v) {
+  ir::Tensor t{name, {DType::F32, Shape{int64_t(v.size())}}, ir::TensorKind::Constant, {}};
+  t.data.resize(v.size() * 4);
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
 std::vector<uint8_t> randomBytes(size_t n, uint32_t seed, DType dtype) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> v(n);
@@ -147,4 +154,9 @@ TEST_CASE("Gather family with constant indices", "[lib][movement]") {
 TEST_CASE("Resize nearest (sizes) and Upsample", "[lib][movement]") {
   check("Resize", DType::F32, {1, 2, 3, 4}, {ir::Tensor{}, ir::Tensor{}, ints("sz", {1, 2, 7, 9})},
         attrs({{"mode", std::string("nearest")}, {"nearest_mode", std::string("round_prefer_ceil")}}));
+  // Upsample (opset 9): scales as an input, nearest floors x_out / scale.
+  check("Upsample", DType::F32, {1, 2, 3, 4}, {floats("scales", {1, 1, 2, 2.5f})},
+        attrs({{"mode", std::string("nearest")}}), 1, 9);
+  check("Upsample", DType::I32, {2, 3, 2}, {floats("scales", {1, 3, 2})}, attrs({{"mode", std::string("nearest")}}),
+        1, 9);
 }
