@@ -5,6 +5,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/driver/graph_profile.h"
 #include "compiler/onnx/importer.h"
+#include "compiler/passes/pass_manager.h"
 #include "formats/popef/popef.h"
 #include "profile/graph_profile.h"
 #include "profile/json_writer.h"
@@ -19,10 +20,42 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+
+// PopART's debug variables, read here so the compiler library reads none:
+// POPC_IR_DUMP=FILE (POPART_IR_DUMP): the IR at the end of the passes, or as far
+// as they got when one fails. POPC_DOT_CHECKS=FWD0:FINAL or ALL
+// (POPART_DOT_CHECKS): DOT files of those checkpoints into POPC_DOT_DIR (default:
+// the current directory); --dump-dot DIR already writes every checkpoint.
+void applyDumpEnvironment(popc::driver::CompileOptions &options) {
+  using namespace popc;
+  if (const char *file = std::getenv("POPC_IR_DUMP"); file && *file)
+    options.irDumpFile = file;
+  const char *checks = std::getenv("POPC_DOT_CHECKS");
+  if (!checks || !*checks || !options.dumpDotDir.empty())
+    return;
+  const char *dir = std::getenv("POPC_DOT_DIR");
+  options.dumpDotDir = dir && *dir ? dir : ".";
+  const std::string list = checks;
+  const auto &known = passes::checkpointNames();
+  for (size_t begin = 0; begin <= list.size();) {
+    const size_t end = std::min(list.find(':', begin), list.size());
+    const std::string name = list.substr(begin, end - begin);
+    begin = end + 1;
+    if (name == "ALL") {
+      options.dotCheckpoints.clear();
+      return;
+    }
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      fail("POPC_DOT_CHECKS '{}': unknown checkpoint '{}' (use {} or ALL, separated by ':')", list, name,
+           fmt::join(known, " "));
+    options.dotCheckpoints.push_back(name);
+  }
+}
 
 int main(int argc, char **argv) {
   using namespace popc;
@@ -143,6 +176,7 @@ int main(int argc, char **argv) {
     options.sequenceLengths = onnx::parseSequenceLengths(sequenceInputs);
     options.absentOptionals.insert(absentOptionals.begin(), absentOptionals.end());
     options.indexChecks = !noIndexChecks;
+    applyDumpEnvironment(options);
     if (output.empty())
       output = std::filesystem::path(model).replace_extension(".popef").string();
 
@@ -154,8 +188,7 @@ int main(int argc, char **argv) {
       key = driver::executableCacheKey(model, options);
     }
     auto log = log::get("popc-onnx");
-    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty() ||
-                            std::getenv("POPC_IR_DUMP") || std::getenv("POPC_DOT_CHECKS");
+    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty() || !options.irDumpFile.empty();
     if (store && key && !wantsDumps && profileDir.empty()) {
       auto t0 = std::chrono::steady_clock::now();
       if (auto size = store->getToFile("exe", key->key, output)) {

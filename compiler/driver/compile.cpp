@@ -158,12 +158,12 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // until the new option is either described below or listed as not
   // changing the executable — so the cache key cannot silently miss it.
   const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
-               autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
+               dotCheckpoints_, irDumpFile_, autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
                stepSize_, sequenceLengths_, absentOptionals_, indexChecks_] = *this;
   (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_; // described below
   (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
   (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
-  (void)dumpIrDir_, (void)dumpDotDir_; // debug output only; the executable is the same
+  (void)dumpIrDir_, (void)dumpDotDir_, (void)dotCheckpoints_, (void)irDumpFile_; // debug output only
   (void)arch_, (void)numIpus_, (void)tilesPerIpu_, (void)bytesPerTile_, (void)inputShapes_, (void)frozenInputs_;
   const graph::Target t = makeTarget(*this);
   std::map<std::string, std::string> d{
@@ -235,34 +235,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   passes::PassOptions passOptions;
   passOptions.dumpIrDir = options.dumpIrDir;
   passOptions.dumpDotDir = options.dumpDotDir;
-  // POPC_DOT_CHECKS=FWD0:FINAL or ALL (PopART's POPART_DOT_CHECKS): DOT files of
-  // those checkpoints into POPC_DOT_DIR (default: the current directory);
-  // --dump-dot DIR already writes every checkpoint.
-  if (const char *checks = std::getenv("POPC_DOT_CHECKS"); checks && *checks && options.dumpDotDir.empty()) {
-    const char *dir = std::getenv("POPC_DOT_DIR");
-    passOptions.dumpDotDir = dir && *dir ? dir : ".";
-    std::string list = checks;
-    for (size_t begin = 0; begin <= list.size();) {
-      size_t end = std::min(list.find(':', begin), list.size());
-      std::string name = list.substr(begin, end - begin);
-      begin = end + 1;
-      const auto &known = passes::checkpointNames();
-      if (name == "ALL") {
-        passOptions.dotCheckpoints.clear();
-        break;
-      }
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string names;
-        for (const auto &k : known)
-          names += k + " ";
-        fail("POPC_DOT_CHECKS '{}': unknown checkpoint '{}' (use {}or ALL, separated by ':')", list, name, names);
-      }
-      passOptions.dotCheckpoints.push_back(name);
-    }
-  }
-  // POPC_IR_DUMP=FILE (PopART's POPART_IR_DUMP): the IR at the end of the
-  // passes, or as far as they got when one fails.
-  const char *irDump = std::getenv("POPC_IR_DUMP");
+  passOptions.dotCheckpoints = options.dotCheckpoints;
+  const char *irDump = options.irDumpFile.empty() ? nullptr : options.irDumpFile.c_str();
   auto dumpIr = [&] {
     std::ofstream out(irDump, std::ios::binary | std::ios::trunc);
     if (!(out << ir::printIr(ir)) || !out.flush())

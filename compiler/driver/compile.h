@@ -32,6 +32,8 @@ struct CompileOptions {
   std::map<std::string, Shape> inputShapes;
   std::map<std::string, FrozenInput> frozenInputs; // become constants; no longer inputs
   std::string dumpIrDir, dumpDotDir;
+  std::vector<std::string> dotCheckpoints; // with dumpDotDir: only these checkpoints (empty: all)
+  std::string irDumpFile; // the IR at the end of the passes, or as far as they got (POPART_IR_DUMP)
   // Multi-IPU (docs/multi-ipu.md).
   uint32_t autoShard = 0;              // --auto-shard N: N balanced contiguous stages, one per IPU
   bool pipeline = false;               // --pipeline

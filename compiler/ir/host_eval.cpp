@@ -462,7 +462,6 @@ Result hostEvaluate(const Op &op, const std::vector<const Tensor *> &inputs,
 
 // --- element conversions ---------------------------------------------------
 
-bool hostDTypeSupported(DType) { return true; }
 
 template <typename R> static std::vector<R> decodeAs(DType t, const Bytes &data) {
   size_t es = dtypeSize(t), n = data.size() / es;

@@ -36,7 +36,6 @@ HostResult hostEvaluate(const Op &op, const std::vector<const Tensor *> &inputs,
 
 // Element conversions between raw little-endian data and double / int64, for
 // every dtype (float16 through float).
-bool hostDTypeSupported(DType t);
 std::vector<double> decodeDoubles(DType t, const std::vector<uint8_t> &data);
 std::vector<int64_t> decodeInt64s(DType t, const std::vector<uint8_t> &data);
 std::vector<uint8_t> encodeDoubles(DType t, const std::vector<double> &values);

@@ -9,7 +9,6 @@ using ir::decodeDoubles;
 using ir::decodeInt64s;
 using ir::encodeDoubles;
 using ir::encodeInt64s;
-using ir::hostDTypeSupported;
 using ir::hostEvalNeedsOnlyInfo;
 using ir::hostEvalSupports;
 using ir::hostEvaluate;

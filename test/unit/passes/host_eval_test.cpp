@@ -122,5 +122,6 @@ TEST_CASE("host eval: element codecs", "[passes]") {
   auto bytes = encodeDoubles(DType::I32, {1, -2, 3});
   CHECK(decodeInt64s(DType::I32, bytes) == std::vector<int64_t>{1, -2, 3});
   CHECK(decodeDoubles(DType::Bool, encodeInt64s(DType::Bool, {0, 5})) == std::vector<double>{0, 1});
-  CHECK(hostDTypeSupported(DType::F16)); // float16 decodes through float
+  // float16 decodes through float, exactly for representable values.
+  CHECK(decodeDoubles(DType::F16, encodeDoubles(DType::F16, {1.5, -0.25})) == std::vector<double>{1.5, -0.25});
 }
