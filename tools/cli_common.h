@@ -55,6 +55,8 @@ inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv)
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success &e) { // a flag that did its job and ends the tool (--list-passes)
+    return app.exit(e);
   } catch (const CLI::CallForHelp &e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp &e) {

@@ -136,6 +136,14 @@ int main(int argc, char **argv) {
   app.add_option("--dump-ir", options.dumpIrDir, "Write the IR as text at every pass checkpoint into DIR");
   app.add_option("--dump-dot", options.dumpDotDir, "Write Graphviz DOT at every pass checkpoint into DIR");
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, err or off (default: POPC_LOG_LEVEL or warn)");
+  app.add_flag_callback(
+      "--list-passes",
+      [] {
+        for (const passes::PipelineStep &step : passes::defaultPipeline())
+          fmt::print("{:<24} {:<10} {}\n", step.name, step.fn ? "pass" : "checkpoint", step.purpose);
+        throw CLI::Success();
+      },
+      "Print the IR pass pipeline in order (passes and the checkpoints --dump-ir/--dump-dot write) and exit");
   bool noIndexChecks = false;
   app.add_flag("--no-index-checks", noIndexChecks,
                "Leave out Gather's run-time index check (an index outside the axis then reads zeros "

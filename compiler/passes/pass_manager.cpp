@@ -47,8 +47,37 @@ void inferAndVerify(ir::Ir &ir) {
 
 } // namespace
 
+// The standard pipeline, declared once: makeDefaultPipeline, checkpointNames,
+// the valid pass names and `popc-onnx --list-passes` (the docs' table) come from it.
+const std::vector<PipelineStep> &defaultPipeline() {
+  static const std::vector<PipelineStep> steps = {
+      {"FWD0", nullptr, "the imported IR"},
+      {"resize-decomposition", decomposeResize,
+       "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
+      {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
+      {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},
+      {"noop-removal", removeNoOps, "drop Identity, inference Dropout, reshapes to the same shape, identity Transposes"},
+      {"conv-bn-fold", foldConvBatchNorm, "fold a constant BatchNormalization (or per-channel Mul/Add) into the Conv before it"},
+      {"batchnorm-decomposition", decomposeBatchNorm, "the other inference BatchNormalizations as per-channel Mul + Add"},
+      {"constant-folding", foldConstants, "again: the new BN constants, Shape chains freed by no-op removal"},
+      {"dead-code-elimination", eliminateDeadCode, "last: ops and tensors no graph output needs"},
+      {"FWD1", nullptr, "after the forward passes"},
+      // Empty, as in PopART's order: aliasing/inplacing and main-loop transforms go here.
+      {"PREALIAS", nullptr, "before aliasing (no pass yet)"},
+      {"MAINLOOPS", nullptr, "before main-loop transforms (no pass yet)"},
+      {"FINAL", nullptr, "what lowering receives"},
+  };
+  return steps;
+}
+
 const std::vector<std::string> &checkpointNames() {
-  static const std::vector<std::string> names = {"FWD0", "FWD1", "PREALIAS", "MAINLOOPS", "FINAL"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const PipelineStep &s : defaultPipeline())
+      if (!s.fn)
+        out.push_back(s.name);
+    return out;
+  }();
   return names;
 }
 
@@ -128,21 +157,12 @@ void PassManager::run(ir::Ir &ir) {
 
 PassManager makeDefaultPipeline(const PassOptions &options) {
   PassManager pm(options);
-  pm.addCheckpoint("FWD0");
-  pm.addPass("resize-decomposition", decomposeResize); // before folding: constant images fold too
-  pm.addPass("einsum-decomposition", decomposeEinsum);
-  pm.addPass("constant-folding", foldConstants);
-  pm.addPass("noop-removal", removeNoOps);
-  pm.addPass("conv-bn-fold", foldConvBatchNorm); // before BN decomposition
-  pm.addPass("batchnorm-decomposition", decomposeBatchNorm);
-  pm.addPass("constant-folding", foldConstants); // the new BN constants, Shape chains freed by no-op removal
-  pm.addPass("dead-code-elimination", eliminateDeadCode); // last: collects what the others left
-  pm.addCheckpoint("FWD1");
-  // Placeholders: passes for aliasing/inplacing and main-loop (batches per
-  // step) transforms go between these, as in PopART.
-  pm.addCheckpoint("PREALIAS");
-  pm.addCheckpoint("MAINLOOPS");
-  pm.addCheckpoint("FINAL");
+  for (const PipelineStep &step : defaultPipeline()) {
+    if (step.fn)
+      pm.addPass(step.name, step.fn);
+    else
+      pm.addCheckpoint(step.name);
+  }
   return pm;
 }
 

@@ -1,6 +1,6 @@
 // The pass manager: runs named IR passes in a fixed order, grouped between
-// named checkpoints FWD0 FWD1 PREALIAS MAINLOOPS FINAL (as PopART's
-// POPART_DOT_CHECKS / POPART_IR_DUMP). At each checkpoint the IR can be dumped
+// named checkpoints (defaultPipeline(); as PopART's POPART_DOT_CHECKS /
+// POPART_IR_DUMP). At each checkpoint the IR can be dumped
 // as text and as Graphviz DOT. After every pass the main graph is re-inferred
 // and verified, so a pass that breaks the IR is caught and named.
 #pragma once
@@ -27,6 +27,15 @@ struct PassOptions {
 
 // Rewrites the IR in place; returns the number of rewrites (for logging).
 using PassFn = std::function<size_t(ir::Ir &)>;
+
+// One step of the standard pipeline: a pass (fn set) or a checkpoint (fn null).
+struct PipelineStep {
+  const char *name;
+  size_t (*fn)(ir::Ir &);
+  const char *purpose;
+};
+// The standard pipeline, in order (pass_manager.cpp declares it, once).
+const std::vector<PipelineStep> &defaultPipeline();
 
 // The checkpoint names of the standard pipeline, in order.
 const std::vector<std::string> &checkpointNames();
@@ -61,9 +70,7 @@ private:
   std::vector<std::string> executed_;
 };
 
-// The standard pipeline:
-//   FWD0, constant-folding, noop-removal, conv-bn-fold, batchnorm-decomposition,
-//   constant-folding, dead-code-elimination, FWD1, PREALIAS, MAINLOOPS, FINAL.
+// A PassManager with defaultPipeline()'s steps (`popc-onnx --list-passes` prints them).
 PassManager makeDefaultPipeline(const PassOptions &options);
 
 // Runs the standard pipeline on `ir`.
