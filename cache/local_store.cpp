@@ -3,6 +3,7 @@
 #include "cache/entry.h"
 #include "cache/size.h"
 #include "support/error.h"
+#include "support/file_io.h"
 #include "support/log.h"
 
 #include <xxhash.h>
@@ -62,18 +63,6 @@ private:
   bool locked_ = false;
 };
 
-bool writeAll(int fd, const uint8_t *data, size_t size) {
-  while (size) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data += n;
-    size -= size_t(n);
-  }
-  return true;
-}
 
 // Test hook: POPC_CACHE_TEST_PAUSE_<what>=SECONDS sleeps there, so a test can
 // SIGKILL a writer at that point.
@@ -360,15 +349,7 @@ std::optional<Meta> readMeta(const fs::path &path) {
   if (fd.fd < 0)
     return std::nullopt;
   uint8_t buf[kHeaderSize + kStampSize + 1];
-  size_t got = 0;
-  while (got < sizeof buf) {
-    ssize_t n = ::read(fd.fd, buf + got, sizeof buf - got);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    got += size_t(n);
-  }
+  const size_t got = readFull(fd.fd, buf, sizeof buf);
   Meta m;
   m.header.assign(buf, buf + std::min(got, kHeaderSize));
   if (got == kHeaderSize + kStampSize)
@@ -394,13 +375,11 @@ std::optional<Digest> hashFile(int fd, uint64_t size) {
   XXH3_128bits_reset(state);
   uint64_t off = 0;
   while (off < size) {
-    ssize_t n = ::pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), size - off), off_t(off));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
+    const size_t n = preadFull(fd, buffer.data(), size_t(std::min<uint64_t>(buffer.size(), size - off)), off);
+    if (n == 0)
       break;
-    XXH3_128bits_update(state, buffer.data(), size_t(n));
-    off += uint64_t(n);
+    XXH3_128bits_update(state, buffer.data(), n);
+    off += n;
   }
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
@@ -424,15 +403,7 @@ Payload readPayload(int fd, size_t size) {
     return {std::shared_ptr<const void>(m, [size](const void *p) { ::munmap(const_cast<void *>(p), size); }),
             std::span<const uint8_t>(static_cast<const uint8_t *>(m), size)};
   auto bytes = std::make_shared<std::vector<uint8_t>>(size);
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, bytes->data() + done, size - done, off_t(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    done += size_t(n);
-  }
+  const size_t done = preadFull(fd, bytes->data(), size, 0);
   std::span<const uint8_t> span(bytes->data(), done); // short: the size check says truncated
   return {std::move(bytes), span};
 }

@@ -1,4 +1,5 @@
 #include "profile/json_writer.h"
+#include "support/file_io.h"
 
 #include "support/error.h"
 
@@ -50,19 +51,7 @@ std::string toJsonText(const nlohmann::ordered_json &j) {
 }
 
 void writeJsonFile(const std::string &path, const nlohmann::ordered_json &j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      fail("{}: cannot write the profile: check the directory exists and is writable", path);
-    f << toJsonText(j);
-    if (!f.flush())
-      fail("{}: write failed (disk full?)", path);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    fail("{}: cannot rename {} into place: {}", path, tmp, ec.message());
+  writeFileAtomically(path, toJsonText(j));
 }
 
 nlohmann::ordered_json readJsonFile(const std::string &path) {

@@ -1,4 +1,5 @@
 #include "support/child_guard.h"
+#include "support/file_io.h"
 
 #include "support/error.h"
 
@@ -19,19 +20,6 @@ namespace popc {
 
 namespace {
 
-// Writes all of `bytes` to `fd`; false on an error.
-bool writeAll(int fd, const uint8_t *bytes, size_t size) {
-  while (size) {
-    const ssize_t n = ::write(fd, bytes, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    bytes += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 [[noreturn]] void childMain(const ChildWorkWithOutput &work, unsigned seconds, uint64_t memoryBytes, int progress,
                             int outputFd) {
@@ -69,15 +57,9 @@ std::vector<uint8_t> readOutput(int fd) {
   if (::fstat(fd, &info) != 0 || ::lseek(fd, 0, SEEK_SET) != 0)
     fail("cannot read a checking child process's output: {}", std::strerror(errno));
   std::vector<uint8_t> bytes(static_cast<size_t>(info.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      fail("cannot read a checking child process's output: {}", n < 0 ? std::strerror(errno) : "truncated");
-    done += static_cast<size_t>(n);
-  }
+  errno = 0;
+  if (readFull(fd, bytes.data(), bytes.size()) != bytes.size())
+    fail("cannot read a checking child process's output: {}", errno ? std::strerror(errno) : "truncated");
   return bytes;
 }
 

@@ -2,6 +2,7 @@
 // self-contained HTML page (no network needed to view it).
 #include "profile/html_report.h"
 #include "profile/json_writer.h"
+#include "support/file_io.h"
 #include "support/error.h"
 #include "support/version.h"
 
@@ -49,16 +50,7 @@ int main(int argc, char **argv) {
       output = (fs::path(dir) / "report.html").string();
     const std::string html = profile::htmlReport(graph, execution ? &*execution : nullptr,
                                                  "popc profile: " + fs::path(dir).filename().string());
-    const std::string tmp = output + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      if (!f || !(f << html) || !f.flush())
-        fail("{}: cannot write the report: check the directory exists and is writable", output);
-    }
-    std::error_code ec;
-    fs::rename(tmp, output, ec);
-    if (ec)
-      fail("{}: cannot rename {} into place: {}", output, tmp, ec.message());
+    writeFileAtomically(output, html);
     return 0;
   });
 }

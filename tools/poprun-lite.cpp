@@ -325,8 +325,7 @@ int main(int argc, char **argv) {
       engine = std::make_unique<runtime::Engine>(executable, engineOptions);
     popc::tools::fillMissingInputs(inputs, engine->inputs(), popc::tools::parseFillMode(fillMode), seed);
     if (inputs.empty() && !engine->inputs().empty())
-      fail("{}: the model needs inputs: pass --inputs FILE.npz, --input NAME=..., or --fill random|zeros|ones "
-           "for {}",
+      fail("{}: the model needs inputs ({}): pass --inputs FILE.npz, --input NAME=..., or --fill random|zeros|ones",
            model, engine->describeInputs());
 
     runtime::HostTensorMap outputs;

@@ -1,6 +1,7 @@
 // .npz = a zip archive of "<key>.npy" members (numpy.savez / savez_compressed), via libzip.
 #include "formats/npz/npz.h"
 
+#include "support/file_io.h"
 #include "support/error.h"
 
 #include <zip.h>
@@ -79,17 +80,7 @@ time_t fixedMtime() {
 void writeEmptyZip(const std::string &path) {
   // libzip deletes archives without members; numpy writes a bare end-of-central-directory.
   static const uint8_t kEocd[22] = {0x50, 0x4b, 0x05, 0x06};
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char *>(kEocd), sizeof(kEocd));
-    if (!out)
-      fail("{}: cannot write file; fix: check the directory exists and is writable", path);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    fail("{}: cannot write file: {}; fix: check the directory is writable", path, ec.message());
+  writeFileAtomically(path, std::span<const uint8_t>(kEocd, sizeof(kEocd)));
 }
 
 // Reads every member of an opened archive; `where` names it in errors.

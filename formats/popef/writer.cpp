@@ -1,5 +1,6 @@
 // Writing popef executables: object API pack + atomic file replacement.
 #include "formats/popef/popef.h"
+#include "support/file_io.h"
 
 #include "support/error.h"
 
@@ -65,37 +66,6 @@ std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeH
   return bytes;
 }
 
-void writeFile(const std::string &path, std::span<const uint8_t> bytes) {
-  // mkstemp in the same directory: rename() is then atomic and concurrent
-  // writers of the same path never see each other's partial files.
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0)
-    fail("{}: cannot create temporary file: {}", path, std::strerror(errno));
-  ::fchmod(fd, 0644);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("{}: write failed: {}", path, std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("{}: write failed: {}", path, std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("{}: cannot replace file: {}", path, std::strerror(err));
-  }
-}
+void writeFile(const std::string &path, std::span<const uint8_t> bytes) { writeFileAtomically(path, bytes); }
 
 } // namespace popc::popef

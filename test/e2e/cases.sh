@@ -161,7 +161,7 @@ PY
   "$BIN/poprun-lite" m.popef --fill random --seed 8 --outputs r3.npz || die "--fill random failed"
   cmp -s r1.npz r2.npz || die "--fill random --seed 7 differs between runs"
   cmp -s r1.npz r3.npz && die "--seed 7 and 8 give the same inputs"
-  expect_error "the model needs inputs: pass --inputs FILE.npz, --input NAME=..., or --fill" "$BIN/poprun-lite" m.popef
+  expect_error "the model needs inputs (input float32 [4,64]): pass --inputs FILE.npz, --input NAME=..., or --fill" "$BIN/poprun-lite" m.popef
   # --benchmark N: N timed runs after a warm-up, min <= median <= max.
   "$BIN/poprun-lite" m.popef --fill zeros --benchmark 5 > out.txt || die "--benchmark failed"
   line=$(grep "^benchmark: 5 runs after 1 warm-up, ms per inference: min" out.txt) || die "no benchmark line: $(cat out.txt)"

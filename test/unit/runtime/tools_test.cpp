@@ -74,7 +74,7 @@ TEST_CASE("poprun-lite and popef-info on the sample", "[runtime][tools]") {
 
   r = run("poprun-lite " + model, dir);
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Catch::Contains("pass --inputs FILE.npz with a float32 [4]"));
+  CHECK_THAT(r.err, Catch::Contains("the model needs inputs (a float32 [4]): pass --inputs FILE.npz"));
 
   r = run("poprun-lite " + (dir / "missing.popef").string() + " --inputs x.npz", dir);
   CHECK(r.code == 1);

@@ -1,0 +1,83 @@
+#include "support/file_io.h"
+
+#include "support/error.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace popc {
+
+bool writeAll(int fd, const void *data, size_t size) {
+  const auto *p = static_cast<const uint8_t *>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      return false;
+    }
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
+size_t readFull(int fd, void *data, size_t size) {
+  auto *p = static_cast<uint8_t *>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, p + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
+  return done;
+}
+
+size_t preadFull(int fd, void *data, size_t size, uint64_t offset) {
+  auto *p = static_cast<uint8_t *>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, p + done, size - done, off_t(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
+  return done;
+}
+
+void writeFileAtomically(const std::string &path, std::span<const uint8_t> bytes) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    fail("{}: cannot create temporary file: {}", path, std::strerror(errno));
+  ::fchmod(fd, 0644); // mkstemp's 0600 would hide the file from other users
+  auto abandon = [&](const char *what, int err) {
+    ::unlink(tmp.c_str());
+    fail("{}: {}: {}", path, what, std::strerror(err));
+  };
+  if (!writeAll(fd, bytes.data(), bytes.size())) {
+    const int err = errno;
+    ::close(fd);
+    abandon("write failed", err);
+  }
+  if (::close(fd) != 0)
+    abandon("write failed", errno);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    abandon("cannot replace file", errno);
+}
+
+void writeFileAtomically(const std::string &path, std::string_view text) {
+  writeFileAtomically(path, std::span(reinterpret_cast<const uint8_t *>(text.data()), text.size()));
+}
+
+} // namespace popc
