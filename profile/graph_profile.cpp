@@ -12,7 +12,7 @@ namespace fb = ::popef::fb;
 
 namespace {
 
-template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+using popc::popef::len;
 std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
 uint64_t ceilDiv(uint64_t a, uint64_t b) { return b ? (a + b - 1) / b : 0; }
 

@@ -23,6 +23,7 @@
 namespace popc::runtime {
 
 namespace fb = ::popef::fb;
+using popef::len;
 
 namespace {
 
@@ -194,7 +195,6 @@ struct Engine::Impl {
     report.loadSeconds = secondsSince(t0);
   }
 
-  template <typename T> static uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
 
   // Each code module's bitcode and the entry symbols its vertex types name.
   void collectCodeModules() {
@@ -902,8 +902,8 @@ void Engine::runProgram(uint32_t index) {
 
 void Engine::connectStream(const std::string &stream, StreamCallback callback) {
   Impl &im = *impl_;
-  im.streamCallbacks.resize(Impl::len(im.root.streams()));
-  for (uint32_t i = 0; i < Impl::len(im.root.streams()); ++i)
+  im.streamCallbacks.resize(len(im.root.streams()));
+  for (uint32_t i = 0; i < len(im.root.streams()); ++i)
     if (im.root.streams()->Get(i)->name() && im.root.streams()->Get(i)->name()->str() == stream) {
       im.streamCallbacks[i] = std::move(callback);
       return;
@@ -913,14 +913,14 @@ void Engine::connectStream(const std::string &stream, StreamCallback callback) {
 
 void Engine::writeTensor(uint32_t tensor, const void *data, uint64_t bytes) {
   Impl &im = *impl_;
-  if (tensor >= Impl::len(im.root.tensors()) || popef::tensorBytes(*im.root.tensors()->Get(tensor)) != bytes)
+  if (tensor >= len(im.root.tensors()) || popef::tensorBytes(*im.root.tensors()->Get(tensor)) != bytes)
     fail("{}: writeTensor: tensor {} does not exist or does not have {} bytes", im.label, tensor, bytes);
   im.scatter(*im.root.tensors()->Get(tensor), static_cast<const uint8_t *>(data));
 }
 
 void Engine::readTensor(uint32_t tensor, void *data, uint64_t bytes) {
   Impl &im = *impl_;
-  if (tensor >= Impl::len(im.root.tensors()) || popef::tensorBytes(*im.root.tensors()->Get(tensor)) != bytes)
+  if (tensor >= len(im.root.tensors()) || popef::tensorBytes(*im.root.tensors()->Get(tensor)) != bytes)
     fail("{}: readTensor: tensor {} does not exist or does not have {} bytes", im.label, tensor, bytes);
   im.gather(*im.root.tensors()->Get(tensor), static_cast<uint8_t *>(data));
 }

@@ -10,7 +10,7 @@ namespace popc::runtime {
 namespace fb = ::popef::fb;
 
 namespace {
-template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+using popc::popef::len;
 constexpr uint64_t kPage = 4096;
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", b / double(1ull << 30)); }
 } // namespace

@@ -25,7 +25,7 @@ using namespace popc;
 using nlohmann::ordered_json;
 namespace fb = ::popef::fb;
 
-template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+using popc::popef::len;
 std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
 std::string dtypeStr(fb::DType d) { return std::string(dtypeName(static_cast<DType>(d))); }
 ordered_json shapeJson(const flatbuffers::Vector<int64_t> *s) {

@@ -25,6 +25,10 @@ constexpr uint64_t kMaxVertexCycles = 1ull << 40;
 constexpr uint64_t kMaxTensorBytes = 1ull << 40;
 
 // A Copy record stands for 1 + repeat copies (popef.fbs).
+// Length of an optional flatbuffer vector (absent = empty): every reader of a
+// popef indexes vectors that a writer may have left out.
+template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
 inline uint64_t copyCount(const ::popef::fb::Copy &c) { return uint64_t(c.repeat()) + 1; }
 inline uint64_t copyTotalBytes(const ::popef::fb::Copy &c) { return uint64_t(c.bytes()) * copyCount(c); }
 // One past the last byte a record reads / writes on its tile.

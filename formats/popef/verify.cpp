@@ -21,7 +21,6 @@ namespace fb = ::popef::fb;
 
 namespace {
 
-template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
 
 std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
 
