@@ -1,8 +1,8 @@
 #include "tools/run_inputs.h"
 
 #include "formats/npz/npz.h"
+#include "support/element.h"
 #include "support/error.h"
-#include "support/float16.h"
 
 #include <fmt/format.h>
 
@@ -22,26 +22,6 @@ const std::map<std::string, DType> &literalTypes() {
       {"i16", DType::I16}, {"i32", DType::I32},   {"i64", DType::I64}, {"u8", DType::U8},   {"u16", DType::U16},
       {"u32", DType::U32}, {"u64", DType::U64},   {"bool", DType::Bool}};
   return types;
-}
-
-// Stores `v` as element `i` of `data` in `dtype` (C++ conversion rules; halves round to nearest even).
-void storeElement(std::vector<uint8_t> &data, DType dtype, uint64_t i, double v) {
-  auto put = [&](auto x) { std::memcpy(data.data() + i * sizeof(x), &x, sizeof(x)); };
-  switch (dtype) {
-  case DType::F32: put(float(v)); break;
-  case DType::F64: put(v); break;
-  case DType::F16: put(floatToHalf(float(v))); break;
-  case DType::BF16: put(floatToBfloat16(float(v))); break;
-  case DType::I8: put(int8_t(v)); break;
-  case DType::I16: put(int16_t(v)); break;
-  case DType::I32: put(int32_t(v)); break;
-  case DType::I64: put(int64_t(v)); break;
-  case DType::U8: put(uint8_t(v)); break;
-  case DType::U16: put(uint16_t(v)); break;
-  case DType::U32: put(uint32_t(v)); break;
-  case DType::U64: put(uint64_t(v)); break;
-  case DType::Bool: put(uint8_t(v != 0)); break;
-  }
 }
 
 runtime::HostTensor parseLiteral(const std::string &arg, const std::string &name, const std::string &text) {
@@ -100,7 +80,7 @@ runtime::HostTensor parseLiteral(const std::string &arg, const std::string &name
     return bad(fmt::format("{} values for {} elements (give one value for all, or one per element)", parsed.size(),
                            count));
   for (uint64_t i = 0; i < count; ++i)
-    storeElement(t.data, t.dtype, i, parsed.size() == 1 ? parsed[0] : parsed[i]);
+    storeElement(t.dtype, t.data.data() + i * dtypeSize(t.dtype), parsed.size() == 1 ? parsed[0] : parsed[i]);
   return t;
 }
 
@@ -166,7 +146,7 @@ void fillMissingInputs(runtime::HostTensorMap &inputs, const std::vector<runtime
             : io.dtype == DType::Bool ? double(r >> 63)
                                       : double(r % 10);
       }
-      storeElement(t.data, io.dtype, i, v);
+      storeElement(io.dtype, t.data.data() + i * dtypeSize(io.dtype), v);
     }
     inputs[io.name] = std::move(t);
   }

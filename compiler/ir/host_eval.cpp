@@ -2,6 +2,7 @@
 
 #include "compiler/ir/index_map.h"
 #include "compiler/ir/op_attrs.h"
+#include "support/element.h"
 #include "support/error.h"
 #include "support/float16.h"
 
@@ -24,7 +25,6 @@ template <typename T> T load(const uint8_t *p) {
   std::memcpy(&v, p, sizeof(T));
   return v;
 }
-template <typename T> void store(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
 
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> stridesOf(const Shape &s) {
@@ -488,26 +488,10 @@ template <typename R> static std::vector<R> decodeAs(DType t, const Bytes &data)
 }
 
 template <typename V> static Bytes encodeAs(DType t, const std::vector<V> &v) {
-  size_t es = dtypeSize(t);
+  const size_t es = dtypeSize(t);
   Bytes data(v.size() * es);
-  uint8_t *p = data.data();
-  for (size_t i = 0; i < v.size(); ++i, p += es) {
-    switch (t) {
-    case DType::F32: store<float>(p, float(v[i])); break;
-    case DType::F64: store<double>(p, double(v[i])); break;
-    case DType::F16: store<uint16_t>(p, floatToHalf(float(v[i]))); break;
-    case DType::BF16: store<uint16_t>(p, floatToBfloat16(float(v[i]))); break;
-    case DType::I8: store<int8_t>(p, int8_t(v[i])); break;
-    case DType::I16: store<int16_t>(p, int16_t(v[i])); break;
-    case DType::I32: store<int32_t>(p, int32_t(v[i])); break;
-    case DType::I64: store<int64_t>(p, int64_t(v[i])); break;
-    case DType::U8: store<uint8_t>(p, uint8_t(v[i])); break;
-    case DType::U16: store<uint16_t>(p, uint16_t(v[i])); break;
-    case DType::U32: store<uint32_t>(p, uint32_t(v[i])); break;
-    case DType::U64: store<uint64_t>(p, uint64_t(v[i])); break;
-    case DType::Bool: store<uint8_t>(p, uint8_t(v[i] != 0)); break;
-    }
-  }
+  for (size_t i = 0; i < v.size(); ++i)
+    storeElement(t, data.data() + i * es, v[i]);
   return data;
 }
 
