@@ -27,11 +27,15 @@ bool writeAll(int fd, const void *data, size_t size) {
   return true;
 }
 
-size_t readFull(int fd, void *data, size_t size) {
+namespace {
+
+// Calls `chunk(buffer, size, done)` (a read or pread of the rest) until `size`
+// bytes, end of file or an error, retrying on EINTR: the bytes read.
+template <typename Chunk> size_t fill(void *data, size_t size, Chunk chunk) {
   auto *p = static_cast<uint8_t *>(data);
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::read(fd, p + done, size - done);
+    const ssize_t n = chunk(p + done, size - done, done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -41,18 +45,15 @@ size_t readFull(int fd, void *data, size_t size) {
   return done;
 }
 
+} // namespace
+
+size_t readFull(int fd, void *data, size_t size) {
+  return fill(data, size, [fd](uint8_t *p, size_t n, size_t) { return ::read(fd, p, n); });
+}
+
 size_t preadFull(int fd, void *data, size_t size, uint64_t offset) {
-  auto *p = static_cast<uint8_t *>(data);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, p + done, size - done, off_t(offset + done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    done += size_t(n);
-  }
-  return done;
+  return fill(data, size,
+              [fd, offset](uint8_t *p, size_t n, size_t done) { return ::pread(fd, p, n, off_t(offset + done)); });
 }
 
 void writeFileAtomically(const std::string &path, std::span<const uint8_t> bytes) {
