@@ -55,13 +55,9 @@ inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv)
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::Success &e) { // a flag that did its job and ends the tool (--list-passes)
-    return app.exit(e);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion &e) {
+  } catch (const CLI::Success &e) {
+    // --help, --help-all, --version (CLI11 derives them from Success; exit()
+    // prints each) and flags that did their job and end the tool (--list-passes).
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
     fmt::print(stderr, "{}: error: {} (see --help)\n", app.get_name(), e.what());
