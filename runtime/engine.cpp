@@ -195,7 +195,6 @@ struct Engine::Impl {
     report.loadSeconds = secondsSince(t0);
   }
 
-
   // Each code module's bitcode and the entry symbols its vertex types name.
   void collectCodeModules() {
     const uint32_t nTypes = len(root.vertex_types());
@@ -515,10 +514,11 @@ struct Engine::Impl {
     for (const fb::Check *c : checksAfter[index]) {
       const fb::Tensor &t = *root.tensors()->Get(c->tensor());
       for (uint32_t r = 0; r < replicas; ++r)
-        for (const fb::TileInterval *iv : *t.mapping())
-          for (uint64_t at = 0; at < iv->bytes(); at += 24) {
+        for (uint32_t k = 0; k < len(t.mapping()); ++k) { // (an empty tensor may have no mapping)
+          const fb::TileInterval &iv = *t.mapping()->Get(k);
+          for (uint64_t at = 0; at < iv.bytes(); at += 24) {
             int64_t record[3];
-            std::memcpy(record, memory->tile(tileOf(iv->tile(), r)) + iv->offset() + at, sizeof record);
+            std::memcpy(record, memory->tile(tileOf(iv.tile(), r)) + iv.offset() + at, sizeof record);
             if (record[0] == 0)
               continue;
             std::string message = c->message()->str();
@@ -530,6 +530,7 @@ struct Engine::Impl {
             fill("{position}", record[2]);
             fail("{}: {}{}", label, message, replicas > 1 ? fmt::format(" (replica {})", r) : "");
           }
+        }
     }
   }
 
