@@ -5,20 +5,20 @@
 # `-w NoTests`), so such names fail here, as does a case that no entry runs.
 set -euo pipefail
 build=$1; shift
-cases=0
 bad=0
+all_cases=""
 for bin in "$@"; do
   # Catch2 v2 exits with the number of cases listed, so its status says nothing here.
   names=$("$bin" --list-test-names-only || true)
   names=$(printf "%s\n" "$names" | sed '/^$/d')
-  n=$(printf '%s\n' "$names" | grep -c . || true)
-  cases=$((cases + n))
   if printf '%s\n' "$names" | grep -n ';' >/dev/null; then
     printf '%s\n' "$names" | grep ';' | sed "s|^|error: $(basename "$bin"): test name has ';' (ctest splits it): |" >&2
     bad=1
   fi
+  all_cases+="$names"$'\n'
 done
-all_cases=$(for bin in "$@"; do "$bin" --list-test-names-only || true; done | sed '/^$/d' | sort)
+all_cases=$(printf '%s' "$all_cases" | sed '/^$/d' | sort)
+cases=$(printf '%s\n' "$all_cases" | grep -c . || true)
 registered=$(cd "$build" && ctest -N -L '^unit$' | sed -n 's/^ *Test *#[0-9]*: //p' | sort)
 missing=$(comm -23 <(printf '%s\n' "$all_cases") <(printf '%s\n' "$registered"))
 if [ -n "$missing" ]; then

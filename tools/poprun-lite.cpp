@@ -360,13 +360,12 @@ int main(int argc, char **argv) {
         printSummary(io.name, outputs.at(io.name));
     }
     if (benchmark) {
-      std::vector<double> sorted = runMs;
-      std::sort(sorted.begin(), sorted.end());
-      const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                              : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+      std::sort(runMs.begin(), runMs.end());
+      const size_t n = runMs.size();
+      const double median = n % 2 ? runMs[n / 2] : (runMs[n / 2 - 1] + runMs[n / 2]) / 2;
       fmt::print("benchmark: {} runs after 1 warm-up, ms per inference: min {:.3f} median {:.3f} max {:.3f} "
                  "({} host threads)\n",
-                 runMs.size(), sorted.front(), median, sorted.back(), engine->report().threads);
+                 n, runMs.front(), median, runMs.back(), engine->report().threads);
     }
     bool matched = true;
     if (!expectedPath.empty()) {
