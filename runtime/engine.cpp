@@ -116,7 +116,8 @@ struct Engine::Impl {
   std::vector<ExchangePlan> exchanges;
   std::vector<std::vector<const fb::Check *>> checksAfter; // by compute set
   bool runChecks = true;
-  std::vector<IoDesc> inputs, outputs;
+  std::vector<IoDesc> inputs, outputs, variables;
+  std::vector<uint32_t> variableTensors; // per variables[i]: its tensor
   // Host buffers of the current run, by stream index.
   std::vector<const uint8_t *> streamSource;
   std::vector<uint8_t *> streamSink;
@@ -477,6 +478,9 @@ struct Engine::Impl {
     };
     add(m->inputs(), inputs);
     add(m->outputs(), outputs);
+    add(m->variables(), variables);
+    for (uint32_t i = 0; i < len(m->variables()); ++i)
+      variableTensors.push_back(m->variables()->Get(i)->tensor());
   }
 
   // --- execution -----------------------------------------------------------
@@ -924,6 +928,37 @@ void Engine::readTensor(uint32_t tensor, void *data, uint64_t bytes) {
   if (tensor >= len(im.root.tensors()) || popef::tensorBytes(*im.root.tensors()->Get(tensor)) != bytes)
     fail("{}: readTensor: tensor {} does not exist or does not have {} bytes", im.label, tensor, bytes);
   im.gather(*im.root.tensors()->Get(tensor), static_cast<uint8_t *>(data));
+}
+
+const std::vector<IoDesc> &Engine::variables() const { return impl_->variables; }
+
+namespace {
+size_t variableIndex(const std::vector<IoDesc> &vars, const std::string &name, const std::string &label) {
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].name == name)
+      return i;
+  fail("{}: no variable named '{}' (variables: {})", label, name, vars.empty() ? "none, not a training executable" : ioList(vars));
+}
+} // namespace
+
+HostTensor Engine::readVariable(const std::string &name) {
+  Impl &im = *impl_;
+  const size_t i = variableIndex(im.variables, name, im.label);
+  const IoDesc &d = im.variables[i];
+  HostTensor t{d.dtype, d.shape, std::vector<uint8_t>(d.bytes)};
+  im.gather(*im.root.tensors()->Get(im.variableTensors[i]), t.data.data());
+  return t;
+}
+
+void Engine::writeVariable(const std::string &name, const HostTensor &value) {
+  Impl &im = *impl_;
+  const size_t i = variableIndex(im.variables, name, im.label);
+  const IoDesc &d = im.variables[i];
+  if (value.dtype != d.dtype || value.shape != d.shape || value.data.size() != d.bytes)
+    fail("{}: variable '{}' is {} {}, got {} {}", im.label, name, dtypeName(d.dtype), shapeToString(d.shape),
+         dtypeName(value.dtype), shapeToString(value.shape));
+  for (uint32_t r = 0; r < im.replicas; ++r)
+    im.scatter(*im.root.tensors()->Get(im.variableTensors[i]), value.data.data(), r);
 }
 
 void Engine::setPrintHandler(std::function<void(const std::string &)> handler) {

@@ -71,6 +71,12 @@ public:
 
   const std::vector<IoDesc> &inputs() const;
   const std::vector<IoDesc> &outputs() const;
+  // Device variables (a training step's weights and optimizer state), which
+  // keep their values across runs. Reading takes replica 0's copy; writing
+  // sets every replica's. Errors name the variable and what it expects.
+  const std::vector<IoDesc> &variables() const;
+  HostTensor readVariable(const std::string &name);
+  void writeVariable(const std::string &name, const HostTensor &value);
   // "a float32 [1,4], b int64 [2]" — what run() expects.
   std::string describeInputs() const;
 

@@ -22,6 +22,9 @@ int main(int argc, char **argv) {
   app.add_option("--atol", tol.atol, "Absolute tolerance (floats)")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_flag("--nan-equal,!--no-nan-equal", tol.nanEqual,
                "NaN in both arrays at the same place counts as equal (default on)");
+  app.add_flag("--subset", tol.allowExtraKeys,
+               "Compare only the keys of the expected file; the actual file may hold more (trained weights "
+               "beside optimizer state)");
   app.set_version_flag("--version", popc::compilerVersion());
   if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
     return *exitCode;

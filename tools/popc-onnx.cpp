@@ -148,6 +148,42 @@ int main(int argc, char **argv) {
   app.add_flag("--no-index-checks", noIndexChecks,
                "Leave out Gather's run-time index check (an index outside the axis then reads zeros "
                "instead of stopping the run with the node, the index and the bound): a little faster");
+  // Training (docs/training.md): PopART's TrainingSession as one compiled step.
+  bool train = false;
+  ir::TrainingConfig training;
+  const char *trainGroup = "Training (docs/training.md)";
+  app.add_flag("--train", train, "Compile one training step: forward, backward and the optimizer's update")
+      ->group(trainGroup);
+  auto *lossOpt = app.add_option("--loss", training.loss,
+                                 "The loss to minimise: a scalar output of the model, nll:PROBS,LABEL[,mean|sum] "
+                                 "(PopART's NllLoss) or l1:X[,scale] (L1Loss)")
+                      ->group(trainGroup);
+  auto *optimizerOpt = app.add_option("--optimizer", training.optimizer, "sgd (default), momentum, adam or adamw")
+                           ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
+                           ->group(trainGroup);
+  std::vector<CLI::Option *> trainOnly{lossOpt, optimizerOpt};
+  trainOnly.push_back(app.add_option("--learning-rate", training.learningRate, "Learning rate (default 0.01)")
+                          ->group(trainGroup));
+  auto *momentumOpt = app.add_option("--momentum", training.momentum,
+                                     "SGD momentum (default 0; 0.9 with --optimizer momentum)")
+                          ->group(trainGroup);
+  auto *dampeningOpt = app.add_option("--dampening", training.dampening, "SGD dampening (default 0)")->group(trainGroup);
+  auto *nesterovOpt = app.add_flag("--nesterov", training.nesterov, "Nesterov momentum")->group(trainGroup);
+  trainOnly.push_back(app.add_option("--weight-decay", training.weightDecay,
+                                     "L2 decay added to the gradient (sgd, adam) or decoupled (adamw); default 0")
+                          ->group(trainGroup));
+  auto *beta1Opt = app.add_option("--beta1", training.beta1, "Adam beta1 (default 0.9)")->group(trainGroup);
+  auto *beta2Opt = app.add_option("--beta2", training.beta2, "Adam beta2 (default 0.999)")->group(trainGroup);
+  auto *epsilonOpt = app.add_option("--epsilon", training.epsilon, "Adam epsilon (default 1e-8)")->group(trainGroup);
+  trainOnly.push_back(app.add_option("--loss-scaling", training.lossScaling,
+                                     "Multiply the loss gradient by F and the weight gradients by 1/F (default 1)")
+                          ->group(trainGroup));
+  trainOnly.push_back(app.add_option("--trainable", training.trainable,
+                                     "Train only these initializers (repeatable; default: every float initializer "
+                                     "the loss depends on)")
+                          ->group(trainGroup));
+  for (CLI::Option *o : {momentumOpt, dampeningOpt, nesterovOpt, beta1Opt, beta2Opt, epsilonOpt})
+    trainOnly.push_back(o);
   app.add_flag("--stats", stats, "Print compile-time statistics");
   app.add_flag("-q,--quiet", quiet, "No phase progress on the terminal (it is never shown when stderr is not a terminal)");
   app.add_option("--profile-dir", profileDir,
@@ -184,6 +220,24 @@ int main(int argc, char **argv) {
     options.sequenceLengths = onnx::parseSequenceLengths(sequenceInputs);
     options.absentOptionals.insert(absentOptionals.begin(), absentOptionals.end());
     options.indexChecks = !noIndexChecks;
+    if (train) {
+      const bool adam = training.optimizer == "adam" || training.optimizer == "adamw";
+      for (CLI::Option *o : {momentumOpt, dampeningOpt, nesterovOpt})
+        if (adam && o->count())
+          fail("{} does not apply to --optimizer {} (it is an SGD option)", o->get_name(), training.optimizer);
+      for (CLI::Option *o : {beta1Opt, beta2Opt, epsilonOpt})
+        if (!adam && o->count())
+          fail("{} does not apply to --optimizer {} (it is an Adam option)", o->get_name(), training.optimizer);
+      if (training.optimizer == "momentum" && !momentumOpt->count())
+        training.momentum = 0.9;
+      if (training.optimizer == "momentum" && training.momentum == 0)
+        fail("--optimizer momentum with --momentum 0 is plain sgd: give --momentum F > 0 or --optimizer sgd");
+      options.training = training;
+    } else {
+      for (CLI::Option *o : trainOnly)
+        if (o->count())
+          fail("{} applies to training: add --train", o->get_name());
+    }
     applyDumpEnvironment(options);
     if (output.empty())
       output = std::filesystem::path(model).replace_extension(".popef").string();

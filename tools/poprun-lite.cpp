@@ -222,7 +222,18 @@ int main(int argc, char **argv) {
                  "(instead of --iterations)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
   app.add_option("--outputs", outputsPath, "Write the model outputs to this .npz (default: print a summary)");
-  app.add_option("--iterations", iterations, "Run the program this many times (default 1)")
+  std::string loadWeightsPath, saveWeightsPath;
+  app.add_option("--load-weights", loadWeightsPath,
+                 "Training executables: set variables (weights, optimizer state) from this .npz before the "
+                 "first run; keys are names as --save-weights writes them")
+      ->check(CLI::ExistingFile);
+  app.add_option("--save-weights", saveWeightsPath,
+                 "Training executables: write every variable after the last run to this .npz: the trained "
+                 "initializers by name, optimizer state as Accl___W (momentum), Accl1___W/Accl2___W (Adam) "
+                 "and Step___ (updates so far)");
+  app.add_option("--iterations", iterations,
+                 "Run the program this many times (default 1). An input whose leading dimension is K times "
+                 "the model's gives run k its k-th slice (a dataset of K steps)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   app.add_option("--threads", threads, "Host threads (default: all cores)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
@@ -328,6 +339,15 @@ int main(int argc, char **argv) {
       fail("{}: the model needs inputs ({}): pass --inputs FILE.npz, --input NAME=..., or --fill random|zeros|ones",
            model, engine->describeInputs());
 
+    if (!loadWeightsPath.empty()) {
+      if (engine->variables().empty())
+        fail("--load-weights {}: {} has no variables (compile with popc-onnx --train)", loadWeightsPath, model);
+      for (auto &[name, array] : npz::readNpz(loadWeightsPath, maxMemory ? maxMemory : UINT64_MAX))
+        engine->writeVariable(name, {array.dtype, std::move(array.shape), std::move(array.data)});
+    }
+    if (!saveWeightsPath.empty() && engine->variables().empty())
+      fail("--save-weights {}: {} has no variables (compile with popc-onnx --train)", saveWeightsPath, model);
+
     runtime::HostTensorMap outputs;
     uint64_t done = 0;
     std::vector<double> runMs; // --benchmark: each timed run
@@ -342,7 +362,8 @@ int main(int argc, char **argv) {
         done = iterations = benchmark + 1;
       }
       for (; done < iterations; ++done)
-        outputs = engine->run(inputs);
+        outputs = iterations > 1 ? engine->run(popc::tools::iterationInputs(inputs, engine->inputs(), done, iterations))
+                                 : engine->run(inputs);
     } catch (const runtime::Stopped &) {
       fmt::print(stderr, "poprun-lite: error: {}: stopped by --timeout {} s after {} complete iteration(s); "
                          "no outputs written\n", model, guard.timeoutSeconds, done);
@@ -350,6 +371,14 @@ int main(int argc, char **argv) {
     }
     watchdog.finished();
 
+    if (!saveWeightsPath.empty()) {
+      npz::ArrayMap weights;
+      for (const runtime::IoDesc &v : engine->variables()) {
+        runtime::HostTensor t = engine->readVariable(v.name);
+        weights[v.name] = {t.dtype, std::move(t.shape), std::move(t.data)};
+      }
+      npz::writeNpz(saveWeightsPath, weights);
+    }
     if (!outputsPath.empty()) {
       npz::ArrayMap arrays;
       for (auto &[name, t] : outputs)

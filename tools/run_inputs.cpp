@@ -1,5 +1,7 @@
 #include "tools/run_inputs.h"
 
+#include <algorithm>
+
 #include "formats/npz/npz.h"
 #include "support/element.h"
 #include "support/error.h"
@@ -150,6 +152,26 @@ void fillMissingInputs(runtime::HostTensorMap &inputs, const std::vector<runtime
     }
     inputs[io.name] = std::move(t);
   }
+}
+
+runtime::HostTensorMap iterationInputs(const runtime::HostTensorMap &inputs,
+                                       const std::vector<runtime::IoDesc> &modelInputs, uint64_t k, uint64_t runs) {
+  runtime::HostTensorMap out;
+  for (const auto &[name, t] : inputs) {
+    auto io = std::find_if(modelInputs.begin(), modelInputs.end(), [&](const runtime::IoDesc &d) { return d.name == name; });
+    const bool sliced = runs > 1 && io != modelInputs.end() && !io->shape.empty() && t.shape.size() == io->shape.size() &&
+                        t.shape[0] == io->shape[0] * int64_t(runs) &&
+                        std::equal(t.shape.begin() + 1, t.shape.end(), io->shape.begin() + 1) &&
+                        t.data.size() == io->bytes * runs;
+    if (!sliced) {
+      out[name] = t;
+      continue;
+    }
+    runtime::HostTensor slice{t.dtype, io->shape, {}};
+    slice.data.assign(t.data.begin() + int64_t(k * io->bytes), t.data.begin() + int64_t((k + 1) * io->bytes));
+    out[name] = std::move(slice);
+  }
+  return out;
 }
 
 } // namespace popc::tools

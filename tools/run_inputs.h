@@ -26,4 +26,10 @@ FillMode parseFillMode(const std::string &mode); // "", "random", "zeros", "ones
 void fillMissingInputs(runtime::HostTensorMap &inputs, const std::vector<runtime::IoDesc> &modelInputs,
                        FillMode mode, uint64_t seed);
 
+// --iterations K over a dataset: an input whose leading dimension is K times the
+// model's (K slices of one run's array) gives run k its k-th slice; any other
+// input is the same for every run. Returns the inputs of run k.
+runtime::HostTensorMap iterationInputs(const runtime::HostTensorMap &inputs,
+                                       const std::vector<runtime::IoDesc> &modelInputs, uint64_t k, uint64_t runs);
+
 } // namespace popc::tools

@@ -15,6 +15,7 @@
 
 #include "formats/npz/npz.h"
 
+#include <fmt/ranges.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -159,8 +160,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // changing the executable — so the cache key cannot silently miss it.
   const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
                dotCheckpoints_, irDumpFile_, autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
-               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_] = *this;
-  (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_; // described below
+               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_, training_] = *this;
+  (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_, (void)training_; // described below
   (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
   (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
   (void)dumpIrDir_, (void)dumpDotDir_, (void)dotCheckpoints_, (void)irDumpFile_; // debug output only
@@ -181,6 +182,25 @@ std::map<std::string, std::string> CompileOptions::describe() const {
     d["auto-shard"] = std::to_string(autoShard);
   if (pipeline)
     d["pipeline"] = "1";
+  if (training) {
+    const ir::TrainingConfig &t = *training;
+    d["train.loss"] = t.loss;
+    d["train.optimizer"] = t.optimizer;
+    d["train.learning-rate"] = fmt::format("{}", t.learningRate);
+    if (t.optimizer == "sgd" || t.optimizer == "momentum") {
+      d["train.momentum"] = fmt::format("{}", t.momentum);
+      d["train.dampening"] = fmt::format("{}", t.dampening);
+      d["train.nesterov"] = t.nesterov ? "1" : "0";
+    } else {
+      d["train.beta1"] = fmt::format("{}", t.beta1);
+      d["train.beta2"] = fmt::format("{}", t.beta2);
+      d["train.epsilon"] = fmt::format("{}", t.epsilon);
+    }
+    d["train.weight-decay"] = fmt::format("{}", t.weightDecay);
+    d["train.loss-scaling"] = fmt::format("{}", t.lossScaling);
+    if (!t.trainable.empty())
+      d["train.trainable"] = fmt::format("{}", fmt::join(t.trainable, ","));
+  }
   if (batchesPerStep != 1)
     d["batches-per-step"] = std::to_string(batchesPerStep);
   if (accumulationFactor != 1)
@@ -202,8 +222,35 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   return d;
 }
 
+void checkTrainingOptions(const CompileOptions &o) {
+  if (!o.training)
+    return;
+  const ir::TrainingConfig &t = *o.training;
+  if (t.loss.empty())
+    fail("--train needs --loss NAME (a scalar output of the model), nll:PROBS,LABEL or l1:X");
+  const std::set<std::string> optimizers{"sgd", "momentum", "adam", "adamw"};
+  if (!optimizers.count(t.optimizer))
+    fail("--optimizer {}: expected sgd, momentum, adam or adamw", t.optimizer);
+  if (!(t.learningRate > 0))
+    fail("--learning-rate {}: must be positive", t.learningRate);
+  if (t.momentum < 0 || t.momentum >= 1 || t.dampening < 0 || t.dampening > 1)
+    fail("--momentum must be in [0, 1) and --dampening in [0, 1] (got {} and {})", t.momentum, t.dampening);
+  if (t.nesterov && (t.momentum == 0 || t.dampening != 0))
+    fail("--nesterov needs --momentum > 0 and --dampening 0 (as torch.optim.SGD)");
+  if (t.beta1 < 0 || t.beta1 >= 1 || t.beta2 < 0 || t.beta2 >= 1 || !(t.epsilon > 0))
+    fail("--beta1 and --beta2 must be in [0, 1) and --epsilon positive (got {}, {}, {})", t.beta1, t.beta2, t.epsilon);
+  if (t.weightDecay < 0)
+    fail("--weight-decay {}: must be >= 0", t.weightDecay);
+  if (!(t.lossScaling > 0))
+    fail("--loss-scaling {}: must be positive", t.lossScaling);
+  if (o.accumulationFactor != 1 || o.replicationFactor != 1 || o.pipeline || o.autoShard)
+    fail("--train with --accumulation-factor, --replication-factor, --pipeline or --auto-shard is not supported yet: "
+         "train on one IPU (--batches-per-step N runs N steps per run); see docs/training.md");
+}
+
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
                                  CompileStats *stats, const CompileHooks *hooks) {
+  checkTrainingOptions(options);
   ProfileFacts *profile = hooks ? hooks->profile : nullptr;
   auto phase = [&](const char *name) {
     if (hooks && hooks->phase)
@@ -228,6 +275,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     importOptions.frozenInputs.emplace(name, std::move(t));
   }
   ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
+  ir.training = options.training;
   st.importSeconds = secondsSince(t0);
 
   phase("passes");

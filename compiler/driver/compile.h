@@ -1,6 +1,7 @@
 // The compile pipeline behind popc-onnx: ONNX import → IR passes → lowering
 // onto the device graph → memory plan → vertex code → popef bytes.
 #pragma once
+#include "compiler/ir/ir.h"
 #include "support/dtype.h"
 
 #include <cstdint>
@@ -45,6 +46,8 @@ struct CompileOptions {
   std::map<std::string, int64_t> sequenceLengths;
   std::set<std::string> absentOptionals;
   bool indexChecks = true; // --no-index-checks: Gather does not report out-of-range indices
+  // --train: compile one training step (docs/training.md) instead of inference.
+  std::optional<ir::TrainingConfig> training;
 
   // Every option that changes the executable, as stable key/value text. Stored
   // in the popef metadata and part of the cache key.

@@ -169,6 +169,9 @@ public:
   const Program &load() const { return load_; }
 
   std::vector<IoInfo> inputs, outputs;
+  // Device variables (trainable weights, optimizer state): name, type and
+  // tensor, so the runner can read and write them (stream unused).
+  std::vector<IoInfo> variables;
   // Run-time checks in vertex code (popef Check): after compute set
   // `computeSet`, records [flag, value, position] of int64 in `tensor`; a set
   // flag stops the run with `message` ("{value}", "{position}" filled in).

@@ -155,6 +155,8 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     meta->inputs.push_back(toIoInfo(io));
   for (const IoInfo &io : g.outputs)
     meta->outputs.push_back(toIoInfo(io));
+  for (const IoInfo &io : g.variables)
+    meta->variables.push_back(toIoInfo(io));
   for (const auto &[k, v] : options) {
     auto o = std::make_unique<fb::OptionT>();
     o->key = k;

@@ -29,7 +29,7 @@ template <typename Out> void convertBits16(const Tensor &t, std::vector<Out> &ou
 }
 
 template <typename Out> std::vector<Out> convertData(const Tensor &t) {
-  if (t.kind != TensorKind::Constant)
+  if (!hasData(t.kind))
     fail("tensor '{}' is not a constant", t.name);
   if (t.data.size() != t.info.bytes())
     fail("constant '{}' holds {} bytes, expected {} for {} {}", t.name, t.data.size(),
@@ -139,6 +139,9 @@ void Graph::replaceAllUses(const std::string &from, const std::string &to) {
   for (auto &out : outputs)
     if (out == from)
       out = to;
+  for (auto &u : updates)
+    if (u.value == from)
+      u.value = to;
 }
 
 } // namespace popc::ir

@@ -18,6 +18,20 @@ enum class TensorKind {
   Input,        // fed by the host at run time (graph input)
   Constant,     // data known at compile time (initializer / Constant op / folded)
   Intermediate, // produced by an op
+  // A device variable (a trainable weight, optimizer state): starts with `data`
+  // and keeps its bytes across runs; Graph::updates may overwrite it at the end
+  // of each run. Passes never fold it: its value is not known at compile time.
+  Variable,
+};
+
+// Constants and variables both carry data.
+inline bool hasData(TensorKind k) { return k == TensorKind::Constant || k == TensorKind::Variable; }
+
+// End of a run: `variable` takes the value of `value` (a training step's
+// weight and optimizer-state updates; PopART's VarUpdateOp).
+struct VariableUpdate {
+  std::string variable, value;
+  bool operator==(const VariableUpdate &) const = default;
 };
 
 struct TensorInfo {
@@ -32,7 +46,7 @@ struct Tensor {
   std::string name;
   TensorInfo info;
   TensorKind kind = TensorKind::Intermediate;
-  std::vector<uint8_t> data; // Constant only: info.bytes() bytes, little-endian, row-major
+  std::vector<uint8_t> data; // Constant or Variable only: info.bytes() bytes, little-endian, row-major
 
   template <typename T> const T *dataAs() const { return reinterpret_cast<const T *>(data.data()); }
   // Constant data converted to int64 / double whatever its integer or float dtype.
@@ -108,6 +122,9 @@ public:
 
   std::vector<std::string> inputs;  // graph inputs in order (TensorKind::Input)
   std::vector<std::string> outputs; // graph outputs in order
+  // Variable updates, applied in order after every op of a run (like outputs,
+  // they keep their values alive).
+  std::vector<VariableUpdate> updates;
   // ai.onnx opset whose semantics the ops follow (inference reads it); the
   // importer copies Ir::opsetVersion here.
   int64_t opset = 13;
@@ -118,11 +135,28 @@ private:
   std::vector<std::unique_ptr<Op>> ops_;
 };
 
+// A training step to build around the model (popc-onnx --train; docs/training.md).
+struct TrainingConfig {
+  // A scalar tensor of the model, or a built-in loss added at compile time:
+  // "nll:PROBS,LABEL[,mean|sum]" or "l1:X[,scale]" (PopART's NllLoss, L1Loss).
+  std::string loss;
+  std::vector<std::string> trainable; // empty: every float initializer
+  std::string optimizer = "sgd";      // sgd | momentum | adam | adamw
+  double learningRate = 0.01, momentum = 0.0, dampening = 0.0, weightDecay = 0.0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double lossScaling = 1.0;
+};
+
 struct Ir {
   Graph main{"main"};
   std::map<std::string, Graph> subgraphs; // called graphs (If/Loop bodies, Call)
   std::string modelName;
   int64_t opsetVersion = 13; // ai.onnx opset the model was imported with
+  std::vector<std::string> initializers; // the model's initializers, in file order (trainable by default)
+  std::optional<TrainingConfig> training; // set: the passes build a training step
+  // After the training passes: each trainable tensor and its gradient.
+  std::map<std::string, std::string> gradients;
 };
 
 } // namespace popc::ir

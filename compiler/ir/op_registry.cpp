@@ -103,7 +103,7 @@ void inferAndSetOutputs(const Op &op, Graph &graph) {
     Tensor &t = graph.tensor(name);
     if (t.kind != TensorKind::Intermediate)
       detail::failOp(op, "output '{}' is already a graph {}", name,
-                     t.kind == TensorKind::Input ? "input" : "constant");
+                     t.kind == TensorKind::Input ? "input" : t.kind == TensorKind::Variable ? "variable" : "constant");
     t.info = infos[i];
   }
 }
@@ -134,11 +134,11 @@ void verifyGraph(const Graph &graph) {
       fail("graph '{}': tensor stored as '{}' is named '{}'", g, name, t.name);
     if (t.kind != TensorKind::Intermediate)
       defined.insert(name);
-    if (t.kind == TensorKind::Constant && t.data.size() != t.info.bytes())
-      fail("graph '{}': constant '{}' holds {} bytes, expected {} for {} {}", g, name,
+    if (hasData(t.kind) && t.data.size() != t.info.bytes())
+      fail("graph '{}': constant or variable '{}' holds {} bytes, expected {} for {} {}", g, name,
            t.data.size(), t.info.bytes(), dtypeName(t.info.dtype), shapeToString(t.info.shape));
-    if (t.kind != TensorKind::Constant && !t.data.empty())
-      fail("graph '{}': non-constant tensor '{}' holds data", g, name);
+    if (!hasData(t.kind) && !t.data.empty())
+      fail("graph '{}': tensor '{}' holds data but is neither a constant nor a variable", g, name);
   }
   std::set<std::string> inputSet;
   for (const auto &name : graph.inputs) {
@@ -175,6 +175,19 @@ void verifyGraph(const Graph &graph) {
   for (const auto &name : graph.outputs)
     if (!defined.count(name))
       fail("graph '{}': output '{}' is not produced", g, name);
+  std::set<std::string> updated;
+  for (const auto &u : graph.updates) {
+    if (!graph.hasTensor(u.variable) || graph.tensor(u.variable).kind != TensorKind::Variable)
+      fail("graph '{}': update of '{}', which is not a variable", g, u.variable);
+    if (!defined.count(u.value))
+      fail("graph '{}': update of '{}' reads '{}', which is not produced", g, u.variable, u.value);
+    if (graph.tensor(u.value).info != graph.tensor(u.variable).info)
+      fail("graph '{}': update of '{}' ({} {}) reads '{}' of another type ({} {})", g, u.variable,
+           dtypeName(graph.tensor(u.variable).info.dtype), shapeToString(graph.tensor(u.variable).info.shape), u.value,
+           dtypeName(graph.tensor(u.value).info.dtype), shapeToString(graph.tensor(u.value).info.shape));
+    if (!updated.insert(u.variable).second)
+      fail("graph '{}': variable '{}' is updated twice", g, u.variable);
+  }
 }
 
 Shape broadcastShapes(const Shape &a, const Shape &b) {

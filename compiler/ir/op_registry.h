@@ -2,6 +2,7 @@
 // verification. The ONNX importer refuses ops not registered here; passes call
 // inferShapes() after rewriting. Lowerings live in compiler/lib, not here.
 #pragma once
+#include "compiler/ir/autodiff.h"
 #include "compiler/ir/ir.h"
 
 #include <functional>
@@ -22,6 +23,8 @@ struct OpDef {
   int minInputs = 1;
   int maxInputs = 1; // kVariadic = unbounded
   InferFn infer;
+  // Reverse-mode gradient rule (autodiff.h); empty: the op cannot be trained through.
+  GradFn grad = {};
 };
 
 class OpRegistry {

@@ -3,6 +3,7 @@
 #include "compiler/ir/elementwise_shapes.h"
 #include "compiler/ir/op_helpers.h"
 
+#include <functional>
 #include <variant>
 
 namespace popc::ir::detail {
@@ -217,13 +218,189 @@ std::vector<TensorInfo> inferClip(const Op &op, const Graph &graph) {
   return {x};
 }
 
+// Gradient rules (autodiff.h). g is dLoss/dOutput; X the input, Y the output.
+
+// Input i's share of a broadcast op's gradient, summed back to its shape.
+void addBroadcastGrad(GradContext &c, size_t i, const std::string &grad) {
+  c.addGrad(i, c.sumToShape(grad, c.inputInfo(i).shape));
+}
+
+void gradAdd(GradContext &c) {
+  const std::string g = c.outputGrad(0);
+  for (size_t i : {0, 1})
+    if (c.wantsGrad(i))
+      addBroadcastGrad(c, i, g);
+}
+
+void gradSub(GradContext &c) {
+  const std::string g = c.outputGrad(0);
+  if (c.wantsGrad(0))
+    addBroadcastGrad(c, 0, g);
+  if (c.wantsGrad(1))
+    addBroadcastGrad(c, 1, c.emit("Neg", {g}));
+}
+
+void gradMul(GradContext &c) {
+  const std::string g = c.outputGrad(0);
+  if (c.wantsGrad(0))
+    addBroadcastGrad(c, 0, c.emit("Mul", {g, c.op.inputs[1]}));
+  if (c.wantsGrad(1))
+    addBroadcastGrad(c, 1, c.emit("Mul", {g, c.op.inputs[0]}));
+}
+
+void gradDiv(GradContext &c) { // Y = A / B: dA = g / B, dB = -g * Y / B
+  const std::string g = c.outputGrad(0), &b = c.op.inputs[1];
+  if (c.wantsGrad(0))
+    addBroadcastGrad(c, 0, c.emit("Div", {g, b}));
+  if (c.wantsGrad(1))
+    addBroadcastGrad(c, 1, c.emit("Neg", {c.emit("Div", {c.emit("Mul", {g, c.op.outputs[0]}), b})}));
+}
+
+void gradPow(GradContext &c) { // Y = X^E: dX = g * E * X^(E-1), dE = g * Y * log(X)
+  const std::string g = c.outputGrad(0), &x = c.op.inputs[0];
+  const DType t = c.inputInfo(0).dtype;
+  std::string e = c.op.inputs[1];
+  if (c.inputInfo(1).dtype != t) {
+    Attributes to;
+    to.set("to", int64_t(t));
+    e = c.emit("Cast", {e}, to);
+  }
+  if (c.wantsGrad(0)) {
+    const std::string xPow = c.emit("Pow", {x, c.emit("Sub", {e, c.scalar(1.0, t)})});
+    addBroadcastGrad(c, 0, c.emit("Mul", {g, c.emit("Mul", {e, xPow})}));
+  }
+  if (c.wantsGrad(1))
+    addBroadcastGrad(c, 1, c.emit("Mul", {g, c.emit("Mul", {c.op.outputs[0], c.emit("Log", {x})})}));
+}
+
+// dX = g * f'(X, Y) for a unary op; `derivative` builds f' from X and Y.
+GradFn unaryGrad(std::function<std::string(GradContext &, const std::string &x, const std::string &y)> derivative) {
+  return [derivative](GradContext &c) {
+    if (c.wantsGrad(0))
+      c.addGrad(0, c.emit("Mul", {c.outputGrad(0), derivative(c, c.op.inputs[0], c.op.outputs[0])}));
+  };
+}
+
+// dX = Where(mask, g, 0).
+void addMaskedGrad(GradContext &c, const std::string &mask) {
+  const std::string zero = c.scalar(0.0, c.inputInfo(0).dtype);
+  c.addGrad(0, c.emit("Where", {mask, c.outputGrad(0), zero}));
+}
+
+void gradRelu(GradContext &c) {
+  if (c.wantsGrad(0))
+    addMaskedGrad(c, c.emit("Greater", {c.op.inputs[0], c.scalar(0.0, c.inputInfo(0).dtype)}));
+}
+
+void gradClip(GradContext &c) { // passes g where min <= X <= max
+  if (!c.wantsGrad(0))
+    return;
+  const DType t = c.inputInfo(0).dtype;
+  auto bound = [&](size_t i, const char *attr) -> std::string {
+    if (c.op.hasInput(i))
+      return c.op.inputs[i];
+    if (c.op.attrs.has(attr))
+      return c.scalar(c.op.attrs.getFloat(attr, 0.0), t);
+    return "";
+  };
+  std::string mask;
+  for (auto [b, cmp] : {std::pair(bound(1, "min"), "GreaterOrEqual"), std::pair(bound(2, "max"), "LessOrEqual")})
+    if (!b.empty()) {
+      const std::string m = c.emit(cmp, {c.op.inputs[0], b});
+      mask = mask.empty() ? m : c.emit("And", {mask, m});
+    }
+  if (mask.empty())
+    c.addGrad(0, c.outputGrad(0));
+  else
+    addMaskedGrad(c, mask);
+}
+
+void gradLeakyRelu(GradContext &c) { // slope alpha below 0
+  if (!c.wantsGrad(0))
+    return;
+  const DType t = c.inputInfo(0).dtype;
+  const std::string slope = c.emit("Where", {c.emit("Greater", {c.op.inputs[0], c.scalar(0.0, t)}), c.scalar(1.0, t),
+                                             c.scalar(c.op.attrs.getFloat("alpha", 0.01), t)});
+  c.addGrad(0, c.emit("Mul", {c.outputGrad(0), slope}));
+}
+
+GradFn elementwiseGrad(const std::string &type) {
+  using S = std::string;
+  auto one = [](GradContext &c) { return c.scalar(1.0, c.inputInfo(0).dtype); };
+  if (type == "Sigmoid") // Y (1 - Y)
+    return unaryGrad([one](GradContext &c, const S &, const S &y) { return c.emit("Mul", {y, c.emit("Sub", {one(c), y})}); });
+  if (type == "Tanh") // 1 - Y^2
+    return unaryGrad([one](GradContext &c, const S &, const S &y) { return c.emit("Sub", {one(c), c.emit("Mul", {y, y})}); });
+  if (type == "Exp")
+    return unaryGrad([](GradContext &, const S &, const S &y) { return y; });
+  if (type == "Log")
+    return unaryGrad([one](GradContext &c, const S &x, const S &) { return c.emit("Div", {one(c), x}); });
+  if (type == "Sqrt") // 1 / (2 Y)
+    return unaryGrad([](GradContext &c, const S &, const S &y) {
+      return c.emit("Div", {c.scalar(0.5, c.inputInfo(0).dtype), y});
+    });
+  if (type == "Reciprocal") // -Y^2
+    return unaryGrad([](GradContext &c, const S &, const S &y) { return c.emit("Neg", {c.emit("Mul", {y, y})}); });
+  if (type == "Sin")
+    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Cos", {x}); });
+  if (type == "Cos")
+    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Neg", {c.emit("Sin", {x})}); });
+  if (type == "Erf") // 2/sqrt(pi) exp(-X^2): exact GELU
+    return unaryGrad([](GradContext &c, const S &x, const S &) {
+      return c.emit("Mul", {c.scalar(1.1283791670955126, c.inputInfo(0).dtype),
+                            c.emit("Exp", {c.emit("Neg", {c.emit("Mul", {x, x})})})});
+    });
+  if (type == "Softplus") // sigmoid(X)
+    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Sigmoid", {x}); });
+  if (type == "Abs")
+    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Sign", {x}); });
+  if (type == "Neg" || type == "Identity")
+    return [type](GradContext &c) {
+      if (c.wantsGrad(0))
+        c.addGrad(0, type == "Neg" ? c.emit("Neg", {c.outputGrad(0)}) : c.outputGrad(0));
+    };
+  if (type == "LeakyRelu")
+    return gradLeakyRelu;
+  if (type == "Floor" || type == "Ceil" || type == "Round" || type == "Sign")
+    return [](GradContext &) {}; // piecewise constant: zero gradient
+  return {};
+}
+
+void gradWhere(GradContext &c) {
+  const std::string g = c.outputGrad(0), &cond = c.op.inputs[0];
+  for (size_t i : {1, 2})
+    if (c.wantsGrad(i)) {
+      const std::string zero = c.scalar(0.0, c.inputInfo(i).dtype);
+      addBroadcastGrad(c, i, c.emit("Where", {cond, i == 1 ? g : zero, i == 1 ? zero : g}));
+    }
+}
+
+void gradCast(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  Attributes to;
+  to.set("to", int64_t(c.inputInfo(0).dtype));
+  c.addGrad(0, c.emit("Cast", {c.outputGrad(0)}, to));
+}
+
+void gradSumMean(GradContext &c) {
+  std::string g = c.outputGrad(0);
+  if (c.op.type == "Mean")
+    g = c.emit("Div", {g, c.scalar(double(c.op.inputs.size()), c.outputInfo(0).dtype)});
+  for (size_t i = 0; i < c.op.inputs.size(); ++i)
+    if (c.wantsGrad(i))
+      addBroadcastGrad(c, i, g);
+}
+
 } // namespace
 
 void registerElementwiseOps(OpRegistry &reg) {
-  for (const char *type : {"Add", "Sub", "Mul", "Div"})
-    reg.add({type, 2, 2, inferBinary});
+  reg.add({"Add", 2, 2, inferBinary, gradAdd});
+  reg.add({"Sub", 2, 2, inferBinary, gradSub});
+  reg.add({"Mul", 2, 2, inferBinary, gradMul});
+  reg.add({"Div", 2, 2, inferBinary, gradDiv});
   reg.add({"Mod", 2, 2, inferMod});
-  reg.add({"Pow", 2, 2, inferPow});
+  reg.add({"Pow", 2, 2, inferPow, gradPow});
   reg.add({"PRelu", 2, 2, inferPRelu});
   reg.add({"BitShift", 2, 2, inferBitShift});
   for (const char *type : {"And", "Or", "Xor"})
@@ -233,21 +410,23 @@ void registerElementwiseOps(OpRegistry &reg) {
     reg.add({type, 2, 2, inferCompare});
   for (const char *type : {"IsNaN", "IsInf"})
     reg.add({type, 1, 1, inferFloatPredicate});
-  reg.add({"Where", 3, 3, inferWhere});
-  reg.add({"Cast", 1, 1, inferCast});
+  reg.add({"Where", 3, 3, inferWhere, gradWhere});
+  reg.add({"Cast", 1, 1, inferCast, gradCast});
   reg.add({"CastLike", 2, 2, inferCastLike});
-  reg.add({"Relu", 1, 1, inferRelu});
+  reg.add({"Relu", 1, 1, inferRelu, gradRelu});
   for (const char *type : {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sin",
                            "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf",
                            "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
                            "Softplus", "Softsign", "Shrink"})
-    reg.add({type, 1, 1, inferFloatUnary});
+    reg.add({type, 1, 1, inferFloatUnary, elementwiseGrad(type)});
   for (const char *type : {"Abs", "Neg", "Sign"})
-    reg.add({type, 1, 1, inferNumericUnary});
-  for (const char *type : {"Sum", "Mean", "Max", "Min"})
+    reg.add({type, 1, 1, inferNumericUnary, elementwiseGrad(type)});
+  for (const char *type : {"Sum", "Mean"})
+    reg.add({type, 1, kVariadic, inferVariadic, gradSumMean});
+  for (const char *type : {"Max", "Min"})
     reg.add({type, 1, kVariadic, inferVariadic});
-  reg.add({"Clip", 1, 3, inferClip});
-  reg.add({"Identity", 1, 1, inferIdentity});
+  reg.add({"Clip", 1, 3, inferClip, gradClip});
+  reg.add({"Identity", 1, 1, inferIdentity, elementwiseGrad("Identity")});
 }
 
 } // namespace popc::ir::detail

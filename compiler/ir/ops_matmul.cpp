@@ -3,6 +3,8 @@
 #include "compiler/ir/einsum.h"
 #include "compiler/ir/op_helpers.h"
 
+#include <numeric>
+
 namespace popc::ir::detail {
 
 namespace {
@@ -85,11 +87,62 @@ std::vector<TensorInfo> inferEinsum(const Op &op, const Graph &graph) {
     shape.push_back(spec.dims.at(c));
   return {TensorInfo{dtype, shape}};
 }
+
+// Gradient rules (autodiff.h).
+
+std::string swapLastAxes(GradContext &c, const std::string &x) {
+  std::vector<int64_t> perm(c.info(x).shape.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[perm.size() - 2], perm[perm.size() - 1]);
+  return c.transpose(x, perm);
+}
+
+// Y = A B (numpy matmul): dA = g B^T, dB = A^T g, summed over broadcast batch
+// dims. Vectors are promoted to matrices ([K] -> [1,K] or [K,1]) first.
+void gradMatMul(GradContext &c) {
+  const Shape &a = c.inputInfo(0).shape, &b = c.inputInfo(1).shape;
+  const Shape ap = a.size() == 1 ? Shape{1, a[0]} : a;
+  const Shape bp = b.size() == 1 ? Shape{b[0], 1} : b;
+  Shape yp = broadcastShapes(Shape(ap.begin(), ap.end() - 2), Shape(bp.begin(), bp.end() - 2));
+  yp.push_back(ap[ap.size() - 2]);
+  yp.push_back(bp.back());
+  const std::string g = c.reshape(c.outputGrad(0), yp);
+  const std::string A = c.reshape(c.op.inputs[0], ap), B = c.reshape(c.op.inputs[1], bp);
+  if (c.wantsGrad(0))
+    c.addGrad(0, c.reshape(c.sumToShape(c.emit("MatMul", {g, swapLastAxes(c, B)}), ap), a));
+  if (c.wantsGrad(1))
+    c.addGrad(1, c.reshape(c.sumToShape(c.emit("MatMul", {swapLastAxes(c, A), g}), bp), b));
+}
+
+// Y = alpha A' B' + beta C with A' = transA ? A^T : A (and B'): the gradients
+// are Gemms again, their transposes chosen so no Transpose op is needed.
+void gradGemm(GradContext &c) {
+  const GemmParams p = gemmParams(c.op, c.graph());
+  const std::string g = c.outputGrad(0), &A = c.op.inputs[0], &B = c.op.inputs[1];
+  auto gemm = [&](const std::string &x, const std::string &y, bool tx, bool ty) {
+    Attributes a;
+    a.set("alpha", p.alpha);
+    a.set("transA", int64_t(tx));
+    a.set("transB", int64_t(ty));
+    return c.emit("Gemm", {x, y}, a);
+  };
+  if (c.wantsGrad(0)) // dA' = g B'^T; dA = transA ? B' g^T : dA'
+    c.addGrad(0, p.transA ? gemm(B, g, p.transB, true) : gemm(g, B, false, !p.transB));
+  if (c.wantsGrad(1)) // dB' = A'^T g; dB = transB ? g^T A' : dB'
+    c.addGrad(1, p.transB ? gemm(g, A, true, p.transA) : gemm(A, g, !p.transA, false));
+  if (c.wantsGrad(2)) {
+    std::string gc = g;
+    if (p.beta != 1.0)
+      gc = c.emit("Mul", {g, c.scalar(p.beta, c.outputInfo(0).dtype)});
+    c.addGrad(2, c.sumToShape(gc, c.inputInfo(2).shape));
+  }
+}
+
 } // namespace
 
 void registerMatMulOps(OpRegistry &reg) {
-  reg.add({"MatMul", 2, 2, inferMatMul});
-  reg.add({"Gemm", 2, 3, inferGemm});
+  reg.add({"MatMul", 2, 2, inferMatMul, gradMatMul});
+  reg.add({"Gemm", 2, 3, inferGemm, gradGemm});
   reg.add({"Einsum", 1, kVariadic, inferEinsum});
 }
 

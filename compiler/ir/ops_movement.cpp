@@ -85,24 +85,111 @@ std::vector<TensorInfo> inferEyeLike(const Op &op, const Graph &graph) {
   return {TensorInfo{dtype, x.shape}};
 }
 
+
+// Gradient rules (autodiff.h).
+
+void gradExpand(GradContext &c) {
+  if (c.wantsGrad(0))
+    c.addGrad(0, c.sumToShape(c.outputGrad(0), c.inputInfo(0).shape));
+}
+
+// Gathered elements send their gradient back to where they came from; an
+// element gathered twice gets both (ScatterElements with reduction add).
+void gradGatherElements(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  Attributes a;
+  a.set("axis", c.op.attrs.getInt("axis", 0));
+  a.set("reduction", std::string("add"));
+  c.addGrad(0, c.emit("ScatterElements", {c.filled(0.0, c.inputInfo(0)), c.op.inputs[1], c.outputGrad(0)}, a));
+}
+
+// Gather along axis 0 of a table (an embedding): each index's row of g is added
+// into its row of the table's gradient.
+void gradGather(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const Shape &data = c.inputInfo(0).shape;
+  if (data.empty() || (c.op.attrs.getInt("axis", 0) != 0 && c.op.attrs.getInt("axis", 0) != -int64_t(data.size())))
+    c.unsupported("only Gather along axis 0 (an embedding lookup) has a gradient rule");
+  int64_t row = 1;
+  for (size_t i = 1; i < data.size(); ++i)
+    row *= data[i];
+  const int64_t n = c.inputInfo(1).elements();
+  Attributes to;
+  to.set("to", int64_t(DType::I64));
+  const std::string idx = c.expand(c.reshape(c.emit("Cast", {c.op.inputs[1]}, to), {n, 1}), {n, row});
+  Attributes a;
+  a.set("axis", int64_t(0));
+  a.set("reduction", std::string("add"));
+  const std::string rows = c.reshape(c.outputGrad(0), {n, row});
+  const std::string table = c.filled(0.0, TensorInfo{c.inputInfo(0).dtype, {data[0], row}});
+  c.addGrad(0, c.reshape(c.emit("ScatterElements", {table, idx, rows}, a), data));
+}
+
+// Any op whose element map is known at compile time (Slice, Split, Pad, Tile,
+// Gather with constant indices, ...): every output element's gradient goes
+// back to the input element it was read from, summed where several read the
+// same one: a ScatterElements (add) of g at the map's constant positions.
+void gradMovement(GradContext &c) {
+  const MovementResult r = resolveMovement(c.op, c.graph(), true);
+  if (!r.maps) { // indices known only at run time
+    if (c.op.type == "Gather")
+      return gradGather(c);
+    if (c.op.type == "GatherElements")
+      return gradGatherElements(c);
+    c.unsupported("its indices are only known at run time");
+  }
+  if (!c.wantsGrad(0))
+    return;
+  const TensorInfo &x = c.inputInfo(0);
+  for (size_t o = 0; o < c.op.outputs.size(); ++o) {
+    const std::string g = c.outputGrad(o);
+    const IndexMap &map = (*r.maps)[o];
+    if (g.empty() || map.input != 0)
+      continue;
+    const int64_t n = c.outputInfo(o).elements();
+    std::vector<int64_t> from, to; // output element -> input element
+    int64_t i = 0;
+    forEachSource(map, 0, uint64_t(n), [&](int64_t src) {
+      if (src != kFill) {
+        from.push_back(i);
+        to.push_back(src);
+      }
+      ++i;
+    });
+    if (to.empty())
+      continue;
+    std::string values = c.reshape(g, {n});
+    if (int64_t(from.size()) != n)
+      values = c.emit("Gather", {values, c.ints(from)});
+    Attributes a;
+    a.set("axis", int64_t(0));
+    a.set("reduction", std::string("add"));
+    const std::string flat =
+        c.emit("ScatterElements", {c.filled(0.0, TensorInfo{x.dtype, {x.elements()}}), c.ints(to), values}, a);
+    c.addGrad(0, c.reshape(flat, x.shape));
+  }
+}
+
 } // namespace
 
 void registerMovementOps(OpRegistry &reg) {
-  reg.add({"Slice", 1, 5, inferMovement});
-  reg.add({"Split", 1, 2, inferMovement});
-  reg.add({"Pad", 1, 4, inferMovement});
-  reg.add({"Tile", 2, 2, inferMovement});
-  reg.add({"Expand", 2, 2, inferMovement});
-  reg.add({"Gather", 2, 2, inferMovement});
-  reg.add({"GatherElements", 2, 2, inferMovement});
-  reg.add({"GatherND", 2, 2, inferMovement});
-  reg.add({"DepthToSpace", 1, 1, inferMovement});
-  reg.add({"SpaceToDepth", 1, 1, inferMovement});
-  reg.add({"Trilu", 1, 2, inferMovement});
-  reg.add({"Compress", 2, 2, inferMovement});
-  reg.add({"ReverseSequence", 2, 2, inferMovement});
-  reg.add({"Resize", 1, 4, inferMovement});
-  reg.add({"Upsample", 1, 2, inferMovement});
+  reg.add({"Slice", 1, 5, inferMovement, gradMovement});
+  reg.add({"Split", 1, 2, inferMovement, gradMovement});
+  reg.add({"Pad", 1, 4, inferMovement, gradMovement});
+  reg.add({"Tile", 2, 2, inferMovement, gradMovement});
+  reg.add({"Expand", 2, 2, inferMovement, gradExpand});
+  reg.add({"Gather", 2, 2, inferMovement, gradMovement});
+  reg.add({"GatherElements", 2, 2, inferMovement, gradMovement});
+  reg.add({"GatherND", 2, 2, inferMovement, gradMovement});
+  reg.add({"DepthToSpace", 1, 1, inferMovement, gradMovement});
+  reg.add({"SpaceToDepth", 1, 1, inferMovement, gradMovement});
+  reg.add({"Trilu", 1, 2, inferMovement, gradMovement});
+  reg.add({"Compress", 2, 2, inferMovement, gradMovement});
+  reg.add({"ReverseSequence", 2, 2, inferMovement, gradMovement});
+  reg.add({"Resize", 1, 4, inferMovement, gradMovement});
+  reg.add({"Upsample", 1, 2, inferMovement, gradMovement});
   reg.add({"Shape", 1, 1, inferShape});
   reg.add({"Size", 1, 1, inferSize});
   reg.add({"ConstantOfShape", 1, 1, inferConstantOfShape});

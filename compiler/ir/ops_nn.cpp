@@ -2,6 +2,9 @@
 #include "compiler/ir/op_attrs.h"
 #include "compiler/ir/op_helpers.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace popc::ir::detail {
 
 namespace {
@@ -145,19 +148,169 @@ std::vector<TensorInfo> inferDropout(const Op &op, const Graph &graph) {
     result.push_back(TensorInfo{graph.opset >= 10 ? DType::Bool : x.dtype, x.shape});
   return result;
 }
+
+// Gradient rules (autodiff.h).
+
+// The axes a softmax normalises over: its axis, or (before opset 13) every axis from it on.
+std::vector<int64_t> softmaxAxes(GradContext &c) {
+  const int64_t axis = softmaxAxis(c.op, c.graph());
+  const int64_t rank = int64_t(c.inputInfo(0).shape.size());
+  std::vector<int64_t> axes{axis};
+  if (softmaxCoerces2D(c.graph()))
+    for (int64_t a = axis + 1; a < rank; ++a)
+      axes.push_back(a);
+  return axes;
+}
+
+void gradSoftmax(GradContext &c) { // dX = Y (g - sum(g Y))
+  if (!c.wantsGrad(0))
+    return;
+  const std::string g = c.outputGrad(0), &y = c.op.outputs[0];
+  const std::string dot = c.reduceSum(c.emit("Mul", {g, y}), softmaxAxes(c), true);
+  c.addGrad(0, c.emit("Mul", {y, c.emit("Sub", {g, dot})}));
+}
+
+void gradLogSoftmax(GradContext &c) { // dX = g - exp(Y) sum(g)
+  if (!c.wantsGrad(0))
+    return;
+  const std::string g = c.outputGrad(0);
+  const std::string sum = c.reduceSum(g, softmaxAxes(c), true);
+  c.addGrad(0, c.emit("Sub", {g, c.emit("Mul", {c.emit("Exp", {c.op.outputs[0]}), sum})}));
+}
+
+// ConvTranspose attributes that invert a window op of geometry `p` back to
+// spatial size `inSpatial` (output_padding makes up the rows a stride skipped).
+Attributes transposedWindow(const WindowParams &p, const Shape &inSpatial, const Shape &outSpatial) {
+  std::vector<int64_t> pads = p.padsBegin, outputPadding;
+  pads.insert(pads.end(), p.padsEnd.begin(), p.padsEnd.end());
+  for (size_t i = 0; i < inSpatial.size(); ++i) {
+    const int64_t d = i < p.dilations.size() ? p.dilations[i] : 1;
+    const int64_t covered = (outSpatial[i] - 1) * p.strides[i] + (p.kernel[i] - 1) * d + 1;
+    outputPadding.push_back(inSpatial[i] + p.padsBegin[i] + p.padsEnd[i] - covered);
+  }
+  Attributes a;
+  a.set("strides", p.strides);
+  a.set("pads", pads);
+  a.set("output_padding", outputPadding);
+  return a;
+}
+
+// Y = conv(X, W) + B. dX is the transposed convolution of g with W; dW
+// correlates X with g (a Conv with batch and channels swapped, strides and
+// dilations exchanged), cropped to the kernel; dB sums g over all but channels.
+void gradConv(GradContext &c) {
+  const WindowParams p = convParams(c.op, c.graph());
+  const Shape &x = c.inputInfo(0).shape;
+  const Shape spatial(x.begin() + 2, x.end());
+  const Shape outSpatial(c.outputInfo(0).shape.begin() + 2, c.outputInfo(0).shape.end());
+  const std::string g = c.outputGrad(0);
+  if (c.wantsGrad(0)) {
+    Attributes a = transposedWindow(p, spatial, outSpatial);
+    a.set("dilations", p.dilations);
+    a.set("group", p.group);
+    c.addGrad(0, c.emit("ConvTranspose", {g, c.op.inputs[1]}, a));
+  }
+  if (c.wantsGrad(1)) {
+    if (p.group != 1)
+      c.unsupported(fmt::format("the weight gradient of a grouped convolution (group {}) is not implemented yet", p.group));
+    std::vector<int64_t> swap(x.size());
+    std::iota(swap.begin(), swap.end(), 0);
+    std::swap(swap[0], swap[1]);
+    std::vector<int64_t> pads = p.padsBegin;
+    pads.insert(pads.end(), p.padsEnd.begin(), p.padsEnd.end());
+    Attributes a;
+    a.set("strides", p.dilations);
+    a.set("dilations", p.strides);
+    a.set("pads", pads);
+    std::string dw = c.transpose(c.emit("Conv", {c.transpose(c.op.inputs[0], swap), c.transpose(g, swap)}, a), swap);
+    for (size_t i = 0; i < p.kernel.size(); ++i)
+      if (c.info(dw).shape[i + 2] != p.kernel[i])
+        dw = c.slice(dw, int64_t(i + 2), 0, p.kernel[i]);
+    c.addGrad(1, dw);
+  }
+  if (c.wantsGrad(2)) {
+    std::vector<int64_t> axes{0};
+    for (size_t i = 2; i < x.size(); ++i)
+      axes.push_back(int64_t(i));
+    c.addGrad(2, c.reduceSum(g, axes, false));
+  }
+}
+
+// Each window's maximum gets the window's gradient: the pool runs again with
+// Indices (flat positions in X) and g is scatter-added to them.
+void gradMaxPool(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const TensorInfo &x = c.inputInfo(0);
+  Attributes attrs = c.op.attrs;
+  attrs.erase("storage_order");
+  const std::string indices = c.emitMulti("MaxPool", {c.op.inputs[0]}, 2, attrs)[1];
+  Attributes a;
+  a.set("axis", int64_t(0));
+  a.set("reduction", std::string("add"));
+  const std::string flat = c.emit("ScatterElements", {c.filled(0.0, TensorInfo{x.dtype, {x.elements()}}),
+                                                      c.reshape(indices, {c.outputInfo(0).elements()}),
+                                                      c.reshape(c.outputGrad(0), {c.outputInfo(0).elements()})},
+                                  a);
+  c.addGrad(0, c.reshape(flat, x.shape));
+}
+
+// Each window spreads g / (window size) evenly: a transposed convolution of
+// every channel with a constant kernel.
+void gradAveragePool(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const WindowParams p = poolParams(c.op, c.graph());
+  const TensorInfo &x = c.inputInfo(0);
+  const Shape &y = c.outputInfo(0).shape;
+  const bool padded = std::any_of(p.padsBegin.begin(), p.padsBegin.end(), [](int64_t v) { return v != 0; }) ||
+                      std::any_of(p.padsEnd.begin(), p.padsEnd.end(), [](int64_t v) { return v != 0; });
+  if ((padded && !p.countIncludePad) || p.ceilMode)
+    c.unsupported("AveragePool with pads that are not counted (count_include_pad=0) or ceil_mode has no "
+                  "gradient rule yet");
+  int64_t window = 1;
+  Shape kernelShape{1, 1};
+  for (int64_t k : p.kernel) {
+    window *= k;
+    kernelShape.push_back(k);
+  }
+  const Shape spatial(x.shape.begin() + 2, x.shape.end()), outSpatial(y.begin() + 2, y.end());
+  Shape gShape{y[0] * y[1], 1}, xShape{x.shape[0] * x.shape[1], 1};
+  gShape.insert(gShape.end(), outSpatial.begin(), outSpatial.end());
+  xShape.insert(xShape.end(), spatial.begin(), spatial.end());
+  const std::string kernel = c.filled(1.0 / double(window), TensorInfo{x.dtype, kernelShape});
+  const std::string dx =
+      c.emit("ConvTranspose", {c.reshape(c.outputGrad(0), gShape), kernel}, transposedWindow(p, spatial, outSpatial));
+  c.addGrad(0, c.reshape(dx, x.shape));
+}
+
+void gradGlobalAveragePool(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const TensorInfo &x = c.inputInfo(0);
+  const double window = double(x.elements()) / double(x.shape[0] * x.shape[1]);
+  c.addGrad(0, c.expand(c.emit("Div", {c.outputGrad(0), c.scalar(window, x.dtype)}), x.shape));
+}
+
+// Inference Dropout is the identity (training-mode Dropout with a ratio is refused by inference).
+void gradDropout(GradContext &c) {
+  if (c.wantsGrad(0))
+    c.addGrad(0, c.outputGrad(0));
+}
+
 } // namespace
 
 void registerNnOps(OpRegistry &reg) {
-  reg.add({"Conv", 2, 3, inferConv});
+  reg.add({"Conv", 2, 3, inferConv, gradConv});
   reg.add({"ConvTranspose", 2, 3, inferConvTranspose});
-  reg.add({"MaxPool", 1, 1, inferPool});
-  reg.add({"AveragePool", 1, 1, inferPool});
-  reg.add({"GlobalAveragePool", 1, 1, inferGlobalPool});
+  reg.add({"MaxPool", 1, 1, inferPool, gradMaxPool});
+  reg.add({"AveragePool", 1, 1, inferPool, gradAveragePool});
+  reg.add({"GlobalAveragePool", 1, 1, inferGlobalPool, gradGlobalAveragePool});
   reg.add({"GlobalMaxPool", 1, 1, inferGlobalPool});
-  reg.add({"LogSoftmax", 1, 1, inferSoftmax});
+  reg.add({"LogSoftmax", 1, 1, inferSoftmax, gradLogSoftmax});
   reg.add({"BatchNormalization", 5, 5, inferBatchNorm});
-  reg.add({"Softmax", 1, 1, inferSoftmax});
-  reg.add({"Dropout", 1, 3, inferDropout});
+  reg.add({"Softmax", 1, 1, inferSoftmax, gradSoftmax});
+  reg.add({"Dropout", 1, 3, inferDropout, gradDropout});
 }
 
 } // namespace popc::ir::detail

@@ -138,6 +138,28 @@ std::vector<TensorInfo> inferInstanceNorm(const Op &op, const Graph &graph) {
   return {x};
 }
 
+
+// Gradient rules (autodiff.h): g, reshaped with the reduced axes kept, broadcast
+// back over them (divided by their size for the mean, times 2X for the sum of squares).
+void gradReduce(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const TensorInfo &x = c.inputInfo(0);
+  const ReduceParams p = reduceParams(c.op, c.graph());
+  Shape kept = x.shape;
+  int64_t count = 1;
+  for (int64_t a : p.axes) {
+    count *= kept[size_t(a)];
+    kept[size_t(a)] = 1;
+  }
+  std::string g = c.expand(c.reshape(c.outputGrad(0), kept), x.shape);
+  if (c.op.type == "ReduceMean")
+    g = c.emit("Div", {g, c.scalar(double(count), x.dtype)});
+  else if (c.op.type == "ReduceSumSquare")
+    g = c.emit("Mul", {g, c.emit("Mul", {c.op.inputs[0], c.scalar(2.0, x.dtype)})});
+  c.addGrad(0, g);
+}
+
 } // namespace
 
 void registerReduceOps(OpRegistry &reg) {
@@ -145,8 +167,9 @@ void registerReduceOps(OpRegistry &reg) {
   reg.add({"CumSum", 2, 2, inferCumSum});
   reg.add({"LRN", 1, 1, inferLrn});
   reg.add({"InstanceNormalization", 3, 3, inferInstanceNorm});
-  for (const char *t : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
-                        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
+  for (const char *t : {"ReduceSum", "ReduceMean", "ReduceSumSquare"})
+    reg.add({t, 1, 2, inferReduce, gradReduce});
+  for (const char *t : {"ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
     reg.add({t, 1, 2, inferReduce});
   reg.add({"ArgMax", 1, 1, inferArgReduce});
   reg.add({"ArgMin", 1, 1, inferArgReduce});

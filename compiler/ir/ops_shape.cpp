@@ -113,16 +113,46 @@ std::vector<TensorInfo> inferUnsqueeze(const Op &op, const Graph &graph) {
     out.push_back(std::binary_search(axes.begin(), axes.end(), int64_t(i)) ? 1 : x.shape[next++]);
   return {TensorInfo{x.dtype, out}};
 }
+
+// Gradient rules (autodiff.h).
+
+// Ops that only relabel the elements: the gradient is g in X's shape.
+void gradReshapeLike(GradContext &c) {
+  if (c.wantsGrad(0))
+    c.addGrad(0, c.reshape(c.outputGrad(0), c.inputInfo(0).shape));
+}
+
+void gradTranspose(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const std::vector<int64_t> perm = transposePerm(c.op, c.graph());
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[size_t(perm[i])] = int64_t(i);
+  c.addGrad(0, c.transpose(c.outputGrad(0), inverse));
+}
+
+void gradConcat(GradContext &c) { // each input's slice of g along the axis
+  const int64_t axis = concatAxis(c.op, c.graph());
+  int64_t begin = 0;
+  for (size_t i = 0; i < c.op.inputs.size(); ++i) {
+    const int64_t end = begin + c.inputInfo(i).shape[size_t(axis)];
+    if (c.wantsGrad(i))
+      c.addGrad(i, c.slice(c.outputGrad(0), axis, begin, end));
+    begin = end;
+  }
+}
+
 } // namespace
 
 void registerShapeOps(OpRegistry &reg) {
-  reg.add({"Flatten", 1, 1, inferFlatten});
-  reg.add({"Reshape", 2, 2, inferReshape});
-  reg.add({"Transpose", 1, 1, inferTranspose});
-  reg.add({"Concat", 1, kVariadic, inferConcat});
+  reg.add({"Flatten", 1, 1, inferFlatten, gradReshapeLike});
+  reg.add({"Reshape", 2, 2, inferReshape, gradReshapeLike});
+  reg.add({"Transpose", 1, 1, inferTranspose, gradTranspose});
+  reg.add({"Concat", 1, kVariadic, inferConcat, gradConcat});
   reg.add({"Constant", 0, 0, inferConstant});
-  reg.add({"Squeeze", 1, 2, inferSqueeze});
-  reg.add({"Unsqueeze", 1, 2, inferUnsqueeze});
+  reg.add({"Squeeze", 1, 2, inferSqueeze, gradReshapeLike});
+  reg.add({"Unsqueeze", 1, 2, inferUnsqueeze, gradReshapeLike});
 }
 
 } // namespace popc::ir::detail

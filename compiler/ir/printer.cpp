@@ -111,15 +111,18 @@ std::string printGraph(const Graph &graph) {
     s += fmt::format("  input %{}: {}\n", name,
                      graph.hasTensor(name) ? typeStr(graph.tensor(name).info) : "?");
   for (const auto &[name, t] : graph.tensors()) {
-    if (t.kind != TensorKind::Constant)
+    if (!hasData(t.kind))
       continue;
     std::string values = valuesStr(t);
-    s += fmt::format("  const %{}: {}{}\n", name, typeStr(t.info), values.empty() ? "" : " = " + values);
+    s += fmt::format("  {} %{}: {}{}\n", t.kind == TensorKind::Variable ? "var" : "const", name, typeStr(t.info),
+                     values.empty() ? "" : " = " + values);
   }
   for (const auto &op : graph.ops())
     s += "  " + opLine(*op, graph) + "\n";
   for (const auto &name : graph.outputs)
     s += fmt::format("  output %{}\n", name);
+  for (const auto &u : graph.updates)
+    s += fmt::format("  update %{} = %{}\n", u.variable, u.value);
   return s + "}\n";
 }
 
@@ -143,7 +146,7 @@ std::string graphToDot(const Graph &graph) {
     s += fmt::format("  {} [shape=ellipse, style=filled, fillcolor=lightblue, label={}];\n",
                      tensorNode(name), quote(name));
   for (const auto &[name, t] : graph.tensors())
-    if (t.kind == TensorKind::Constant)
+    if (hasData(t.kind))
       s += fmt::format("  {} [shape=note, label={}];\n", tensorNode(name),
                        quote(name + "\n" + typeStr(t.info)));
   const auto &ops = graph.ops();

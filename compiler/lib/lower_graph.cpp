@@ -15,9 +15,16 @@ namespace popc::lib {
 
 namespace {
 
+// Constants and variables: bytes written at load. A variable keeps its own
+// bytes for good (persistent): updates write them, and no laid-out copy may
+// go stale.
 void bindConstant(const ir::Tensor &t, Lowering &L) {
   Value v = L.newValue(t.name, t.info, graph::TensorRole::Constant);
   L.graph.tensor(v.tensor).constData = t.data;
+  if (t.kind == ir::TensorKind::Variable) {
+    L.graph.tensor(v.tensor).persistent = true;
+    L.graph.variables.push_back({t.name, t.info.dtype, t.info.shape, v.tensor, 0, {}, {}});
+  }
   L.mapLinearly(v);
   L.bind(t.name, v);
 }
@@ -29,7 +36,7 @@ void streamOutput(const std::string &name, const ir::Graph &g, Lowering &L,
   auto &dg = L.graph;
   const ir::TensorInfo &info = g.tensor(name).info;
   if (!L.has(name)) {
-    if (g.tensor(name).kind != ir::TensorKind::Constant)
+    if (!ir::hasData(g.tensor(name).kind))
       fail("internal error: graph output '{}' was never computed", name);
     bindConstant(g.tensor(name), L);
   }
@@ -165,7 +172,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     for (const std::string &in : op->inputs)
       if (!in.empty() && !L.has(in)) {
         const ir::Tensor &t = g.tensor(in);
-        if (t.kind != ir::TensorKind::Constant)
+        if (!ir::hasData(t.kind))
           fail("internal error: op '{}' reads '{}' before it is defined", op->name, in);
         bindConstant(t, L);
       }
@@ -239,6 +246,18 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
       L.bind(name, v);
     cut.cut(stageOf(*op));
   }
+
+  // Variable updates (a training step's new weights and optimizer state): after
+  // every op has read the old values, each new value is copied over its variable.
+  for (const ir::VariableUpdate &u : g.updates) {
+    if (!L.has(u.variable))
+      bindConstant(g.tensor(u.variable), L);
+    const Value &var = L.value(u.variable), &value = L.value(u.value);
+    OpBuilder b(L, u.variable + "/update");
+    dg.exchange(b.preExchange()).copies.push_back({value.tensor, 0, var.tensor, 0, dg.tensor(var.tensor).bytes});
+  }
+  if (!g.updates.empty())
+    cut.cut(0);
 
   std::set<graph::TensorId> streamed;
   std::vector<int64_t> outputStages;

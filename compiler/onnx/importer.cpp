@@ -150,6 +150,7 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
     if (g.hasTensor(init.name()))
       fail("{}: initializer '{}' is defined twice", path, init.name());
     g.addTensor(tensorFromProto(init, context));
+    ir.initializers.push_back(init.name());
   }
   for (const auto &name : realInputNames(graph)) {
     const ::onnx::ValueInfoProto *vi = nullptr;

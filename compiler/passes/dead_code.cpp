@@ -13,6 +13,10 @@ size_t eliminateDeadCode(ir::Ir &ir) {
   // Subgraph bodies may read main-graph tensors by name: those are live too.
   std::set<std::string> live = namesUsedBySubgraphs(ir);
   live.insert(g.outputs.begin(), g.outputs.end());
+  for (const auto &u : g.updates) {
+    live.insert(u.variable);
+    live.insert(u.value);
+  }
 
   // Backwards over the topological order: an op is live if any output is.
   auto &ops = g.ops();

@@ -52,6 +52,8 @@ void inferAndVerify(ir::Ir &ir) {
 const std::vector<PipelineStep> &defaultPipeline() {
   static const std::vector<PipelineStep> steps = {
       {"FWD0", nullptr, "the imported IR"},
+      {"training-setup", setUpTraining,
+       "--train: add a built-in loss; trainable initializers become variables, which no pass folds"},
       {"resize-decomposition", decomposeResize,
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
@@ -62,6 +64,10 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"constant-folding", foldConstants, "again: the new BN constants, Shape chains freed by no-op removal"},
       {"dead-code-elimination", eliminateDeadCode, "last: ops and tensors no graph output needs"},
       {"FWD1", nullptr, "after the forward passes"},
+      {"autodiff", buildBackward, "--train: the backward pass, from each op's gradient rule"},
+      {"BWD0", nullptr, "after the backward pass (training only)"},
+      {"optimizer", buildOptimizer,
+       "--train: each weight's update and optimizer state, as variable updates; then folding and dead code again"},
       // Empty, as in PopART's order: aliasing/inplacing and main-loop transforms go here.
       {"PREALIAS", nullptr, "before aliasing (no pass yet)"},
       {"MAINLOOPS", nullptr, "before main-loop transforms (no pass yet)"},

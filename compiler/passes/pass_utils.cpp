@@ -33,7 +33,9 @@ std::set<std::string> namesUsedBySubgraphs(const ir::Ir &ir) {
 }
 
 bool isUnused(const ir::Graph &g, const std::set<std::string> &captured, const std::string &name) {
-  return g.consumers(name).empty() && !isGraphOutput(g, name) && !captured.count(name);
+  return g.consumers(name).empty() && !isGraphOutput(g, name) && !captured.count(name) &&
+         std::none_of(g.updates.begin(), g.updates.end(),
+                      [&](const ir::VariableUpdate &u) { return u.value == name || u.variable == name; });
 }
 
 std::string addConstant(ir::Graph &g, const std::string &base, ir::TensorInfo info,

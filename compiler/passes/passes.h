@@ -36,4 +36,11 @@ size_t decomposeEinsum(ir::Ir &ir);
 // Removes ops not needed for the graph outputs and tensors nobody references.
 size_t eliminateDeadCode(ir::Ir &ir);
 
+// Training (training.cpp; each a no-op unless ir.training is set): the loss and
+// the trainable initializers as variables; the backward pass; the optimizer's
+// updates of the weights and their state.
+size_t setUpTraining(ir::Ir &ir);
+size_t buildBackward(ir::Ir &ir);
+size_t buildOptimizer(ir::Ir &ir);
+
 } // namespace popc::passes

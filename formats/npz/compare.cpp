@@ -159,7 +159,7 @@ MapComparison compareMaps(const std::map<std::string, ArrayView> &actual,
     }
   }
   for (const auto &[key, arr] : actual)
-    if (!expected.count(key)) {
+    if (!expected.count(key) && !tol.allowExtraKeys) {
       out.lines.push_back(fmt::format("{}: unexpected key '{}'", actualLabel, key));
       out.ok = false;
     }

@@ -16,6 +16,7 @@ struct Tolerance {
   double rtol = 1e-3;
   double atol = 1e-5;
   bool nanEqual = true; // NaN == NaN (numpy's equal_nan=True)
+  bool allowExtraKeys = false; // keys only in `actual` are not a mismatch
 };
 
 // A view of one array: what both npz::Array and the runtime's HostTensor hold.

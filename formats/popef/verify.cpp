@@ -533,6 +533,28 @@ private:
       return;
     checkIo(m->inputs(), "inputs", fb::StreamDirection::HostToDevice);
     checkIo(m->outputs(), "outputs", fb::StreamDirection::DeviceToHost);
+    checkVariables(m->variables());
+  }
+
+  // Variables: named device tensors with bytes of their own, read and written by the runner.
+  void checkVariables(const flatbuffers::Vector<flatbuffers::Offset<fb::IoInfo>> *list) {
+    std::set<std::string> names;
+    for (uint32_t i = 0; i < len(list); ++i) {
+      const fb::IoInfo *io = list->Get(i);
+      const std::string where = fmt::format("metadata.variables[{}]", i);
+      if (!io->name() || io->name()->size() == 0)
+        bad(where, "no name");
+      if (!names.insert(io->name()->str()).second)
+        bad(where, "duplicate name");
+      if (io->tensor() >= len(exe_.tensors()))
+        bad(where, "tensor {} out of range ({} tensors)", io->tensor(), len(exe_.tensors()));
+      const fb::Tensor *t = exe_.tensors()->Get(io->tensor());
+      if (t->role() != fb::TensorRole::Constant || t->constant() < 0)
+        bad(where, "tensor {} is not a constant with data of its own", io->tensor());
+      checkDType(where, io->dtype());
+      if (io->dtype() != t->dtype())
+        bad(where, "dtype differs from tensor {}", io->tensor());
+    }
   }
 
   void checkTileBytesUsed() {

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Builds one training test case: a small PyTorch model exported to ONNX, a
+dataset of K steps, and the weights torch.optim reaches after those K steps
+from the same initial weights (the reference popc's training must match).
+
+usage: make_case.py OUT_DIR CASE [--steps K]
+
+CASE is MODEL_OPTIMIZER, MODEL in mlp (cross-entropy inside the model),
+mlpnll (softmax output; popc adds --loss nll:probs,label), cnn; OPTIMIZER in
+sgd, momentum, nesterov, adam, adamw. Writes OUT_DIR/model.onnx, data.npz,
+expected_weights.npz (initializer names), losses.npy and flags.txt (the
+popc-onnx training flags of the case).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+BATCH = 8
+CLASSES = 4
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, with_loss=True):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(12, 16)
+        self.fc2 = torch.nn.Linear(16, CLASSES)
+        self.with_loss = with_loss
+
+    def forward(self, x, label):
+        logits = self.fc2(torch.relu(self.fc1(x)))
+        if self.with_loss:
+            return F.cross_entropy(logits, label)
+        return torch.softmax(logits, dim=1)
+
+
+class Cnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 6, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(6, 8, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(8 * 2 * 2, CLASSES)
+
+    def forward(self, x, label):
+        y = F.max_pool2d(torch.relu(self.conv1(x)), 2)      # 8x8 -> 4x4
+        y = torch.relu(self.conv2(y))                        # 4x4 -> 2x2
+        y = F.avg_pool2d(y, 1) + y                           # AveragePool's rule too
+        logits = self.fc(torch.flatten(y, 1))
+        return F.cross_entropy(logits, label)
+
+
+OPTIMIZERS = {
+    "sgd": (lambda p: torch.optim.SGD(p, lr=0.1), "--optimizer sgd --learning-rate 0.1"),
+    "momentum": (lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01),
+                 "--optimizer momentum --learning-rate 0.05 --momentum 0.9 --dampening 0.1 --weight-decay 0.01"),
+    "nesterov": (lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.8, nesterov=True),
+                 "--optimizer sgd --learning-rate 0.05 --momentum 0.8 --nesterov"),
+    "adam": (lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.01),
+             "--optimizer adam --learning-rate 0.01 --beta1 0.8 --beta2 0.99 --epsilon 1e-6 --weight-decay 0.01"),
+    "adamw": (lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1),
+              "--optimizer adamw --learning-rate 0.01 --weight-decay 0.1"),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("case")
+    ap.add_argument("--steps", type=int, default=10)
+    args = ap.parse_args()
+    model_kind, opt_kind = args.case.split("_")
+    torch.manual_seed(7)
+    rng = np.random.default_rng(11)
+    if model_kind == "cnn":
+        model = Cnn()
+        x_shape = (3, 8, 8)
+    else:
+        model = Mlp(with_loss=(model_kind == "mlp"))
+        x_shape = (12,)
+    model.eval()  # no dropout/batch norm: eval and train agree
+    steps = args.steps
+    xs = rng.standard_normal((steps * BATCH,) + x_shape).astype(np.float32)
+    ys = rng.integers(0, CLASSES, steps * BATCH).astype(np.int64)
+
+    os.makedirs(args.out, exist_ok=True)
+    out_names = ["loss"] if model_kind != "mlpnll" else ["probs"]
+    torch.onnx.export(model, (torch.from_numpy(xs[:BATCH]), torch.from_numpy(ys[:BATCH])),
+                      os.path.join(args.out, "model.onnx"), input_names=["x", "label"], output_names=out_names,
+                      opset_version=13, do_constant_folding=False)
+    np.savez(os.path.join(args.out, "data.npz"), x=xs, label=ys)
+
+    make_opt, flags = OPTIMIZERS[opt_kind]
+    opt = make_opt(model.parameters())
+    losses = []
+    for k in range(steps):
+        x = torch.from_numpy(xs[k * BATCH:(k + 1) * BATCH])
+        y = torch.from_numpy(ys[k * BATCH:(k + 1) * BATCH])
+        opt.zero_grad()
+        out = model(x, y)
+        loss = out if model_kind != "mlpnll" else F.nll_loss(torch.log(out), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    np.savez(os.path.join(args.out, "expected_weights.npz"),
+             **{name: p.detach().numpy() for name, p in model.named_parameters()})
+    np.save(os.path.join(args.out, "losses.npy"), np.array(losses, dtype=np.float32))
+    loss_flag = "--loss loss" if model_kind != "mlpnll" else "--loss nll:probs,label"
+    with open(os.path.join(args.out, "flags.txt"), "w") as f:
+        f.write(f"--train {loss_flag} {flags}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
