@@ -8,7 +8,8 @@ usage: make_case.py OUT_DIR CASE [--steps K]
 CASE is MODEL_OPTIMIZER, MODEL in mlp (cross-entropy inside the model),
 mlpnll (softmax output; popc adds --loss nll:probs,label), cnn; OPTIMIZER in
 sgd, momentum, nesterov, adam, adamw. Writes OUT_DIR/model.onnx, data.npz,
-expected_weights.npz (initializer names), losses.npy and flags.txt (the
+expected_weights.npz (initializer names), losses.npy, expected_loss.npz
+(the last step's loss) and flags.txt (the
 popc-onnx training flags of the case).
 """
 import argparse
@@ -91,6 +92,9 @@ def main():
                       os.path.join(args.out, "model.onnx"), input_names=["x", "label"], output_names=out_names,
                       opset_version=13, do_constant_folding=False)
     np.savez(os.path.join(args.out, "data.npz"), x=xs, label=ys)
+    half = steps // 2 * BATCH  # the dataset in two halves: resuming from saved weights
+    np.savez(os.path.join(args.out, "data_a.npz"), x=xs[:half], label=ys[:half])
+    np.savez(os.path.join(args.out, "data_b.npz"), x=xs[half:], label=ys[half:])
 
     make_opt, flags = OPTIMIZERS[opt_kind]
     opt = make_opt(model.parameters())
@@ -107,6 +111,9 @@ def main():
     np.savez(os.path.join(args.out, "expected_weights.npz"),
              **{name: p.detach().numpy() for name, p in model.named_parameters()})
     np.save(os.path.join(args.out, "losses.npy"), np.array(losses, dtype=np.float32))
+    # The last step's loss, under the name of popc's loss output.
+    loss_name = "loss" if model_kind != "mlpnll" else "nll_loss"
+    np.savez(os.path.join(args.out, "expected_loss.npz"), **{loss_name: np.array(losses[-1], dtype=np.float32)})
     loss_flag = "--loss loss" if model_kind != "mlpnll" else "--loss nll:probs,label"
     with open(os.path.join(args.out, "flags.txt"), "w") as f:
         f.write(f"--train {loss_flag} {flags}\n")
