@@ -160,14 +160,22 @@ void gradMovement(GradContext &c) {
     });
     if (to.empty())
       continue;
-    std::string values = c.reshape(g, {n});
-    if (int64_t(from.size()) != n)
-      values = c.emit("Gather", {values, c.ints(from)});
     Attributes a;
     a.set("axis", int64_t(0));
     a.set("reduction", std::string("add"));
-    const std::string flat =
-        c.emit("ScatterElements", {c.filled(0.0, TensorInfo{x.dtype, {x.elements()}}), c.ints(to), values}, a);
+    // ScatterElements takes at most as many updates as the data has elements:
+    // an op that reads elements several times (Tile) scatters in chunks.
+    const std::string all = c.reshape(g, {n});
+    std::string flat = c.filled(0.0, TensorInfo{x.dtype, {x.elements()}});
+    const size_t chunk = size_t(x.elements());
+    for (size_t begin = 0; begin < to.size(); begin += chunk) {
+      const size_t end = std::min(to.size(), begin + chunk);
+      std::string values = all;
+      if (end - begin != size_t(n))
+        values = c.emit("Gather", {all, c.ints({from.begin() + int64_t(begin), from.begin() + int64_t(end)})});
+      flat = c.emit("ScatterElements",
+                    {flat, c.ints({to.begin() + int64_t(begin), to.begin() + int64_t(end)}), values}, a);
+    }
     c.addGrad(0, c.reshape(flat, x.shape));
   }
 }
