@@ -178,6 +178,12 @@ int main(int argc, char **argv) {
   trainOnly.push_back(app.add_option("--loss-scaling", training.lossScaling,
                                      "Multiply the loss gradient by F and the weight gradients by 1/F (default 1)")
                           ->group(trainGroup));
+  std::string reduction = "mean";
+  trainOnly.push_back(app.add_option("--reduction", reduction,
+                                     "How --accumulation-factor micro-batches' gradients combine: mean (default: "
+                                     "equals one batch that many times as large) or sum")
+                          ->check(CLI::IsMember({"mean", "sum"}))
+                          ->group(trainGroup));
   trainOnly.push_back(app.add_option("--trainable", training.trainable,
                                      "Train only these initializers (repeatable; default: every float initializer "
                                      "the loss depends on)")
@@ -232,6 +238,7 @@ int main(int argc, char **argv) {
         training.momentum = 0.9;
       if (training.optimizer == "momentum" && training.momentum == 0)
         fail("--optimizer momentum with --momentum 0 is plain sgd: give --momentum F > 0 or --optimizer sgd");
+      training.sumGradients = reduction == "sum";
       options.training = training;
     } else {
       for (CLI::Option *o : trainOnly)

@@ -10,6 +10,7 @@
 #include "formats/npz/compare.h"
 #include "profile/summary.h"
 #include "tools/run_inputs.h"
+#include "compiler/onnx/trained_model.h"
 #include "runtime/engine.h"
 #include "runtime/memory_budget.h"
 #include "runtime/object_cache.h"
@@ -231,6 +232,10 @@ int main(int argc, char **argv) {
                  "Training executables: write every variable after the last run to this .npz: the trained "
                  "initializers by name, optimizer state as Accl___W (momentum), Accl1___W/Accl2___W (Adam) "
                  "and Step___ (updates so far)");
+  std::string saveModelPath;
+  app.add_option("--save-model", saveModelPath,
+                 "Training executables: write the original ONNX model with the trained initializers after the "
+                 "last run (PopART's modelToHost)");
   app.add_option("--iterations", iterations,
                  "Run the program this many times (default 1). An input whose leading dimension is K times "
                  "the model's gives run k its k-th slice (a dataset of K steps)")
@@ -345,8 +350,9 @@ int main(int argc, char **argv) {
       for (auto &[name, array] : npz::readNpz(loadWeightsPath, maxMemory ? maxMemory : UINT64_MAX))
         engine->writeVariable(name, {array.dtype, std::move(array.shape), std::move(array.data)});
     }
-    if (!saveWeightsPath.empty() && engine->variables().empty())
-      fail("--save-weights {}: {} has no variables (compile with popc-onnx --train)", saveWeightsPath, model);
+    for (const auto &[path, flag] : {std::pair{saveWeightsPath, "--save-weights"}, std::pair{saveModelPath, "--save-model"}})
+      if (!path.empty() && engine->variables().empty())
+        fail("{} {}: {} has no variables (compile with popc-onnx --train)", flag, path, model);
 
     runtime::HostTensorMap outputs;
     uint64_t done = 0;
@@ -371,13 +377,23 @@ int main(int argc, char **argv) {
     }
     watchdog.finished();
 
-    if (!saveWeightsPath.empty()) {
+    if (!saveWeightsPath.empty() || !saveModelPath.empty()) {
       npz::ArrayMap weights;
       for (const runtime::IoDesc &v : engine->variables()) {
         runtime::HostTensor t = engine->readVariable(v.name);
         weights[v.name] = {t.dtype, std::move(t.shape), std::move(t.data)};
       }
-      npz::writeNpz(saveWeightsPath, weights);
+      if (!saveWeightsPath.empty())
+        npz::writeNpz(saveWeightsPath, weights);
+      if (!saveModelPath.empty()) {
+        const auto *source = executable->root().source_model();
+        std::map<std::string, popc::onnx::TrainedTensor> values;
+        for (const auto &[name, a] : weights)
+          values[name] = {a.dtype, a.shape, &a.data};
+        popc::onnx::writeTrainedModel(source ? std::vector<uint8_t>(source->begin(), source->end())
+                                             : std::vector<uint8_t>{},
+                                      values, saveModelPath);
+      }
     }
     if (!outputsPath.empty()) {
       npz::ArrayMap arrays;

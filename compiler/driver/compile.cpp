@@ -9,6 +9,7 @@
 #include "compiler/lib/lowering.h"
 #include "compiler/lib/step.h"
 #include "compiler/onnx/importer.h"
+#include "compiler/onnx/trained_model.h"
 #include "compiler/passes/pass_manager.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -198,6 +199,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
     }
     d["train.weight-decay"] = fmt::format("{}", t.weightDecay);
     d["train.loss-scaling"] = fmt::format("{}", t.lossScaling);
+    if (t.sumGradients)
+      d["train.reduction"] = "sum";
     if (!t.trainable.empty())
       d["train.trainable"] = fmt::format("{}", fmt::join(t.trainable, ","));
   }
@@ -243,9 +246,10 @@ void checkTrainingOptions(const CompileOptions &o) {
     fail("--weight-decay {}: must be >= 0", t.weightDecay);
   if (!(t.lossScaling > 0))
     fail("--loss-scaling {}: must be positive", t.lossScaling);
-  if (o.accumulationFactor != 1 || o.replicationFactor != 1 || o.pipeline || o.autoShard)
-    fail("--train with --accumulation-factor, --replication-factor, --pipeline or --auto-shard is not supported yet: "
-         "train on one IPU (--batches-per-step N runs N steps per run); see docs/training.md");
+  if (o.replicationFactor != 1 || o.pipeline || o.autoShard)
+    fail("--train with --replication-factor, --pipeline or --auto-shard is not supported yet: "
+         "train on one IPU (--batches-per-step N runs N steps per run, --accumulation-factor A combines A "
+         "micro-batches per update); see docs/training.md");
 }
 
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
@@ -276,6 +280,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   }
   ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
   ir.training = options.training;
+  if (ir.training)
+    ir.training->accumulationFactor = options.accumulationFactor;
   st.importSeconds = secondsSince(t0);
 
   phase("passes");
@@ -309,6 +315,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   phase("lowering");
   t0 = Clock::now();
   graph::DeviceGraph dg(target);
+  if (ir.training)
+    dg.sourceModel = onnx::modelWithoutInitializerData(modelPath, ir.training->trainable);
   codegen::VertexCodegen codegen;
   std::optional<graph::MemoryPlan> plan;
   try {

@@ -172,6 +172,9 @@ public:
   // Device variables (trainable weights, optimizer state): name, type and
   // tensor, so the runner can read and write them (stream unused).
   std::vector<IoInfo> variables;
+  // Training: the source ONNX model without its trainable initializers' bytes
+  // (popef source_model, for poprun-lite --save-model).
+  std::vector<uint8_t> sourceModel;
   // Run-time checks in vertex code (popef Check): after compute set
   // `computeSet`, records [flag, value, position] of int64 in `tensor`; a set
   // flag stops the run with `message` ("{value}", "{position}" filled in).

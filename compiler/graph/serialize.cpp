@@ -164,6 +164,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     meta->options.push_back(std::move(o));
   }
   exe.metadata = std::move(meta);
+  exe.source_model = g.sourceModel;
 
   for (TensorId id = 0; id < g.tensors().size(); ++id) {
     const DeviceTensor &t = g.tensor(id);

@@ -31,6 +31,7 @@ inline bool hasData(TensorKind k) { return k == TensorKind::Constant || k == Ten
 // weight and optimizer-state updates; PopART's VarUpdateOp).
 struct VariableUpdate {
   std::string variable, value;
+  int64_t phase = 0; // as Op::phase: after every micro-batch (0) or every optimizer step (1)
   bool operator==(const VariableUpdate &) const = default;
 };
 
@@ -89,6 +90,10 @@ struct Op {
   Attributes attrs;
   int64_t ipu = 0; // virtual graph (multi-IPU), 0 by default
   int64_t pipelineStage = -1; // ONNX `__pipeline_stage`, -1 when not annotated
+  // Training with gradient accumulation: 0 runs on every micro-batch, 1 once
+  // per optimizer step, after the accumulated micro-batches (it then sees the
+  // variables as the phase-0 updates left them).
+  int64_t phase = 0;
 
   bool hasInput(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
 };
@@ -146,6 +151,10 @@ struct TrainingConfig {
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   double lossScaling = 1.0;
+  // --accumulation-factor: micro-batches whose gradients one update combines,
+  // averaged unless `sumGradients` (PopART's accumulationAndReplicationReductionType).
+  uint32_t accumulationFactor = 1;
+  bool sumGradients = false;
 };
 
 struct Ir {

@@ -175,7 +175,7 @@ void verifyGraph(const Graph &graph) {
   for (const auto &name : graph.outputs)
     if (!defined.count(name))
       fail("graph '{}': output '{}' is not produced", g, name);
-  std::set<std::string> updated;
+  std::set<std::pair<std::string, int64_t>> updated; // once per phase
   for (const auto &u : graph.updates) {
     if (!graph.hasTensor(u.variable) || graph.tensor(u.variable).kind != TensorKind::Variable)
       fail("graph '{}': update of '{}', which is not a variable", g, u.variable);
@@ -185,8 +185,8 @@ void verifyGraph(const Graph &graph) {
       fail("graph '{}': update of '{}' ({} {}) reads '{}' of another type ({} {})", g, u.variable,
            dtypeName(graph.tensor(u.variable).info.dtype), shapeToString(graph.tensor(u.variable).info.shape), u.value,
            dtypeName(graph.tensor(u.value).info.dtype), shapeToString(graph.tensor(u.value).info.shape));
-    if (!updated.insert(u.variable).second)
-      fail("graph '{}': variable '{}' is updated twice", g, u.variable);
+    if (!updated.insert({u.variable, u.phase}).second)
+      fail("graph '{}': variable '{}' is updated twice in phase {}", g, u.variable, u.phase);
   }
 }
 

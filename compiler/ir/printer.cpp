@@ -88,6 +88,8 @@ std::string opLine(const Op &op, const Graph &graph) {
     s += fmt::format(", ipu={}", op.ipu);
   if (op.pipelineStage >= 0)
     s += fmt::format(", stage={}", op.pipelineStage);
+  if (op.phase != 0)
+    s += fmt::format(", phase={}", op.phase);
   s += "](";
   for (size_t i = 0; i < op.inputs.size(); ++i)
     s += (i ? ", " : "") + tensorRef(op.inputs[i]);
@@ -122,7 +124,7 @@ std::string printGraph(const Graph &graph) {
   for (const auto &name : graph.outputs)
     s += fmt::format("  output %{}\n", name);
   for (const auto &u : graph.updates)
-    s += fmt::format("  update %{} = %{}\n", u.variable, u.value);
+    s += fmt::format("  update %{} = %{}{}\n", u.variable, u.value, u.phase ? fmt::format(" phase {}", u.phase) : "");
   return s + "}\n";
 }
 

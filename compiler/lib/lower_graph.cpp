@@ -121,7 +121,31 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
   const ir::Graph &g = ir.main;
   dg.modelName = ir.modelName;
   SegmentCutter cut{dg, {}, 0};
-  auto stageOf = [&](const ir::Op &op) { return options.pipeline ? std::max<int64_t>(op.pipelineStage, 0) : 0; };
+  auto stageOf = [&](const ir::Op &op) {
+    if (op.phase == 1)
+      return kOptimizerStage;
+    return options.pipeline ? std::max<int64_t>(op.pipelineStage, 0) : int64_t(0);
+  };
+  // Variable updates (a training step's new weights and optimizer state): after
+  // every op of their phase has read the old values, each new value is copied
+  // over its variable.
+  auto lowerUpdates = [&](int64_t phase) {
+    bool any = false;
+    for (const ir::VariableUpdate &u : g.updates) {
+      if (u.phase != phase)
+        continue;
+      for (const std::string &name : {u.variable, u.value})
+        if (!L.has(name))
+          bindConstant(g.tensor(name), L);
+      const Value &var = L.value(u.variable), &value = L.value(u.value);
+      OpBuilder b(L, u.variable + "/update");
+      dg.exchange(b.preExchange()).copies.push_back({value.tensor, 0, var.tensor, 0, dg.tensor(var.tensor).bytes});
+      any = true;
+    }
+    if (any)
+      cut.cut(phase == 1 ? kOptimizerStage : 0);
+  };
+  bool microUpdatesDone = false;
   // Pipelining: each stage's IPU (one per stage, assignPipelineStages checks).
   std::map<int64_t, int64_t> stageOfIpu, ipuOfStage;
   if (options.pipeline)
@@ -176,6 +200,12 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
           fail("internal error: op '{}' reads '{}' before it is defined", op->name, in);
         bindConstant(t, L);
       }
+    if (op->phase == 1 && !microUpdatesDone) {
+      L.setCurrentIpu(0);
+      lowerUpdates(0);
+      microUpdatesDone = true;
+      L.setCurrentIpu(op->ipu);
+    }
     const LowerFn *lower = findLowering(op->type);
     if (!lower)
       fail("{} '{}': no device lowering for this operator yet", op->type, op->name);
@@ -247,17 +277,10 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     cut.cut(stageOf(*op));
   }
 
-  // Variable updates (a training step's new weights and optimizer state): after
-  // every op has read the old values, each new value is copied over its variable.
-  for (const ir::VariableUpdate &u : g.updates) {
-    if (!L.has(u.variable))
-      bindConstant(g.tensor(u.variable), L);
-    const Value &var = L.value(u.variable), &value = L.value(u.value);
-    OpBuilder b(L, u.variable + "/update");
-    dg.exchange(b.preExchange()).copies.push_back({value.tensor, 0, var.tensor, 0, dg.tensor(var.tensor).bytes});
-  }
-  if (!g.updates.empty())
-    cut.cut(0);
+  L.setCurrentIpu(0);
+  if (!microUpdatesDone)
+    lowerUpdates(0);
+  lowerUpdates(1);
 
   std::set<graph::TensorId> streamed;
   std::vector<int64_t> outputStages;

@@ -33,7 +33,9 @@ struct StepConfig {
 };
 
 // A run of main-program steps belonging to one pipeline stage (-1: the step
-// prologue, run once before the micro-batches).
+// prologue, run once before the micro-batches; kOptimizerStage: a training
+// step's update, run once after each group of accumulated micro-batches).
+constexpr int64_t kOptimizerStage = -2;
 struct Segment {
   int64_t stage = 0;
   std::vector<graph::Program> programs;

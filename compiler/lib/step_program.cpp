@@ -156,7 +156,26 @@ StepPrograms buildStepPrograms(const graph::DeviceGraph &g, const std::vector<Se
     out.plan.children.insert(out.plan.children.end(), stageSeq.back().children.begin(),
                              stageSeq.back().children.end());
   }
+  // A training step's update (phase 1): planned after the micro-batch it
+  // follows; it reads only variables and constants, so one plan fits both.
+  flatten(segments, kOptimizerStage, out.plan.children);
   const uint32_t n = config.iterations();
+  const bool optimizer = std::any_of(segments.begin(), segments.end(),
+                                     [](const Segment &s) { return s.stage == kOptimizerStage; });
+  if (optimizer) {
+    if (config.pipeline)
+      fail("internal error: a separate optimizer phase is not supported with pipelining");
+    // Repeat(batches per step) { Repeat(accumulation) { micro-batch }; update }
+    graph::Program micro = repeat(config.accumulationFactor, "accumulated micro-batches");
+    flatten(segments, 0, micro.children);
+    graph::Program step = repeat(config.batchesPerStep, "batches per step");
+    step.children.push_back(std::move(micro));
+    flatten(segments, kOptimizerStage, step.children);
+    out.run = graph::Program::sequence("main");
+    flatten(segments, -1, out.run.children);
+    out.run.children.push_back(std::move(step));
+    return out;
+  }
   if (!config.pipeline) {
     if (n == 1) {
       out.run = out.plan;

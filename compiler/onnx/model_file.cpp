@@ -1,4 +1,5 @@
 #include "compiler/onnx/onnx_internal.h"
+#include "compiler/onnx/trained_model.h"
 
 #include "support/error.h"
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -175,3 +177,28 @@ void loadExternalData(::onnx::ModelProto &model, const std::string &path) {
 }
 
 } // namespace popc::onnx::detail
+
+namespace popc::onnx {
+
+std::vector<uint8_t> modelWithoutInitializerData(const std::string &path, const std::vector<std::string> &trainable) {
+  ::onnx::ModelProto model = detail::readModel(path);
+  detail::loadExternalData(model, path);
+  const std::set<std::string> names(trainable.begin(), trainable.end());
+  for (auto &init : *model.mutable_graph()->mutable_initializer())
+    if (names.count(init.name())) {
+      // Keep name, type and dims; the values travel as popef variables.
+      init.clear_raw_data();
+      init.clear_float_data();
+      init.clear_double_data();
+      init.clear_int32_data();
+      init.clear_int64_data();
+      init.clear_external_data();
+      init.clear_data_location();
+    }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    fail("{}: cannot serialize the model for the popef (over 2 GiB?)", path);
+  return {bytes.begin(), bytes.end()};
+}
+
+} // namespace popc::onnx

@@ -53,7 +53,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
   static const std::vector<PipelineStep> steps = {
       {"FWD0", nullptr, "the imported IR"},
       {"training-setup", setUpTraining,
-       "--train: add a built-in loss; trainable initializers become variables, which no pass folds"},
+       "--train: add a built-in loss; trainable initializers become variables, which no pass folds", true},
       {"resize-decomposition", decomposeResize,
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
@@ -64,10 +64,11 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"constant-folding", foldConstants, "again: the new BN constants, Shape chains freed by no-op removal"},
       {"dead-code-elimination", eliminateDeadCode, "last: ops and tensors no graph output needs"},
       {"FWD1", nullptr, "after the forward passes"},
-      {"autodiff", buildBackward, "--train: the backward pass, from each op's gradient rule"},
-      {"BWD0", nullptr, "after the backward pass (training only)"},
+      {"autodiff", buildBackward, "--train: the backward pass, from each op's gradient rule", true},
+      {"BWD0", nullptr, "--train: after the backward pass", true},
       {"optimizer", buildOptimizer,
-       "--train: each weight's update and optimizer state, as variable updates; then folding and dead code again"},
+       "--train: each weight's update and optimizer state, as variable updates; then folding and dead code again",
+       true},
       // Empty, as in PopART's order: aliasing/inplacing and main-loop transforms go here.
       {"PREALIAS", nullptr, "before aliasing (no pass yet)"},
       {"MAINLOOPS", nullptr, "before main-loop transforms (no pass yet)"},
@@ -161,9 +162,11 @@ void PassManager::run(ir::Ir &ir) {
   }
 }
 
-PassManager makeDefaultPipeline(const PassOptions &options) {
+PassManager makeDefaultPipeline(const PassOptions &options, bool training) {
   PassManager pm(options);
   for (const PipelineStep &step : defaultPipeline()) {
+    if (step.trainingOnly && !training)
+      continue;
     if (step.fn)
       pm.addPass(step.name, step.fn);
     else
@@ -172,6 +175,8 @@ PassManager makeDefaultPipeline(const PassOptions &options) {
   return pm;
 }
 
-void runPasses(ir::Ir &ir, const PassOptions &options) { makeDefaultPipeline(options).run(ir); }
+void runPasses(ir::Ir &ir, const PassOptions &options) {
+  makeDefaultPipeline(options, ir.training.has_value()).run(ir);
+}
 
 } // namespace popc::passes

@@ -33,6 +33,7 @@ struct PipelineStep {
   const char *name;
   size_t (*fn)(ir::Ir &);
   const char *purpose;
+  bool trainingOnly = false; // only in a --train compile (docs/training.md)
 };
 // The standard pipeline, in order (pass_manager.cpp declares it, once).
 const std::vector<PipelineStep> &defaultPipeline();
@@ -70,10 +71,11 @@ private:
   std::vector<std::string> executed_;
 };
 
-// A PassManager with defaultPipeline()'s steps (`popc-onnx --list-passes` prints them).
-PassManager makeDefaultPipeline(const PassOptions &options);
+// A PassManager with defaultPipeline()'s steps (`popc-onnx --list-passes` prints
+// them); the training steps only when `training`.
+PassManager makeDefaultPipeline(const PassOptions &options, bool training = false);
 
-// Runs the standard pipeline on `ir`.
+// Runs the standard pipeline on `ir` (with the training steps when ir.training is set).
 void runPasses(ir::Ir &ir, const PassOptions &options);
 
 } // namespace popc::passes

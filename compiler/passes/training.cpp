@@ -188,8 +188,9 @@ namespace {
 // One weight's update, appended to the graph.
 class UpdateBuilder {
 public:
-  UpdateBuilder(ir::Graph &g, const ir::TrainingConfig &cfg, const std::string &weight)
-      : g_(g), cfg_(cfg), w_(weight), info_(g.tensor(weight).info), ins_(g, g.ops().size(), weight + "/update", 0) {}
+  UpdateBuilder(ir::Graph &g, const ir::TrainingConfig &cfg, const std::string &weight, int64_t phase)
+      : g_(g), cfg_(cfg), w_(weight), info_(g.tensor(weight).info), ins_(g, g.ops().size(), weight + "/update", 0),
+        phase_(phase) {}
 
   std::string scalar(double v) { return addFloatConstant(g_, w_ + "/c", info_.dtype, {}, {v}); }
   std::string op(const std::string &type, std::vector<std::string> inputs) { return ins_.add(type, std::move(inputs)); }
@@ -208,7 +209,7 @@ public:
     return g_.addTensor(std::move(t)).name;
   }
 
-  void update(const std::string &variable, const std::string &value) { g_.updates.push_back({variable, value}); }
+  void update(const std::string &variable, const std::string &value) { g_.updates.push_back({variable, value, phase_}); }
 
   // Returns the new weight.
   std::string build(std::string grad, const std::string &step) {
@@ -260,6 +261,7 @@ private:
   std::string w_;
   ir::TensorInfo info_;
   OpInserter ins_;
+  int64_t phase_;
 };
 
 } // namespace
@@ -279,12 +281,49 @@ size_t buildOptimizer(ir::Ir &ir) {
   step.kind = ir::TensorKind::Variable;
   step.data.assign(4, 0);
   g.addTensor(std::move(step));
-  for (const auto &[weight, grad] : ir.gradients) {
-    UpdateBuilder b(g, cfg, weight);
-    g.updates.push_back({weight, b.build(grad, "Step___")});
+  // Gradient accumulation: every micro-batch adds its gradients into
+  // Accum___W; the update (phase 1) runs once per step on their mean (or sum)
+  // and clears them.
+  const uint32_t A = cfg.accumulationFactor;
+  const int64_t phase = A > 1 ? 1 : 0;
+  std::map<std::string, std::string> grads = ir.gradients;
+  if (A > 1)
+    for (auto &[weight, grad] : grads) {
+      ir::Tensor acc;
+      acc.name = "Accum___" + weight;
+      if (g.hasTensor(acc.name))
+        fail("--train: the model already has a tensor named '{}', the name of {}'s gradient accumulator", acc.name,
+             weight);
+      acc.info = g.tensor(weight).info;
+      acc.kind = ir::TensorKind::Variable;
+      acc.data.assign(acc.info.bytes(), 0);
+      g.addTensor(std::move(acc));
+      OpInserter ins(g, g.ops().size(), "Accum___" + weight, 0);
+      g.updates.push_back({"Accum___" + weight, ins.add("Add", {"Accum___" + weight, grad}), 0});
+      grad = "Accum___" + weight;
+    }
+  const size_t firstUpdateOp = g.ops().size();
+  for (const auto &[weight, grad] : grads) {
+    UpdateBuilder b(g, cfg, weight, phase);
+    std::string g1 = grad;
+    if (A > 1 && !cfg.sumGradients)
+      g1 = b.mul(grad, 1.0 / double(A));
+    g.updates.push_back({weight, b.build(g1, "Step___"), phase});
+    if (A > 1) {
+      const ir::TensorInfo &info = g.tensor(grad).info;
+      std::vector<int64_t> shape(info.shape.begin(), info.shape.end());
+      std::vector<uint8_t> bytes(shape.size() * 8);
+      if (!shape.empty())
+        std::memcpy(bytes.data(), shape.data(), bytes.size());
+      const std::string dims = addConstant(g, grad + "/shape", {DType::I64, {int64_t(shape.size())}}, std::move(bytes));
+      g.updates.push_back({grad, b.op("Expand", {b.scalar(0.0), dims}), phase});
+    }
   }
   OpInserter ins(g, g.ops().size(), "Step___/update", 0);
-  g.updates.push_back({"Step___", ins.add("Add", {"Step___", addFloatConstant(g, "Step___/one", DType::F32, {}, {1.0})})});
+  g.updates.push_back(
+      {"Step___", ins.add("Add", {"Step___", addFloatConstant(g, "Step___/one", DType::F32, {}, {1.0})}), phase});
+  for (size_t i = firstUpdateOp; i < g.ops().size(); ++i)
+    g.ops()[i]->phase = phase;
   // The update's constant arithmetic (1 - beta, lr / ...) folds; unused gradients go.
   foldConstants(ir);
   eliminateDeadCode(ir);

@@ -5,9 +5,11 @@ from the same initial weights (the reference popc's training must match).
 
 usage: make_case.py OUT_DIR CASE [--steps K]
 
-CASE is MODEL_OPTIMIZER, MODEL in mlp (cross-entropy inside the model),
-mlpnll (softmax output; popc adds --loss nll:probs,label), cnn; OPTIMIZER in
-sgd, momentum, nesterov, adam, adamw. Writes OUT_DIR/model.onnx, data.npz,
+CASE is MODEL_OPTIMIZER[_accumA], MODEL in mlp (cross-entropy inside the
+model), mlpnll (softmax output; popc adds --loss nll:probs,label), cnn;
+OPTIMIZER in sgd, momentum, nesterov, adam, adamw. With _accumA the model takes
+micro-batches of BATCH/A and popc accumulates A of them per update
+(--accumulation-factor A), which must equal torch's one batch of BATCH. Writes OUT_DIR/model.onnx, data.npz,
 expected_weights.npz (initializer names), losses.npy, expected_loss.npz
 (the last step's loss) and flags.txt (the
 popc-onnx training flags of the case).
@@ -72,7 +74,10 @@ def main():
     ap.add_argument("case")
     ap.add_argument("--steps", type=int, default=10)
     args = ap.parse_args()
-    model_kind, opt_kind = args.case.split("_")
+    parts = args.case.split("_")
+    model_kind, opt_kind = parts[0], parts[1]
+    accum = int(parts[2][len("accum"):]) if len(parts) > 2 else 1
+    micro = BATCH // accum
     torch.manual_seed(7)
     rng = np.random.default_rng(11)
     if model_kind == "cnn":
@@ -88,13 +93,16 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     out_names = ["loss"] if model_kind != "mlpnll" else ["probs"]
-    torch.onnx.export(model, (torch.from_numpy(xs[:BATCH]), torch.from_numpy(ys[:BATCH])),
+    torch.onnx.export(model, (torch.from_numpy(xs[:micro]), torch.from_numpy(ys[:micro])),
                       os.path.join(args.out, "model.onnx"), input_names=["x", "label"], output_names=out_names,
                       opset_version=13, do_constant_folding=False)
-    np.savez(os.path.join(args.out, "data.npz"), x=xs, label=ys)
+    # PopART's layout: [steps x accumulation, micro-batch, ...] (no accumulation dim when 1).
+    def layout(a):
+        return a if accum == 1 else a.reshape((-1, micro) + a.shape[1:])
+    np.savez(os.path.join(args.out, "data.npz"), x=layout(xs), label=layout(ys))
     half = steps // 2 * BATCH  # the dataset in two halves: resuming from saved weights
-    np.savez(os.path.join(args.out, "data_a.npz"), x=xs[:half], label=ys[:half])
-    np.savez(os.path.join(args.out, "data_b.npz"), x=xs[half:], label=ys[half:])
+    np.savez(os.path.join(args.out, "data_a.npz"), x=layout(xs[:half]), label=layout(ys[:half]))
+    np.savez(os.path.join(args.out, "data_b.npz"), x=layout(xs[half:]), label=layout(ys[half:]))
 
     make_opt, flags = OPTIMIZERS[opt_kind]
     opt = make_opt(model.parameters())
@@ -113,10 +121,13 @@ def main():
     np.save(os.path.join(args.out, "losses.npy"), np.array(losses, dtype=np.float32))
     # The last step's loss, under the name of popc's loss output.
     loss_name = "loss" if model_kind != "mlpnll" else "nll_loss"
-    np.savez(os.path.join(args.out, "expected_loss.npz"), **{loss_name: np.array(losses[-1], dtype=np.float32)})
+    # (with accumulation, popc returns each micro-batch's loss: their mean is torch's)
+    expected_loss = {loss_name: np.array(losses[-1], dtype=np.float32)} if accum == 1 else {}
+    np.savez(os.path.join(args.out, "expected_loss.npz"), **expected_loss)
     loss_flag = "--loss loss" if model_kind != "mlpnll" else "--loss nll:probs,label"
     with open(os.path.join(args.out, "flags.txt"), "w") as f:
-        f.write(f"--train {loss_flag} {flags}\n")
+        accum_flag = f" --accumulation-factor {accum}" if accum > 1 else ""
+        f.write(f"--train {loss_flag} {flags}{accum_flag}\n")
     return 0
 
 

@@ -19,10 +19,24 @@ mkdir -p "$work"
 # shellcheck disable=SC2046 # flags.txt holds the case's popc-onnx flags
 "$bin/popc-onnx" "$work/model.onnx" -o "$work/train.popef" $(cat "$work/flags.txt")
 "$bin/poprun-lite" "$work/train.popef" --inputs "$work/data.npz" --iterations $steps \
-  --save-weights "$work/weights.npz" --outputs "$work/outputs.npz"
+  --save-weights "$work/weights.npz" --save-model "$work/trained.onnx" --outputs "$work/outputs.npz"
 # Weights within 1e-4 of their scale after K steps; the loss of the last step.
 "$bin/npz-compare" --subset --rtol 1e-4 --atol 1e-5 "$work/weights.npz" "$work/expected_weights.npz"
 "$bin/npz-compare" --subset --rtol 1e-4 --atol 1e-5 "$work/outputs.npz" "$work/expected_loss.npz"
+# The trained model holds exactly the saved weights, and is a valid ONNX model.
+"$python" - "$work" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+work = sys.argv[1]
+model = onnx.load(f"{work}/trained.onnx")
+onnx.checker.check_model(model)
+saved = np.load(f"{work}/weights.npz")
+trained = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+for name in np.load(f"{work}/expected_weights.npz").files:
+    assert np.array_equal(trained[name], saved[name]), name
+PY
 # Stopping after half the steps and resuming from the saved weights and
 # optimizer state (another process) ends where never stopping does.
 half=$((steps / 2))
