@@ -33,7 +33,8 @@ std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, cons
     onIpu.reserve(step.copies()->size());
     received.reserve(step.copies()->size());
     for (const auto *c : *step.copies()) {
-      const bool cross = c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
+      const bool cross = step.from_replica() >= 0 || // another replica's IPU
+                         c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
       const uint64_t total = popef::copyTotalBytes(*c);
       if (cross) {
         received.push_back({c->src_tile(), 0, 0, total, 0});
@@ -91,7 +92,8 @@ ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::
   ExchangeCost cost;
   if (step.copies())
     for (const auto *c : *step.copies()) {
-      cost.interIpu |= c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
+      cost.interIpu |= step.from_replica() >= 0 ||
+                       c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
       cost.bytes += popef::copyTotalBytes(*c);
     }
   for (const TileTraffic &t : exchangeTraffic(target, step))

@@ -366,8 +366,19 @@ struct Engine::Impl {
     const fb::ExchangeStep *step = root.exchanges()->Get(e);
     ExchangePlan &plan = exchanges[e];
     std::vector<const fb::Copy *> local;
+    // A cross-replica step: every replica reads replica from_replica's sources,
+    // all over the links (the simulated replicas are IPUs of their own).
+    const int32_t fromReplica = step->from_replica();
     for (uint32_t i = 0; i < len(step->copies()); ++i) {
       const fb::Copy *c = step->copies()->Get(i);
+      if (fromReplica >= 0) {
+        for (uint32_t r = 0; r < replicas; ++r)
+          for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
+            plan.remote.push_back({tileOf(c->src_tile(), uint32_t(fromReplica)),
+                                   uint32_t(c->src_offset() + k * c->src_stride()), tileOf(c->dst_tile(), r),
+                                   uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
+        continue;
+      }
       if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
         auto add = [&](auto &list, uint32_t ipu) {
           auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });

@@ -246,10 +246,10 @@ void checkTrainingOptions(const CompileOptions &o) {
     fail("--weight-decay {}: must be >= 0", t.weightDecay);
   if (!(t.lossScaling > 0))
     fail("--loss-scaling {}: must be positive", t.lossScaling);
-  if (o.replicationFactor != 1 || o.pipeline || o.autoShard)
-    fail("--train with --replication-factor, --pipeline or --auto-shard is not supported yet: "
-         "train on one IPU (--batches-per-step N runs N steps per run, --accumulation-factor A combines A "
-         "micro-batches per update); see docs/training.md");
+  if (o.pipeline || o.autoShard || o.numIpus > 1)
+    fail("--train with --pipeline, --auto-shard or --num-ipus > 1 is not supported yet: train on one IPU per "
+         "replica (--batches-per-step N runs N steps per run, --accumulation-factor A combines A micro-batches "
+         "per update, --replication-factor R all-reduces R replicas' gradients); see docs/training.md");
 }
 
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
@@ -280,8 +280,10 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   }
   ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
   ir.training = options.training;
-  if (ir.training)
+  if (ir.training) {
     ir.training->accumulationFactor = options.accumulationFactor;
+    ir.training->replicationFactor = options.replicationFactor;
+  }
   st.importSeconds = secondsSince(t0);
 
   phase("passes");

@@ -78,6 +78,8 @@ struct Copy {
 struct ExchangeStep {
   std::string name;
   std::vector<Copy> copies;
+  // >= 0: every replica reads the sources on replica `fromReplica` (popef from_replica).
+  int32_t fromReplica = -1;
 };
 
 enum class StreamDirection : uint8_t { HostToDevice = 0, DeviceToHost = 1 };

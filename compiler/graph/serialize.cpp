@@ -237,6 +237,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     for (const Copy &c : ex.copies)
       resolveCopy(g, plan, c, copies);
     out->copies = foldStrided(coalesce(std::move(copies)));
+    out->from_replica = ex.fromReplica;
     if (stats) {
       const bool load = atLoad[&ex - g.exchanges().data()];
       (load ? stats->loadCopies : stats->copies) += out->copies.size();

@@ -155,6 +155,9 @@ struct TrainingConfig {
   // averaged unless `sumGradients` (PopART's accumulationAndReplicationReductionType).
   uint32_t accumulationFactor = 1;
   bool sumGradients = false;
+  // --replication-factor: replicas all-reduce their gradients before the update
+  // (averaged unless `sumGradients`).
+  uint32_t replicationFactor = 1;
 };
 
 struct Ir {

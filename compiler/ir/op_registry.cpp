@@ -46,9 +46,11 @@ void OpRegistry::add(OpDef def) {
 namespace {
 std::vector<TensorInfo> runInfer(const Op &op, const Graph &graph) {
   using detail::failOp;
-  const OpDef *def = op.domain.empty() || op.domain == "ai.onnx"
+  const OpDef *def = op.domain.empty() || op.domain == "ai.onnx" || op.domain == kGraphcoreDomain
                          ? OpRegistry::instance().find(op.type)
                          : nullptr;
+  if (def && (op.domain == kGraphcoreDomain) != def->graphcore)
+    def = nullptr;
   if (!def)
     failOp(op, "unsupported operator");
   const int n = int(op.inputs.size());

@@ -25,7 +25,11 @@ struct OpDef {
   InferFn infer;
   // Reverse-mode gradient rule (autodiff.h); empty: the op cannot be trained through.
   GradFn grad = {};
+  bool graphcore = false; // in domain ai.graphcore (PopART's own ops), not ai.onnx
 };
+
+// PopART's op domain; popc's compiler-made ops that ONNX lacks live there.
+inline constexpr const char *kGraphcoreDomain = "ai.graphcore";
 
 class OpRegistry {
 public:

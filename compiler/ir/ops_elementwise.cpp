@@ -427,6 +427,8 @@ void registerElementwiseOps(OpRegistry &reg) {
     reg.add({type, 1, kVariadic, inferVariadic});
   reg.add({"Clip", 1, 3, inferClip, gradClip});
   reg.add({"Identity", 1, 1, inferIdentity, elementwiseGrad("Identity")});
+  // ai.graphcore: the sum of x over the replicas (replicated training's gradients).
+  reg.add({"ReplicatedAllReduce", 1, 1, inferIdentity, {}, true});
 }
 
 } // namespace popc::ir::detail

@@ -266,6 +266,7 @@ const LoweringTable &table() {
     registerMovementLowerings(t);
     registerIndexLowerings(t);
     registerRecurrentLowerings(t);
+    registerCollectiveLowerings(t);
     return t;
   }();
   return t;

@@ -20,6 +20,7 @@ void registerNormLowerings(LoweringTable &table);
 void registerMovementLowerings(LoweringTable &table);
 void registerIndexLowerings(LoweringTable &table);
 void registerRecurrentLowerings(LoweringTable &table);
+void registerCollectiveLowerings(LoweringTable &table);
 
 // Gather / GatherElements whose indices are only known at run time (codelet
 // vertices); the data-movement lowering hands over to these.

@@ -113,9 +113,10 @@ std::optional<ChannelAffine> constantBatchNormAffine(const ir::Graph &g, const i
 }
 
 std::string OpInserter::add(const std::string &type, std::vector<std::string> inputs, std::string output,
-                            ir::Attributes attrs) {
+                            ir::Attributes attrs, std::string domain) {
   ir::Op op;
   op.type = type;
+  op.domain = std::move(domain);
   op.name = uniqueOpName(g_, base_ + "_" + type);
   op.inputs = std::move(inputs);
   op.outputs = {output.empty() ? g_.uniqueName(base_ + "_" + type + "_out") : std::move(output)};

@@ -65,7 +65,7 @@ public:
       : g_(g), at_(at), base_(std::move(base)), ipu_(ipu) {}
   // Adds `type`(inputs) writing `output` (a fresh name when empty); returns the output.
   std::string add(const std::string &type, std::vector<std::string> inputs, std::string output = "",
-                  ir::Attributes attrs = {});
+                  ir::Attributes attrs = {}, std::string domain = "");
   size_t next() const { return at_; } // index after the last inserted op
 
 private:

@@ -194,6 +194,12 @@ public:
 
   std::string scalar(double v) { return addFloatConstant(g_, w_ + "/c", info_.dtype, {}, {v}); }
   std::string op(const std::string &type, std::vector<std::string> inputs) { return ins_.add(type, std::move(inputs)); }
+  // The sum of x over the replicas (ai.graphcore ReplicatedAllReduce).
+  std::string allReduce(const std::string &x, uint32_t replicas) {
+    ir::Attributes a;
+    a.set("replicas", int64_t(replicas));
+    return ins_.add("ReplicatedAllReduce", {x}, "", a, ir::kGraphcoreDomain);
+  }
   std::string mul(const std::string &a, double b) { return op("Mul", {a, scalar(b)}); }
   std::string add(const std::string &a, const std::string &b) { return op("Add", {a, b}); }
 
@@ -306,8 +312,11 @@ size_t buildOptimizer(ir::Ir &ir) {
   for (const auto &[weight, grad] : grads) {
     UpdateBuilder b(g, cfg, weight, phase);
     std::string g1 = grad;
-    if (A > 1 && !cfg.sumGradients)
-      g1 = b.mul(grad, 1.0 / double(A));
+    const uint32_t R = cfg.replicationFactor;
+    if (R > 1)
+      g1 = b.allReduce(g1, R);
+    if (A * R > 1 && !cfg.sumGradients)
+      g1 = b.mul(g1, 1.0 / double(A * R));
     g.updates.push_back({weight, b.build(g1, "Step___"), phase});
     if (A > 1) {
       const ir::TensorInfo &info = g.tensor(grad).info;

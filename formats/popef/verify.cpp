@@ -253,6 +253,10 @@ private:
     for (uint32_t i = 0; i < len(exe_.exchanges()); ++i) {
       const fb::ExchangeStep *ex = exe_.exchanges()->Get(i);
       uint32_t n = len(ex->copies());
+      const uint32_t replicas = std::max(1u, exe_.target()->replication_factor());
+      if (ex->from_replica() < -1 || ex->from_replica() >= int32_t(replicas))
+        bad(fmt::format("exchanges[{}]", i), "from_replica {} is not a replica (replication factor {})",
+            ex->from_replica(), replicas);
       for (uint32_t j = 0; j < n; ++j) {
         const fb::Copy *c = ex->copies()->Get(j);
         auto where = [&] { return fmt::format("exchanges[{}].copies[{}]", i, j); };

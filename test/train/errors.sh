@@ -61,8 +61,8 @@ expect loss_without_train "--loss applies to training: add --train" \
 expect no_loss "--train needs --loss" "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train
 expect not_trainable "--trainable x: not an initializer" \
   "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --trainable x
-expect replication "--train with --replication-factor" \
-  "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --replication-factor 2
+expect pipeline "--train with --pipeline" \
+  "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --pipeline --num-ipus 2
 # An inference executable has no variables to save.
 "$bin/popc-onnx" "$work/vector_loss.onnx" -o "$work/infer.popef" >/dev/null 2>&1
 expect save_weights_inference "--save-weights .*: .* has no variables \(compile with popc-onnx --train\)" \

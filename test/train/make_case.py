@@ -5,11 +5,12 @@ from the same initial weights (the reference popc's training must match).
 
 usage: make_case.py OUT_DIR CASE [--steps K]
 
-CASE is MODEL_OPTIMIZER[_accumA], MODEL in mlp (cross-entropy inside the
-model), mlpnll (softmax output; popc adds --loss nll:probs,label), cnn;
-OPTIMIZER in sgd, momentum, nesterov, adam, adamw. With _accumA the model takes
-micro-batches of BATCH/A and popc accumulates A of them per update
-(--accumulation-factor A), which must equal torch's one batch of BATCH. Writes OUT_DIR/model.onnx, data.npz,
+CASE is MODEL_OPTIMIZER[_accumA][_replR], MODEL in mlp (cross-entropy inside
+the model), mlpnll (softmax output; popc adds --loss nll:probs,label), cnn;
+OPTIMIZER in sgd, momentum, nesterov, adam, adamw. With _accumA and/or _replR
+the model takes micro-batches of BATCH/(A*R): popc accumulates A of them per
+update (--accumulation-factor A) on each of R replicas that all-reduce their
+gradients (--replication-factor R), which must equal torch's batch of BATCH. Writes OUT_DIR/model.onnx, data.npz,
 expected_weights.npz (initializer names), losses.npy, expected_loss.npz
 (the last step's loss) and flags.txt (the
 popc-onnx training flags of the case).
@@ -76,8 +77,9 @@ def main():
     args = ap.parse_args()
     parts = args.case.split("_")
     model_kind, opt_kind = parts[0], parts[1]
-    accum = int(parts[2][len("accum"):]) if len(parts) > 2 else 1
-    micro = BATCH // accum
+    accum = next((int(p[len("accum"):]) for p in parts[2:] if p.startswith("accum")), 1)
+    repl = next((int(p[len("repl"):]) for p in parts[2:] if p.startswith("repl")), 1)
+    micro = BATCH // (accum * repl)
     torch.manual_seed(7)
     rng = np.random.default_rng(11)
     if model_kind == "cnn":
@@ -96,9 +98,13 @@ def main():
     torch.onnx.export(model, (torch.from_numpy(xs[:micro]), torch.from_numpy(ys[:micro])),
                       os.path.join(args.out, "model.onnx"), input_names=["x", "label"], output_names=out_names,
                       opset_version=13, do_constant_folding=False)
-    # PopART's layout: [steps x accumulation, micro-batch, ...] (no accumulation dim when 1).
+    # PopART's layout: [steps x accumulation, replicas, micro-batch, ...], without
+    # the dims that are 1 (steps always lead: --iterations slices them).
     def layout(a):
-        return a if accum == 1 else a.reshape((-1, micro) + a.shape[1:])
+        if accum == 1 and repl == 1:
+            return a
+        inner = (micro,) if repl == 1 or accum == 1 else (repl, micro)
+        return a.reshape((-1,) + inner + a.shape[1:])
     np.savez(os.path.join(args.out, "data.npz"), x=layout(xs), label=layout(ys))
     half = steps // 2 * BATCH  # the dataset in two halves: resuming from saved weights
     np.savez(os.path.join(args.out, "data_a.npz"), x=layout(xs[:half]), label=layout(ys[:half]))
@@ -122,11 +128,12 @@ def main():
     # The last step's loss, under the name of popc's loss output.
     loss_name = "loss" if model_kind != "mlpnll" else "nll_loss"
     # (with accumulation, popc returns each micro-batch's loss: their mean is torch's)
-    expected_loss = {loss_name: np.array(losses[-1], dtype=np.float32)} if accum == 1 else {}
+    expected_loss = {loss_name: np.array(losses[-1], dtype=np.float32)} if accum * repl == 1 else {}
     np.savez(os.path.join(args.out, "expected_loss.npz"), **expected_loss)
     loss_flag = "--loss loss" if model_kind != "mlpnll" else "--loss nll:probs,label"
     with open(os.path.join(args.out, "flags.txt"), "w") as f:
         accum_flag = f" --accumulation-factor {accum}" if accum > 1 else ""
+        accum_flag += f" --replication-factor {repl}" if repl > 1 else ""
         f.write(f"--train {loss_flag} {flags}{accum_flag}\n")
     return 0
 
