@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 namespace popc::passes {
 
@@ -135,6 +136,19 @@ size_t setUpTraining(ir::Ir &ir) {
   }
   if (!isGraphOutput(g, cfg.loss))
     g.outputs.insert(g.outputs.begin(), cfg.loss);
+
+  // Training-mode BatchNormalization: its running mean and variance are
+  // variables too, updated each micro-batch from the batch statistics (its
+  // outputs 1 and 2), but not trained.
+  std::set<std::string> runningStats;
+  for (const auto &op : g.ops())
+    if (op->type == "BatchNormalization" && op->attrs.getInt("training_mode", 0) != 0)
+      for (size_t k : {size_t(1), size_t(2)})
+        if (k < op->outputs.size() && !op->outputs[k].empty() && g.hasTensor(op->inputs[k + 2]) &&
+            g.tensor(op->inputs[k + 2]).kind == ir::TensorKind::Constant && runningStats.insert(op->inputs[k + 2]).second) {
+          g.tensor(op->inputs[k + 2]).kind = ir::TensorKind::Variable;
+          g.updates.push_back({op->inputs[k + 2], op->outputs[k], 0});
+        }
 
   // The trainable tensors become variables.
   std::vector<std::string> trainable;

@@ -56,6 +56,53 @@ class Cnn(torch.nn.Module):
         return F.cross_entropy(logits, label)
 
 
+class Transformer(torch.nn.Module):
+    """A Transformer encoder layer (self-attention, LayerNorm, GELU MLP) over a
+    short sequence, mean-pooled into a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(6, 16)
+        self.layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0,
+                                                      activation="gelu", batch_first=True)
+        self.head = torch.nn.Linear(16, CLASSES)
+        # LayerNorm's ones and zeros would be one tied initializer after the
+        # export's de-duplication: give every norm its own values.
+        with torch.no_grad():
+            for p in (self.layer.norm1.weight, self.layer.norm2.weight):
+                p.uniform_(0.8, 1.2)
+            for p in (self.layer.norm1.bias, self.layer.norm2.bias):
+                p.uniform_(-0.1, 0.1)
+
+    def forward(self, x, label):
+        y = self.layer(self.embed(x))
+        return F.cross_entropy(self.head(y.mean(1)), label)
+
+
+class CnnBn(torch.nn.Module):
+    """Convolutions with BatchNormalization in training mode (batch statistics;
+    exported at opset 14, where BatchNormalization has training_mode)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 6, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(6)
+        self.conv2 = torch.nn.Conv2d(6, 8, 3, stride=2, padding=1)
+        self.bn2 = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8, CLASSES)
+        with torch.no_grad():  # distinct values: the export would tie equal initializers
+            for bn in (self.bn1, self.bn2):
+                bn.weight.uniform_(0.8, 1.2)
+                bn.bias.uniform_(-0.1, 0.1)
+                bn.running_mean.uniform_(-0.1, 0.1)
+                bn.running_var.uniform_(0.9, 1.1)
+
+    def forward(self, x, label):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = torch.relu(self.bn2(self.conv2(y)))
+        return F.cross_entropy(self.fc(y.mean((2, 3))), label)
+
+
 OPTIMIZERS = {
     "sgd": (lambda p: torch.optim.SGD(p, lr=0.1), "--optimizer sgd --learning-rate 0.1"),
     "momentum": (lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01),
@@ -85,10 +132,18 @@ def main():
     if model_kind == "cnn":
         model = Cnn()
         x_shape = (3, 8, 8)
+    elif model_kind == "cnnbn":
+        model = CnnBn()
+        x_shape = (3, 8, 8)
+    elif model_kind == "tfm":
+        model = Transformer()
+        x_shape = (5, 6)
     else:
         model = Mlp(with_loss=(model_kind == "mlp"))
         x_shape = (12,)
-    model.eval()  # no dropout/batch norm: eval and train agree
+    # No dropout; batch norm (cnnbn) trains on batch statistics in both.
+    training_mode = model_kind == "cnnbn"
+    model.train(training_mode)
     steps = args.steps
     xs = rng.standard_normal((steps * BATCH,) + x_shape).astype(np.float32)
     ys = rng.integers(0, CLASSES, steps * BATCH).astype(np.int64)
@@ -97,7 +152,9 @@ def main():
     out_names = ["loss"] if model_kind != "mlpnll" else ["probs"]
     torch.onnx.export(model, (torch.from_numpy(xs[:micro]), torch.from_numpy(ys[:micro])),
                       os.path.join(args.out, "model.onnx"), input_names=["x", "label"], output_names=out_names,
-                      opset_version=13, do_constant_folding=False)
+                      opset_version=14 if training_mode else 13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING if training_mode else torch.onnx.TrainingMode.EVAL)
+    model.train(training_mode)  # the export may leave the module in another mode
     # PopART's layout: [steps x accumulation, replicas, micro-batch, ...], without
     # the dims that are 1 (steps always lead: --iterations slices them).
     def layout(a):
@@ -122,8 +179,11 @@ def main():
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    np.savez(os.path.join(args.out, "expected_weights.npz"),
-             **{name: p.detach().numpy() for name, p in model.named_parameters()})
+    expected = {name: p.detach().numpy() for name, p in model.named_parameters()}
+    # Running means too (running variances differ by definition: ONNX's
+    # BatchNormalization averages the population variance, torch the unbiased one).
+    expected.update({name: b.numpy() for name, b in model.named_buffers() if name.endswith("running_mean")})
+    np.savez(os.path.join(args.out, "expected_weights.npz"), **expected)
     np.save(os.path.join(args.out, "losses.npy"), np.array(losses, dtype=np.float32))
     # The last step's loss, under the name of popc's loss output.
     loss_name = "loss" if model_kind != "mlpnll" else "nll_loss"
