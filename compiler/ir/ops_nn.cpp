@@ -3,7 +3,10 @@
 #include "compiler/ir/op_helpers.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 namespace popc::ir::detail {
 
@@ -195,9 +198,72 @@ Attributes transposedWindow(const WindowParams &p, const Shape &inSpatial, const
   return a;
 }
 
+// dX of a convolution as a convolution (the tiled Conv lowering, where
+// ConvTranspose's codelet keeps a whole operand on one tile): g with s-1 zeros
+// inserted between its elements along each strided axis, padded by
+// d(K-1) - pads_begin before and X + pads_begin - (O-1)s - 1 after, correlated
+// (dilation d, stride 1) with W flipped in space and with its channel roles
+// swapped per group. nullopt where that padding would be negative or the opset
+// lacks the inputs it needs (ConvTranspose then).
+std::optional<std::string> convInputGrad(GradContext &c, const WindowParams &p, const std::string &g) {
+  const Shape &x = c.inputInfo(0).shape, &w = c.inputInfo(1).shape, &y = c.outputInfo(0).shape;
+  const size_t rank = x.size(), dims = rank - 2;
+  if (c.opset() < 11)
+    return std::nullopt;
+  std::vector<int64_t> padsBegin, padsEnd;
+  for (size_t i = 0; i < dims; ++i) {
+    padsBegin.push_back(p.dilations[i] * (p.kernel[i] - 1) - p.padsBegin[i]);
+    padsEnd.push_back(x[i + 2] + p.padsBegin[i] - (y[i + 2] - 1) * p.strides[i] - 1);
+    if (padsBegin.back() < 0 || padsEnd.back() < 0)
+      return std::nullopt;
+  }
+  // Zeros between g's elements: [.., O, ..] -> [.., O, 1, ..] -> pad to s -> [.., O*s, ..] -> first (O-1)s+1.
+  std::string gz = g;
+  for (size_t i = 0; i < dims; ++i) {
+    const int64_t s = p.strides[i], axis = int64_t(i + 2);
+    if (s == 1)
+      continue;
+    Shape shape = c.info(gz).shape, unsq = shape;
+    unsq.insert(unsq.begin() + axis + 1, 1);
+    std::vector<int64_t> pads(2 * unsq.size(), 0);
+    pads[unsq.size() + size_t(axis) + 1] = s - 1;
+    const std::string padded = c.emit("Pad", {c.reshape(gz, unsq), c.ints(pads)});
+    Shape merged = shape;
+    merged[size_t(axis)] *= s;
+    gz = c.slice(c.reshape(padded, merged), axis, 0, (shape[size_t(axis)] - 1) * s + 1);
+  }
+  // W [G*Cog, Cig, K..] -> [G*Cig, Cog, K..], flipped in space.
+  const int64_t G = p.group, Cog = w[0] / G, Cig = w[1];
+  Shape split{G, Cog, Cig}, swapped{G * Cig, Cog};
+  std::vector<int64_t> perm{0, 2, 1};
+  for (size_t i = 0; i < dims; ++i) {
+    split.push_back(w[i + 2]);
+    swapped.push_back(w[i + 2]);
+    perm.push_back(int64_t(i + 3));
+  }
+  std::string wt = c.reshape(c.transpose(c.reshape(c.op.inputs[1], split), perm), swapped);
+  std::vector<int64_t> starts, ends, axes, steps;
+  for (size_t i = 0; i < dims; ++i) {
+    starts.push_back(-1);
+    ends.push_back(std::numeric_limits<int64_t>::min());
+    axes.push_back(int64_t(i + 2));
+    steps.push_back(-1);
+  }
+  wt = c.emit("Slice", {wt, c.ints(starts), c.ints(ends), c.ints(axes), c.ints(steps)});
+  std::vector<int64_t> pads = padsBegin;
+  pads.insert(pads.end(), padsEnd.begin(), padsEnd.end());
+  Attributes a;
+  a.set("dilations", p.dilations);
+  a.set("pads", pads);
+  a.set("group", G);
+  return c.emit("Conv", {gz, wt}, a);
+}
+
 // Y = conv(X, W) + B. dX is the transposed convolution of g with W; dW
-// correlates X with g (a Conv with batch and channels swapped, strides and
-// dilations exchanged), cropped to the kernel; dB sums g over all but channels.
+// correlates X with g: a Conv whose batch is X's channels within a group and
+// whose channels are (group, sample) pairs, with g's channels as G groups of
+// output channels, strides and dilations exchanged; cropped to the kernel.
+// dB sums g over all but channels.
 void gradConv(GradContext &c) {
   const WindowParams p = convParams(c.op, c.graph());
   const Shape &x = c.inputInfo(0).shape;
@@ -205,24 +271,37 @@ void gradConv(GradContext &c) {
   const Shape outSpatial(c.outputInfo(0).shape.begin() + 2, c.outputInfo(0).shape.end());
   const std::string g = c.outputGrad(0);
   if (c.wantsGrad(0)) {
-    Attributes a = transposedWindow(p, spatial, outSpatial);
-    a.set("dilations", p.dilations);
-    a.set("group", p.group);
-    c.addGrad(0, c.emit("ConvTranspose", {g, c.op.inputs[1]}, a));
+    if (auto dx = convInputGrad(c, p, g)) {
+      c.addGrad(0, *dx);
+    } else {
+      Attributes a = transposedWindow(p, spatial, outSpatial);
+      a.set("dilations", p.dilations);
+      a.set("group", p.group);
+      c.addGrad(0, c.emit("ConvTranspose", {g, c.op.inputs[1]}, a));
+    }
   }
   if (c.wantsGrad(1)) {
-    if (p.group != 1)
-      c.unsupported(fmt::format("the weight gradient of a grouped convolution (group {}) is not implemented yet", p.group));
+    const int64_t G = p.group, N = x[0], Cig = x[1] / G;
     std::vector<int64_t> swap(x.size());
     std::iota(swap.begin(), swap.end(), 0);
     std::swap(swap[0], swap[1]);
+    // X [N, G*Cig, S...] -> [Cig, G*N, S...]: batch i, channel (group, sample).
+    Shape split{N, G, Cig};
+    split.insert(split.end(), spatial.begin(), spatial.end());
+    std::vector<int64_t> perm{2, 1, 0};
+    for (size_t i = 3; i < split.size(); ++i)
+      perm.push_back(int64_t(i));
+    Shape merged{Cig, G * N};
+    merged.insert(merged.end(), spatial.begin(), spatial.end());
+    const std::string xs = c.reshape(c.transpose(c.reshape(c.op.inputs[0], split), perm), merged);
     std::vector<int64_t> pads = p.padsBegin;
     pads.insert(pads.end(), p.padsEnd.begin(), p.padsEnd.end());
     Attributes a;
     a.set("strides", p.dilations);
     a.set("dilations", p.strides);
     a.set("pads", pads);
-    std::string dw = c.transpose(c.emit("Conv", {c.transpose(c.op.inputs[0], swap), c.transpose(g, swap)}, a), swap);
+    a.set("group", G);
+    std::string dw = c.transpose(c.emit("Conv", {xs, c.transpose(g, swap)}, a), swap);
     for (size_t i = 0; i < p.kernel.size(); ++i)
       if (c.info(dw).shape[i + 2] != p.kernel[i])
         dw = c.slice(dw, int64_t(i + 2), 0, p.kernel[i]);
@@ -236,11 +315,90 @@ void gradConv(GradContext &c) {
   }
 }
 
-// Each window's maximum gets the window's gradient: the pool runs again with
-// Indices (flat positions in X) and g is scatter-added to them.
+// g with s-1 zeros between its elements along spatial axis `axis` (2..).
+std::string insertZeros(GradContext &c, const std::string &g, size_t axis, int64_t s) {
+  if (s == 1)
+    return g;
+  const Shape shape = c.info(g).shape;
+  Shape unsq = shape;
+  unsq.insert(unsq.begin() + int64_t(axis) + 1, 1);
+  std::vector<int64_t> pads(2 * unsq.size(), 0);
+  pads[unsq.size() + axis + 1] = s - 1;
+  const std::string padded = c.emit("Pad", {c.reshape(g, unsq), c.ints(pads)});
+  Shape merged = shape;
+  merged[axis] *= s;
+  return c.slice(c.reshape(padded, merged), int64_t(axis), 0, (shape[axis] - 1) * s + 1);
+}
+
+// MaxPool's gradient with tiled elementwise and data-movement ops only: for
+// each kernel offset k (row-major, as the pool scans), the window elements
+// X[o*s + k*d] that equal Y[o] and no earlier offset claimed get g[o]; those
+// contributions, spread back to their positions, sum to dX. The first maximum
+// of a window takes it all, as ONNX's Indices and torch pick it.
+std::optional<std::string> maxPoolGradByOffsets(GradContext &c, const WindowParams &p) {
+  const TensorInfo &xi = c.inputInfo(0);
+  const Shape &x = xi.shape, &y = c.outputInfo(0).shape;
+  const size_t dims = x.size() - 2;
+  if (c.opset() < 11 || !isFloat(xi.dtype))
+    return std::nullopt;
+  // X padded so every window lies inside: pads_begin before, enough after.
+  std::vector<int64_t> pads(2 * x.size(), 0), extent;
+  Shape padded = x;
+  for (size_t i = 0; i < dims; ++i) {
+    const int64_t need = (y[i + 2] - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
+    pads[i + 2] = p.padsBegin[i];
+    pads[x.size() + i + 2] = std::max<int64_t>(0, need - p.padsBegin[i] - x[i + 2]);
+    padded[i + 2] = x[i + 2] + pads[i + 2] + pads[x.size() + i + 2];
+  }
+  const std::string xp = c.emit("Pad", {c.op.inputs[0], c.ints(pads), c.scalar(-HUGE_VAL, xi.dtype)});
+  const std::string g = c.outputGrad(0), &yv = c.op.outputs[0], zero = c.scalar(0.0, xi.dtype);
+  std::string taken, dxp;
+  int64_t offsets = 1;
+  for (int64_t k : p.kernel)
+    offsets *= k;
+  for (int64_t flat = 0; flat < offsets; ++flat) {
+    std::vector<int64_t> k(dims);
+    for (size_t i = dims, rest = size_t(flat); i-- > 0;) {
+      k[i] = int64_t(rest % size_t(p.kernel[i]));
+      rest /= size_t(p.kernel[i]);
+    }
+    std::vector<int64_t> starts, ends, axes, steps;
+    for (size_t i = 0; i < dims; ++i) {
+      starts.push_back(k[i] * p.dilations[i]);
+      ends.push_back(starts.back() + (y[i + 2] - 1) * p.strides[i] + 1);
+      axes.push_back(int64_t(i + 2));
+      steps.push_back(p.strides[i]);
+    }
+    const std::string xk = c.emit("Slice", {xp, c.ints(starts), c.ints(ends), c.ints(axes), c.ints(steps)});
+    std::string hit = c.emit("Equal", {xk, yv});
+    if (!taken.empty())
+      hit = c.emit("And", {hit, c.emit("Not", {taken})});
+    taken = taken.empty() ? hit : c.emit("Or", {taken, hit});
+    std::string part = c.emit("Where", {hit, g, zero});
+    std::vector<int64_t> place(2 * x.size(), 0);
+    for (size_t i = 0; i < dims; ++i) {
+      part = insertZeros(c, part, i + 2, p.strides[i]);
+      place[i + 2] = starts[i];
+      place[x.size() + i + 2] = padded[i + 2] - starts[i] - c.info(part).shape[i + 2];
+    }
+    part = c.emit("Pad", {part, c.ints(place)});
+    dxp = dxp.empty() ? part : c.emit("Add", {dxp, part});
+  }
+  for (size_t i = 0; i < dims; ++i)
+    dxp = c.slice(dxp, int64_t(i + 2), pads[i + 2], pads[i + 2] + x[i + 2]);
+  return dxp;
+}
+
+// Each window's maximum gets the window's gradient. Fallback: the pool runs
+// again with Indices (flat positions in X) and g is scatter-added to them.
 void gradMaxPool(GradContext &c) {
   if (!c.wantsGrad(0))
     return;
+  if (c.op.attrs.getInt("storage_order", 0) == 0)
+    if (auto dx = maxPoolGradByOffsets(c, poolParams(c.op, c.graph()))) {
+      c.addGrad(0, *dx);
+      return;
+    }
   const TensorInfo &x = c.inputInfo(0);
   Attributes attrs = c.op.attrs;
   attrs.erase("storage_order");

@@ -7,6 +7,7 @@
 #include "compiler/passes/passes.h"
 #include "support/log.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace popc::passes {
@@ -58,6 +59,31 @@ size_t decomposeTrainingBatchNorm(ir::Graph &g, size_t index, const std::set<std
   return ops.next() - index;
 }
 
+// Inference BatchNormalization whose parameters are variables (a model
+// exported in eval mode being trained, its BN affine fine-tuned):
+//   Y = (X - mean) * (scale / sqrt(var + epsilon)) + B, per channel,
+// so its gradient comes from those ops'. Returns how many ops stand in its place.
+size_t decomposeRuntimeBatchNorm(ir::Graph &g, size_t index, const std::set<std::string> &captured) {
+  const ir::Op bn = *g.ops()[index];
+  const ir::TensorInfo x = g.tensor(bn.inputs[0]).info;
+  Shape cshape(x.shape.size() - 1, 1);
+  cshape[0] = x.shape[1];
+  std::vector<uint8_t> data(cshape.size() * 8);
+  std::memcpy(data.data(), cshape.data(), data.size());
+  const std::string shape = addConstant(g, bn.name + "_shape", {DType::I64, {int64_t(cshape.size())}}, data);
+  const std::string eps =
+      addFloatConstant(g, bn.name + "_epsilon", x.dtype, {}, {bn.attrs.getFloat("epsilon", 1e-5)});
+  const std::vector<std::string> in = bn.inputs;
+  const std::string out = bn.outputs[0];
+  removeOpAndDeadOutputs(g, index, captured);
+  OpInserter ops(g, index, bn.name, bn.ipu);
+  auto channel = [&](size_t i) { return ops.add("Reshape", {in[i], shape}); };
+  const std::string factor = ops.add("Div", {channel(1), ops.add("Sqrt", {ops.add("Add", {channel(4), eps})})});
+  const std::string centred = ops.add("Sub", {in[0], channel(3)});
+  ops.add("Add", {ops.add("Mul", {centred, factor}), channel(2)}, out);
+  return ops.next() - index;
+}
+
 } // namespace
 
 size_t decomposeBatchNorm(ir::Ir &ir) {
@@ -77,6 +103,14 @@ size_t decomposeBatchNorm(ir::Ir &ir) {
       continue;
     }
     auto affine = constantBatchNormAffine(g, bn, captured);
+    const bool runtimeParams = std::any_of(bn.inputs.begin() + 1, bn.inputs.end(), [&](const std::string &p) {
+      return g.hasTensor(p) && g.tensor(p).kind == ir::TensorKind::Variable;
+    });
+    if (!affine && runtimeParams && bn.outputs.size() == 1) {
+      i += decomposeRuntimeBatchNorm(g, i, captured) - 1;
+      ++count;
+      continue;
+    }
     if (!affine || int64_t(affine->scale.size()) != x.shape[1])
       continue;
     // [C,1,...,1] broadcasts against [N,C,d1,...] along the channel axis.

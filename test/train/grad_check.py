@@ -91,10 +91,18 @@ case("conv", "Conv", {"x": rand(2, 3, 7, 6), "w": rand(4, 3, 3, 3), "bias": rand
 case("conv_dilated", "Conv", {"x": rand(1, 2, 9, 9), "w": rand(3, 2, 2, 3)},
      lambda x, w: F.conv2d(x, w, stride=(1, 2), padding=(0, 1), dilation=2),
      attrs={"strides": [1, 2], "pads": [0, 1, 0, 1], "dilations": [2, 2]})
+case("conv_grouped", "Conv", {"x": rand(2, 4, 6, 6), "w": rand(6, 2, 3, 3)},
+     lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=2),
+     attrs={"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]})
+case("conv_depthwise", "Conv", {"x": rand(2, 3, 5, 5), "w": rand(3, 1, 3, 3), "bias": rand(3)},
+     lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=3), attrs={"group": 3, "pads": [1, 1, 1, 1]})
 case("conv_grouped_input", "Conv", {"x": rand(1, 4, 5, 5)}, lambda x, w: F.conv2d(x, w, groups=2),
      consts=[("w", rand(4, 2, 3, 3))], attrs={"group": 2})
 case("maxpool_overlapping", "MaxPool", {"a": rand(2, 3, 7, 7)},
      lambda a: F.max_pool2d(a, 3, 2, 1), attrs={"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
+case("maxpool_ceil_dilated", "MaxPool", {"a": rand(1, 2, 7, 7)},
+     lambda a: F.max_pool2d(a, 2, 2, 0, dilation=2, ceil_mode=True),
+     attrs={"kernel_shape": [2, 2], "strides": [2, 2], "dilations": [2, 2], "ceil_mode": 1})
 case("averagepool", "AveragePool", {"a": rand(1, 2, 6, 6)}, lambda a: F.avg_pool2d(a, 2),
      attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
 case("globalaveragepool", "GlobalAveragePool", {"a": rand(2, 3, 4, 5)}, lambda a: a.mean((2, 3), keepdim=True))
