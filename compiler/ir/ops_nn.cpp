@@ -259,6 +259,70 @@ std::optional<std::string> convInputGrad(GradContext &c, const WindowParams &p, 
   return c.emit("Conv", {gz, wt}, a);
 }
 
+// dW of an ungrouped or depthwise convolution from the K window offsets
+// (poplin's weight-update pass as a matrix product): Xk = X padded and
+// strided-sliced at offset k, then dW[:, :, k] = g . Xk summed over the batch
+// and the output positions: one batched MatMul [K, Co, N*O] x [K, N*O, Ci]
+// (depthwise: a Mul and a ReduceSum). Where the correlation as a Conv would use
+// g as a kernel of the output's size, this stays a few tiled ops. nullopt for
+// other groups.
+std::optional<std::string> convWeightGradByOffsets(GradContext &c, const WindowParams &p, const std::string &g) {
+  const Shape &x = c.inputInfo(0).shape, &w = c.inputInfo(1).shape, &y = c.outputInfo(0).shape;
+  const size_t dims = x.size() - 2;
+  const int64_t N = x[0], Ci = x[1], Co = w[0];
+  const bool depthwise = p.group == Ci && Co == Ci && p.group > 1;
+  if (c.opset() < 11 || (p.group != 1 && !depthwise))
+    return std::nullopt;
+  std::vector<int64_t> pads(2 * x.size(), 0);
+  int64_t positions = 1, offsets = 1;
+  for (size_t i = 0; i < dims; ++i) {
+    const int64_t need = (y[i + 2] - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
+    pads[i + 2] = p.padsBegin[i];
+    pads[x.size() + i + 2] = std::max<int64_t>(0, need - p.padsBegin[i] - x[i + 2]);
+    positions *= y[i + 2];
+    offsets *= p.kernel[i];
+  }
+  const TensorInfo &xi = c.inputInfo(0);
+  const std::string xp = c.emit("Pad", {c.op.inputs[0], c.ints(pads), c.scalar(0.0, xi.dtype)});
+  std::vector<std::string> parts;
+  for (int64_t flat = 0; flat < offsets; ++flat) {
+    std::vector<int64_t> starts, ends, axes, steps;
+    for (size_t i = dims, rest = size_t(flat); i-- > 0;) {
+      const int64_t k = int64_t(rest % size_t(p.kernel[i]));
+      rest /= size_t(p.kernel[i]);
+      starts.insert(starts.begin(), k * p.dilations[i]);
+      ends.insert(ends.begin(), k * p.dilations[i] + (y[i + 2] - 1) * p.strides[i] + 1);
+      axes.insert(axes.begin(), int64_t(i + 2));
+      steps.insert(steps.begin(), p.strides[i]);
+    }
+    const std::string xk = c.emit("Slice", {xp, c.ints(starts), c.ints(ends), c.ints(axes), c.ints(steps)});
+    if (depthwise) { // [N, C, O..] * g -> sum over N and O.. -> [C, 1]
+      std::vector<int64_t> sumAxes{0};
+      for (size_t i = 0; i < dims; ++i)
+        sumAxes.push_back(int64_t(i + 2));
+      parts.push_back(c.reshape(c.reduceSum(c.emit("Mul", {xk, g}), sumAxes, false), {Ci, 1}));
+    } else { // [N, Ci, O..] -> [1, N*O, Ci]
+      parts.push_back(c.reshape(c.transpose(c.reshape(xk, {N, Ci, positions}), {0, 2, 1}), {1, N * positions, Ci}));
+    }
+  }
+  Attributes axis;
+  Shape kernelDims(p.kernel.begin(), p.kernel.end());
+  if (depthwise) { // [C, K] -> [C, 1, k..]
+    axis.set("axis", int64_t(1));
+    const std::string dw = parts.size() == 1 ? parts[0] : c.emit("Concat", parts, axis);
+    Shape out{Co, 1};
+    out.insert(out.end(), kernelDims.begin(), kernelDims.end());
+    return c.reshape(dw, out);
+  }
+  axis.set("axis", int64_t(0));
+  const std::string patches = parts.size() == 1 ? parts[0] : c.emit("Concat", parts, axis); // [K, N*O, Ci]
+  const std::string gm = c.reshape(c.transpose(c.reshape(g, {N, Co, positions}), {1, 0, 2}), {1, Co, N * positions});
+  const std::string dw = c.emit("MatMul", {gm, patches}); // [K, Co, Ci]
+  Shape out{Co, Ci};
+  out.insert(out.end(), kernelDims.begin(), kernelDims.end());
+  return c.reshape(c.transpose(dw, {1, 2, 0}), out);
+}
+
 // Y = conv(X, W) + B. dX is the transposed convolution of g with W; dW
 // correlates X with g: a Conv whose batch is X's channels within a group and
 // whose channels are (group, sample) pairs, with g's channels as G groups of
@@ -281,31 +345,35 @@ void gradConv(GradContext &c) {
     }
   }
   if (c.wantsGrad(1)) {
-    const int64_t G = p.group, N = x[0], Cig = x[1] / G;
-    std::vector<int64_t> swap(x.size());
-    std::iota(swap.begin(), swap.end(), 0);
-    std::swap(swap[0], swap[1]);
-    // X [N, G*Cig, S...] -> [Cig, G*N, S...]: batch i, channel (group, sample).
-    Shape split{N, G, Cig};
-    split.insert(split.end(), spatial.begin(), spatial.end());
-    std::vector<int64_t> perm{2, 1, 0};
-    for (size_t i = 3; i < split.size(); ++i)
-      perm.push_back(int64_t(i));
-    Shape merged{Cig, G * N};
-    merged.insert(merged.end(), spatial.begin(), spatial.end());
-    const std::string xs = c.reshape(c.transpose(c.reshape(c.op.inputs[0], split), perm), merged);
-    std::vector<int64_t> pads = p.padsBegin;
-    pads.insert(pads.end(), p.padsEnd.begin(), p.padsEnd.end());
-    Attributes a;
-    a.set("strides", p.dilations);
-    a.set("dilations", p.strides);
-    a.set("pads", pads);
-    a.set("group", G);
-    std::string dw = c.transpose(c.emit("Conv", {xs, c.transpose(g, swap)}, a), swap);
-    for (size_t i = 0; i < p.kernel.size(); ++i)
-      if (c.info(dw).shape[i + 2] != p.kernel[i])
-        dw = c.slice(dw, int64_t(i + 2), 0, p.kernel[i]);
-    c.addGrad(1, dw);
+    if (auto dw = convWeightGradByOffsets(c, p, g)) {
+      c.addGrad(1, *dw);
+    } else {
+      const int64_t G = p.group, N = x[0], Cig = x[1] / G;
+      std::vector<int64_t> swap(x.size());
+      std::iota(swap.begin(), swap.end(), 0);
+      std::swap(swap[0], swap[1]);
+      // X [N, G*Cig, S...] -> [Cig, G*N, S...]: batch i, channel (group, sample).
+      Shape split{N, G, Cig};
+      split.insert(split.end(), spatial.begin(), spatial.end());
+      std::vector<int64_t> perm{2, 1, 0};
+      for (size_t i = 3; i < split.size(); ++i)
+        perm.push_back(int64_t(i));
+      Shape merged{Cig, G * N};
+      merged.insert(merged.end(), spatial.begin(), spatial.end());
+      const std::string xs = c.reshape(c.transpose(c.reshape(c.op.inputs[0], split), perm), merged);
+      std::vector<int64_t> pads = p.padsBegin;
+      pads.insert(pads.end(), p.padsEnd.begin(), p.padsEnd.end());
+      Attributes a;
+      a.set("strides", p.dilations);
+      a.set("dilations", p.strides);
+      a.set("pads", pads);
+      a.set("group", G);
+      std::string dwConv = c.transpose(c.emit("Conv", {xs, c.transpose(g, swap)}, a), swap);
+      for (size_t i = 0; i < p.kernel.size(); ++i)
+        if (c.info(dwConv).shape[i + 2] != p.kernel[i])
+          dwConv = c.slice(dwConv, int64_t(i + 2), 0, p.kernel[i]);
+      c.addGrad(1, dwConv);
+    }
   }
   if (c.wantsGrad(2)) {
     std::vector<int64_t> axes{0};

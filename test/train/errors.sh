@@ -62,7 +62,7 @@ expect no_loss "--train needs --loss" "$p" "$work/no_rule.onnx" -o "$work/a.pope
 expect not_trainable "--trainable x: not an initializer" \
   "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --trainable x
 expect pipeline "--train with --pipeline" \
-  "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --pipeline --num-ipus 2
+  "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --pipeline --num-ipus 2 --batches-per-step 2
 # An inference executable has no variables to save.
 "$bin/popc-onnx" "$work/vector_loss.onnx" -o "$work/infer.popef" >/dev/null 2>&1
 expect save_weights_inference "--save-weights .*: .* has no variables \(compile with popc-onnx --train\)" \
