@@ -21,7 +21,7 @@ class GradientBuilder;
 // and a builder that appends the backward ops to the graph.
 class GradContext {
 public:
-  GradContext(GradientBuilder &builder, const Op &op) : b_(builder), op(op) {}
+  GradContext(GradientBuilder &builder, const Op &op) : op(op), b_(builder) {}
   const Op &op;
 
   // dLoss/d(output i); empty when the loss does not depend on that output.

@@ -95,8 +95,6 @@ std::vector<TensorInfo> inferArgReduce(const Op &op, const Graph &graph) {
   return {TensorInfo{DType::I64, argReduceParams(op, graph).outShape}};
 }
 
-std::vector<TensorInfo> sameAsInput(const Op &op, const Graph &graph) { return {inputInfo(op, graph, 0)}; }
-
 std::vector<TensorInfo> inferHardmax(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   requireFloat(op, x, "input");
@@ -137,7 +135,6 @@ std::vector<TensorInfo> inferInstanceNorm(const Op &op, const Graph &graph) {
   }
   return {x};
 }
-
 
 // Gradient rules (autodiff.h): g, reshaped with the reduced axes kept, broadcast
 // back over them (divided by their size for the mean, times 2X for the sum of squares).
