@@ -367,9 +367,21 @@ int main(int argc, char **argv) {
         }
         done = iterations = benchmark + 1;
       }
-      for (; done < iterations; ++done)
-        outputs = iterations > 1 ? engine->run(popc::tools::iterationInputs(inputs, engine->inputs(), done, iterations))
-                                 : engine->run(inputs);
+      // A dataset input gives each run its slice; the other inputs are copied once, not per run.
+      const std::set<std::string> dataset = popc::tools::datasetInputs(inputs, engine->inputs(), iterations);
+      runtime::HostTensorMap runInputs;
+      if (!dataset.empty())
+        for (const auto &[name, t] : inputs)
+          if (!dataset.count(name))
+            runInputs[name] = t;
+      for (; done < iterations; ++done) {
+        if (dataset.empty()) {
+          outputs = engine->run(inputs);
+          continue;
+        }
+        popc::tools::selectIteration(inputs, engine->inputs(), dataset, done, runInputs);
+        outputs = engine->run(runInputs);
+      }
     } catch (const runtime::Stopped &) {
       fmt::print(stderr, "poprun-lite: error: {}: stopped by --timeout {} s after {} complete iteration(s); "
                          "no outputs written\n", model, guard.timeoutSeconds, done);

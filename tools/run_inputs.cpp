@@ -1,13 +1,12 @@
 #include "tools/run_inputs.h"
 
-#include <algorithm>
-
 #include "formats/npz/npz.h"
 #include "support/element.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -154,24 +153,36 @@ void fillMissingInputs(runtime::HostTensorMap &inputs, const std::vector<runtime
   }
 }
 
-runtime::HostTensorMap iterationInputs(const runtime::HostTensorMap &inputs,
-                                       const std::vector<runtime::IoDesc> &modelInputs, uint64_t k, uint64_t runs) {
-  runtime::HostTensorMap out;
+namespace {
+const runtime::IoDesc *findInput(const std::vector<runtime::IoDesc> &modelInputs, const std::string &name) {
+  auto io = std::find_if(modelInputs.begin(), modelInputs.end(), [&](const runtime::IoDesc &d) { return d.name == name; });
+  return io == modelInputs.end() ? nullptr : &*io;
+}
+} // namespace
+
+std::set<std::string> datasetInputs(const runtime::HostTensorMap &inputs,
+                                    const std::vector<runtime::IoDesc> &modelInputs, uint64_t runs) {
+  std::set<std::string> names;
   for (const auto &[name, t] : inputs) {
-    auto io = std::find_if(modelInputs.begin(), modelInputs.end(), [&](const runtime::IoDesc &d) { return d.name == name; });
-    const bool sliced = runs > 1 && io != modelInputs.end() && !io->shape.empty() && t.shape.size() == io->shape.size() &&
-                        t.shape[0] == io->shape[0] * int64_t(runs) &&
-                        std::equal(t.shape.begin() + 1, t.shape.end(), io->shape.begin() + 1) &&
-                        t.data.size() == io->bytes * runs;
-    if (!sliced) {
-      out[name] = t;
-      continue;
-    }
-    runtime::HostTensor slice{t.dtype, io->shape, {}};
-    slice.data.assign(t.data.begin() + int64_t(k * io->bytes), t.data.begin() + int64_t((k + 1) * io->bytes));
-    out[name] = std::move(slice);
+    const runtime::IoDesc *io = findInput(modelInputs, name);
+    if (runs > 1 && io && !io->shape.empty() && t.shape.size() == io->shape.size() &&
+        t.shape[0] == io->shape[0] * int64_t(runs) && std::equal(t.shape.begin() + 1, t.shape.end(), io->shape.begin() + 1) &&
+        t.data.size() == io->bytes * runs)
+      names.insert(name);
   }
-  return out;
+  return names;
+}
+
+void selectIteration(const runtime::HostTensorMap &inputs, const std::vector<runtime::IoDesc> &modelInputs,
+                     const std::set<std::string> &names, uint64_t k, runtime::HostTensorMap &run) {
+  for (const std::string &name : names) {
+    const runtime::IoDesc &io = *findInput(modelInputs, name);
+    const runtime::HostTensor &t = inputs.at(name);
+    runtime::HostTensor &slice = run[name];
+    slice.dtype = t.dtype;
+    slice.shape = io.shape;
+    slice.data.assign(t.data.begin() + int64_t(k * io.bytes), t.data.begin() + int64_t((k + 1) * io.bytes));
+  }
 }
 
 } // namespace popc::tools

@@ -6,6 +6,7 @@
 #include "runtime/engine.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,12 @@ void fillMissingInputs(runtime::HostTensorMap &inputs, const std::vector<runtime
 
 // --iterations K over a dataset: an input whose leading dimension is K times the
 // model's (K slices of one run's array) gives run k its k-th slice; any other
-// input is the same for every run. Returns the inputs of run k.
-runtime::HostTensorMap iterationInputs(const runtime::HostTensorMap &inputs,
-                                       const std::vector<runtime::IoDesc> &modelInputs, uint64_t k, uint64_t runs);
+// input is the same for every run. Returns the names of those dataset inputs.
+std::set<std::string> datasetInputs(const runtime::HostTensorMap &inputs,
+                                    const std::vector<runtime::IoDesc> &modelInputs, uint64_t runs);
+// Sets run k's slice of each dataset input `names` of `inputs` in `run` (which
+// holds the other inputs already).
+void selectIteration(const runtime::HostTensorMap &inputs, const std::vector<runtime::IoDesc> &modelInputs,
+                     const std::set<std::string> &names, uint64_t k, runtime::HostTensorMap &run);
 
 } // namespace popc::tools

@@ -8,7 +8,6 @@
 #include "runtime/engine.h"
 #include "support/dtype.h"
 #include "support/error.h"
-#include "support/file_io.h"
 
 #include <stdexcept>
 
@@ -35,7 +34,6 @@ template <typename Fn> auto guarded(Fn &&fn) {
 } // namespace
 
 struct InferenceSession::Impl {
-  std::vector<uint8_t> bytes;
   std::shared_ptr<const popef::Executable> executable;
   std::unique_ptr<runtime::Engine> engine;
 };
@@ -76,8 +74,7 @@ InferenceSession::InferenceSession(const std::string &onnxModel, const SessionOp
         t.momentum = 0.9;
       c.training = t;
     }
-    impl_->bytes = driver::compileOnnx(onnxModel, c);
-    impl_->executable = popef::Executable::fromBytes(impl_->bytes, onnxModel);
+    impl_->executable = popef::Executable::fromBytes(driver::compileOnnx(onnxModel, c), onnxModel);
     runtime::EngineOptions e;
     e.threads = o.threads;
     impl_->engine = std::make_unique<runtime::Engine>(impl_->executable, e);
@@ -117,7 +114,7 @@ std::vector<std::string> InferenceSession::outputNames() const {
 
 void InferenceSession::writeExecutable(const std::string &popefPath) const {
   guarded([&] {
-    writeFileAtomically(popefPath, std::span<const uint8_t>(impl_->bytes));
+    popef::writeFile(popefPath, impl_->executable->bytes());
     return 0;
   });
 }

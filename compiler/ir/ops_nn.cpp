@@ -198,6 +198,22 @@ Attributes transposedWindow(const WindowParams &p, const Shape &inSpatial, const
   return a;
 }
 
+// g with s-1 zeros between its elements along spatial axis `axis` (2..):
+// [.., O, ..] -> [.., O, 1, ..] -> padded to s -> [.., O*s, ..] -> the first (O-1)s+1.
+std::string insertZeros(GradContext &c, const std::string &g, size_t axis, int64_t s) {
+  if (s == 1)
+    return g;
+  const Shape shape = c.info(g).shape;
+  Shape unsq = shape;
+  unsq.insert(unsq.begin() + int64_t(axis) + 1, 1);
+  std::vector<int64_t> pads(2 * unsq.size(), 0);
+  pads[unsq.size() + axis + 1] = s - 1;
+  const std::string padded = c.emit("Pad", {c.reshape(g, unsq), c.ints(pads)});
+  Shape merged = shape;
+  merged[axis] *= s;
+  return c.slice(c.reshape(padded, merged), int64_t(axis), 0, (shape[axis] - 1) * s + 1);
+}
+
 // dX of a convolution as a convolution (the tiled Conv lowering, where
 // ConvTranspose's codelet keeps a whole operand on one tile): g with s-1 zeros
 // inserted between its elements along each strided axis, padded by
@@ -217,21 +233,9 @@ std::optional<std::string> convInputGrad(GradContext &c, const WindowParams &p, 
     if (padsBegin.back() < 0 || padsEnd.back() < 0)
       return std::nullopt;
   }
-  // Zeros between g's elements: [.., O, ..] -> [.., O, 1, ..] -> pad to s -> [.., O*s, ..] -> first (O-1)s+1.
   std::string gz = g;
-  for (size_t i = 0; i < dims; ++i) {
-    const int64_t s = p.strides[i], axis = int64_t(i + 2);
-    if (s == 1)
-      continue;
-    Shape shape = c.info(gz).shape, unsq = shape;
-    unsq.insert(unsq.begin() + axis + 1, 1);
-    std::vector<int64_t> pads(2 * unsq.size(), 0);
-    pads[unsq.size() + size_t(axis) + 1] = s - 1;
-    const std::string padded = c.emit("Pad", {c.reshape(gz, unsq), c.ints(pads)});
-    Shape merged = shape;
-    merged[size_t(axis)] *= s;
-    gz = c.slice(c.reshape(padded, merged), axis, 0, (shape[size_t(axis)] - 1) * s + 1);
-  }
+  for (size_t i = 0; i < dims; ++i)
+    gz = insertZeros(c, gz, i + 2, p.strides[i]);
   // W [G*Cog, Cig, K..] -> [G*Cig, Cog, K..], flipped in space.
   const int64_t G = p.group, Cog = w[0] / G, Cig = w[1];
   Shape split{G, Cog, Cig}, swapped{G * Cig, Cog};
@@ -259,6 +263,49 @@ std::optional<std::string> convInputGrad(GradContext &c, const WindowParams &p, 
   return c.emit("Conv", {gz, wt}, a);
 }
 
+// The windows of a conv or pool seen from X: X padded (with `fill`) so that
+// every window lies inside it, and for each window offset k (row-major over
+// the kernel) the strided slice Xp[.., o*s + k*d, ..] of shape [N, C, O..].
+struct WindowOffsets {
+  WindowOffsets(GradContext &c, const WindowParams &p, double fill) : p(p), y(c.outputInfo(0).shape) {
+    const TensorInfo &xi = c.inputInfo(0);
+    const Shape &x = xi.shape;
+    pads.assign(2 * x.size(), 0);
+    padded = x;
+    for (size_t i = 0; i + 2 < x.size(); ++i) {
+      const int64_t need = (y[i + 2] - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
+      pads[i + 2] = p.padsBegin[i];
+      pads[x.size() + i + 2] = std::max<int64_t>(0, need - p.padsBegin[i] - x[i + 2]);
+      padded[i + 2] = x[i + 2] + pads[i + 2] + pads[x.size() + i + 2];
+      count *= p.kernel[i];
+    }
+    xp = c.emit("Pad", {c.op.inputs[0], c.ints(pads), c.scalar(fill, xi.dtype)});
+  }
+  // Where offset `flat`'s slice starts in Xp, per spatial dim.
+  std::vector<int64_t> starts(int64_t flat) const {
+    std::vector<int64_t> s(p.kernel.size());
+    for (size_t i = s.size(), rest = size_t(flat); i-- > 0; rest /= size_t(p.kernel[i]))
+      s[i] = int64_t(rest % size_t(p.kernel[i])) * p.dilations[i];
+    return s;
+  }
+  std::string slice(GradContext &c, int64_t flat) const {
+    const std::vector<int64_t> begin = starts(flat);
+    std::vector<int64_t> ends, axes;
+    for (size_t i = 0; i < begin.size(); ++i) {
+      ends.push_back(begin[i] + (y[i + 2] - 1) * p.strides[i] + 1);
+      axes.push_back(int64_t(i + 2));
+    }
+    return c.emit("Slice", {xp, c.ints(begin), c.ints(ends), c.ints(axes), c.ints(p.strides)});
+  }
+
+  const WindowParams &p;
+  const Shape y;
+  std::vector<int64_t> pads; // ONNX Pad pads of X
+  Shape padded;              // Xp's shape
+  int64_t count = 1;         // window offsets: the product of the kernel dims
+  std::string xp;
+};
+
 // dW of an ungrouped or depthwise convolution from the K window offsets
 // (poplin's weight-update pass as a matrix product): Xk = X padded and
 // strided-sliced at offset k, then dW[:, :, k] = g . Xk summed over the batch
@@ -273,29 +320,13 @@ std::optional<std::string> convWeightGradByOffsets(GradContext &c, const WindowP
   const bool depthwise = p.group == Ci && Co == Ci && p.group > 1;
   if (c.opset() < 11 || (p.group != 1 && !depthwise))
     return std::nullopt;
-  std::vector<int64_t> pads(2 * x.size(), 0);
-  int64_t positions = 1, offsets = 1;
-  for (size_t i = 0; i < dims; ++i) {
-    const int64_t need = (y[i + 2] - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
-    pads[i + 2] = p.padsBegin[i];
-    pads[x.size() + i + 2] = std::max<int64_t>(0, need - p.padsBegin[i] - x[i + 2]);
+  int64_t positions = 1;
+  for (size_t i = 0; i < dims; ++i)
     positions *= y[i + 2];
-    offsets *= p.kernel[i];
-  }
-  const TensorInfo &xi = c.inputInfo(0);
-  const std::string xp = c.emit("Pad", {c.op.inputs[0], c.ints(pads), c.scalar(0.0, xi.dtype)});
+  const WindowOffsets windows(c, p, 0.0);
   std::vector<std::string> parts;
-  for (int64_t flat = 0; flat < offsets; ++flat) {
-    std::vector<int64_t> starts, ends, axes, steps;
-    for (size_t i = dims, rest = size_t(flat); i-- > 0;) {
-      const int64_t k = int64_t(rest % size_t(p.kernel[i]));
-      rest /= size_t(p.kernel[i]);
-      starts.insert(starts.begin(), k * p.dilations[i]);
-      ends.insert(ends.begin(), k * p.dilations[i] + (y[i + 2] - 1) * p.strides[i] + 1);
-      axes.insert(axes.begin(), int64_t(i + 2));
-      steps.insert(steps.begin(), p.strides[i]);
-    }
-    const std::string xk = c.emit("Slice", {xp, c.ints(starts), c.ints(ends), c.ints(axes), c.ints(steps)});
+  for (int64_t flat = 0; flat < windows.count; ++flat) {
+    const std::string xk = windows.slice(c, flat);
     if (depthwise) { // [N, C, O..] * g -> sum over N and O.. -> [C, 1]
       std::vector<int64_t> sumAxes{0};
       for (size_t i = 0; i < dims; ++i)
@@ -383,21 +414,6 @@ void gradConv(GradContext &c) {
   }
 }
 
-// g with s-1 zeros between its elements along spatial axis `axis` (2..).
-std::string insertZeros(GradContext &c, const std::string &g, size_t axis, int64_t s) {
-  if (s == 1)
-    return g;
-  const Shape shape = c.info(g).shape;
-  Shape unsq = shape;
-  unsq.insert(unsq.begin() + int64_t(axis) + 1, 1);
-  std::vector<int64_t> pads(2 * unsq.size(), 0);
-  pads[unsq.size() + axis + 1] = s - 1;
-  const std::string padded = c.emit("Pad", {c.reshape(g, unsq), c.ints(pads)});
-  Shape merged = shape;
-  merged[axis] *= s;
-  return c.slice(c.reshape(padded, merged), int64_t(axis), 0, (shape[axis] - 1) * s + 1);
-}
-
 // MaxPool's gradient with tiled elementwise and data-movement ops only: for
 // each kernel offset k (row-major, as the pool scans), the window elements
 // X[o*s + k*d] that equal Y[o] and no earlier offset claimed get g[o]; those
@@ -405,39 +421,16 @@ std::string insertZeros(GradContext &c, const std::string &g, size_t axis, int64
 // of a window takes it all, as ONNX's Indices and torch pick it.
 std::optional<std::string> maxPoolGradByOffsets(GradContext &c, const WindowParams &p) {
   const TensorInfo &xi = c.inputInfo(0);
-  const Shape &x = xi.shape, &y = c.outputInfo(0).shape;
+  const Shape &x = xi.shape;
   const size_t dims = x.size() - 2;
   if (c.opset() < 11 || !isFloat(xi.dtype))
     return std::nullopt;
-  // X padded so every window lies inside: pads_begin before, enough after.
-  std::vector<int64_t> pads(2 * x.size(), 0), extent;
-  Shape padded = x;
-  for (size_t i = 0; i < dims; ++i) {
-    const int64_t need = (y[i + 2] - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
-    pads[i + 2] = p.padsBegin[i];
-    pads[x.size() + i + 2] = std::max<int64_t>(0, need - p.padsBegin[i] - x[i + 2]);
-    padded[i + 2] = x[i + 2] + pads[i + 2] + pads[x.size() + i + 2];
-  }
-  const std::string xp = c.emit("Pad", {c.op.inputs[0], c.ints(pads), c.scalar(-HUGE_VAL, xi.dtype)});
+  const WindowOffsets windows(c, p, -HUGE_VAL);
   const std::string g = c.outputGrad(0), &yv = c.op.outputs[0], zero = c.scalar(0.0, xi.dtype);
   std::string taken, dxp;
-  int64_t offsets = 1;
-  for (int64_t k : p.kernel)
-    offsets *= k;
-  for (int64_t flat = 0; flat < offsets; ++flat) {
-    std::vector<int64_t> k(dims);
-    for (size_t i = dims, rest = size_t(flat); i-- > 0;) {
-      k[i] = int64_t(rest % size_t(p.kernel[i]));
-      rest /= size_t(p.kernel[i]);
-    }
-    std::vector<int64_t> starts, ends, axes, steps;
-    for (size_t i = 0; i < dims; ++i) {
-      starts.push_back(k[i] * p.dilations[i]);
-      ends.push_back(starts.back() + (y[i + 2] - 1) * p.strides[i] + 1);
-      axes.push_back(int64_t(i + 2));
-      steps.push_back(p.strides[i]);
-    }
-    const std::string xk = c.emit("Slice", {xp, c.ints(starts), c.ints(ends), c.ints(axes), c.ints(steps)});
+  for (int64_t flat = 0; flat < windows.count; ++flat) {
+    const std::vector<int64_t> starts = windows.starts(flat);
+    const std::string xk = windows.slice(c, flat);
     std::string hit = c.emit("Equal", {xk, yv});
     if (!taken.empty())
       hit = c.emit("And", {hit, c.emit("Not", {taken})});
@@ -447,13 +440,13 @@ std::optional<std::string> maxPoolGradByOffsets(GradContext &c, const WindowPara
     for (size_t i = 0; i < dims; ++i) {
       part = insertZeros(c, part, i + 2, p.strides[i]);
       place[i + 2] = starts[i];
-      place[x.size() + i + 2] = padded[i + 2] - starts[i] - c.info(part).shape[i + 2];
+      place[x.size() + i + 2] = windows.padded[i + 2] - starts[i] - c.info(part).shape[i + 2];
     }
     part = c.emit("Pad", {part, c.ints(place)});
     dxp = dxp.empty() ? part : c.emit("Add", {dxp, part});
   }
   for (size_t i = 0; i < dims; ++i)
-    dxp = c.slice(dxp, int64_t(i + 2), pads[i + 2], pads[i + 2] + x[i + 2]);
+    dxp = c.slice(dxp, int64_t(i + 2), windows.pads[i + 2], windows.pads[i + 2] + x[i + 2]);
   return dxp;
 }
 
