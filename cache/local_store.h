@@ -69,6 +69,13 @@ public:
   // A hit hard-links the payload as `path` when it can (same file system),
   // else copies it; either way `path` is replaced atomically.
   std::optional<uint64_t> getToFile(std::string_view kind, std::string_view key, const std::string &path) override;
+  // An exclusive flock on DIR/<kind>/<xx>/.lock-<key>, polled until `timeout`.
+  // The holder writes its pid into the file (for the waiters' message) and
+  // removes it on release; waiters re-check the inode after locking, so a
+  // removed file is never locked twice.
+  std::unique_ptr<ComputeLock> lockForCompute(std::string_view kind, std::string_view key,
+                                              std::chrono::milliseconds timeout,
+                                              const std::function<void(long pid)> &onWait) override;
   // false: getToFile() always copies (the output is then independent of the cache).
   void setLinkOutputs(bool link) { linkOutputs_ = link; }
 

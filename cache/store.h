@@ -4,6 +4,7 @@
 // decides the bytes. A store returns only payloads whose header and hash
 // checked out (entry.h); anything else is a miss.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +38,14 @@ void writeFileAtomic(const std::string &path, std::span<const uint8_t> bytes);
 // kind: [a-z0-9]+ (a directory / URL segment). Throws popc::Error otherwise.
 void checkKind(std::string_view kind);
 
+// Held by the one process computing an entry that others may want (popc-onnx
+// compiles a key once across processes). Released when destroyed, and by the
+// kernel when its process dies, so a killed compiler never blocks the rest.
+class ComputeLock {
+public:
+  virtual ~ComputeLock() = default;
+};
+
 class Store {
 public:
   virtual ~Store() = default;
@@ -51,6 +60,15 @@ public:
   // (constant memory, in-kernel copy); others write get()'s bytes. Throws
   // popc::Error only if `path` cannot be written.
   virtual std::optional<uint64_t> getToFile(std::string_view kind, std::string_view key, const std::string &path);
+
+  // Makes this process the one computing (kind, key). While another process
+  // holds that right it waits, at most `timeout`; `onWait(pid)` is called once
+  // when it starts waiting (pid 0 if unknown). Null when the store has no
+  // local directory or the wait timed out: the caller then computes anyway,
+  // which is correct, only slower. After a wait, get() again before computing.
+  virtual std::unique_ptr<ComputeLock> lockForCompute(std::string_view kind, std::string_view key,
+                                                      std::chrono::milliseconds timeout,
+                                                      const std::function<void(long pid)> &onWait);
 
   // get(), else compute() and put() its result.
   std::vector<uint8_t> getOrCompute(std::string_view kind, std::string_view key,

@@ -28,10 +28,25 @@ std::optional<uint64_t> Store::getToFile(std::string_view kind, std::string_view
   return blob->size();
 }
 
+std::unique_ptr<ComputeLock> Store::lockForCompute(std::string_view, std::string_view, std::chrono::milliseconds,
+                                                  const std::function<void(long)> &) {
+  return nullptr;
+}
+
+std::unique_ptr<ComputeLock> TieredStore::lockForCompute(std::string_view kind, std::string_view key,
+                                                         std::chrono::milliseconds timeout,
+                                                         const std::function<void(long pid)> &onWait) {
+  return local_ ? local_->lockForCompute(kind, key, timeout, onWait) : nullptr;
+}
+
 std::vector<uint8_t> Store::getOrCompute(std::string_view kind, std::string_view key,
                                          const std::function<std::vector<uint8_t>()> &compute) {
   if (auto blob = get(kind, key))
     return {blob->bytes().begin(), blob->bytes().end()};
+  auto lock = lockForCompute(kind, key, std::chrono::minutes(10), [](long) {});
+  if (lock)
+    if (auto blob = get(kind, key)) // computed by the process we waited for
+      return {blob->bytes().begin(), blob->bytes().end()};
   std::vector<uint8_t> bytes = compute();
   put(kind, key, bytes);
   return bytes;

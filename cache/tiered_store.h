@@ -16,6 +16,9 @@ public:
   void put(std::string_view kind, std::string_view key, std::span<const uint8_t> payload) override;
   std::string describe() const override;
   std::optional<uint64_t> getToFile(std::string_view kind, std::string_view key, const std::string &path) override;
+  std::unique_ptr<ComputeLock> lockForCompute(std::string_view kind, std::string_view key,
+                                              std::chrono::milliseconds timeout,
+                                              const std::function<void(long pid)> &onWait) override;
 
 private:
   std::shared_ptr<LocalStore> local_;

@@ -15,6 +15,7 @@ struct CacheOptions {
   std::string dir, maxSize = "5G", remote;
   bool disabled = false;
   bool copyHits = false; // popc-onnx --cache-copy
+  double lockTimeout = 600; // popc-onnx --cache-lock-timeout
 
   // `dirHelp` says what this tool keeps in the directory.
   void add(CLI::App &app, const std::string &dirHelp) {

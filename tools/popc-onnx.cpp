@@ -203,6 +203,11 @@ int main(int argc, char **argv) {
                "Copy cache hits to -o instead of hard-linking them (a link is instant for any size and "
                "read-only; a copy is independent of the cache)")
       ->envname("POPC_CACHE_COPY");
+  app.add_option("--cache-lock-timeout", cacheOptions.lockTimeout,
+                 "Seconds to wait for another popc-onnx compiling the same model into the cache before "
+                 "compiling here too (default 600)")
+      ->envname("POPC_CACHE_LOCK_TIMEOUT")
+      ->check(CLI::NonNegativeNumber);
   guard.addMaxMemory(app, "Refuse a model with a tensor whose declared size exceeds this");
   app.set_version_flag("--version", compilerVersion());
 
@@ -271,6 +276,30 @@ int main(int argc, char **argv) {
         return 0;
       }
       log->info("cache miss {} ({})", key->key, store->describe());
+    }
+    // Concurrent compiles of one key (CI jobs, MPI ranks) compile once: the
+    // first takes the key's lock, the others wait for its entry and hit.
+    std::unique_ptr<cache::ComputeLock> compileLock;
+    if (store && key && !wantsDumps && profileDir.empty()) {
+      auto t0 = std::chrono::steady_clock::now();
+      bool waited = false;
+      compileLock = store->lockForCompute(
+          "exe", key->key, std::chrono::milliseconds(int64_t(cacheOptions.lockTimeout * 1000)), [&](long pid) {
+            waited = true;
+            log->info("another popc-onnx{} is compiling the same model; waiting for its cache entry",
+                      pid ? fmt::format(" (pid {})", pid) : "");
+          });
+      if (waited)
+        if (auto size = store->getToFile("exe", key->key, output)) {
+          if (!tensorMapPath.empty())
+            profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
+          log->info("cache hit {} ({}) after waiting {:.3f} s for another compile: wrote {} bytes to {}", key->key,
+                    store->describe(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), *size, output);
+          if (stats)
+            fmt::print("cache hit {}: {} bytes -> {}\n", key->key, *size, output);
+          return 0;
+        }
     }
 
     driver::CompileStats st;

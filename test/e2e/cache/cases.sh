@@ -228,6 +228,46 @@ concurrent_compiles)
   "$BIN/npz-compare" out.npz "$SRC/samples/cnn/expected.npz" --rtol 1e-4 --atol 1e-5 || die "wrong outputs"
   ;;
 
+compile_once)
+  # 8 concurrent compiles of one model: one compiles, 7 wait for its entry and hit
+  reference "$CNN" ref.popef
+  pids=()
+  for i in 0 1 2 3 4 5 6 7; do
+    "$BIN/popc-onnx" "$CNN" -o o$i.popef --cache-dir c --log-level info 2>o$i.log & pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || die "a concurrent compile failed"; done
+  for i in 0 1 2 3 4 5 6 7; do cmp o$i.popef ref.popef || die "o$i.popef differs from a fresh compile"; done
+  hits=$(grep -l "cache hit" o*.log | wc -l)
+  [ "$hits" = 7 ] || die "want 7 hits and 1 compile, got $hits hits: $(cat o*.log)"
+  [ "$(counter exe.writes)" = 1 ] && [ "$(counter exe.hits)" = 7 ] || die "counters: $(cat c/stats)"
+  if find c -name '.lock-*' | grep -q .; then die "compile lock left behind"; fi
+  ;;
+
+killed_compiler)
+  # a compiler killed while it holds the key's lock: the waiter takes over
+  reference "$CNN" ref.popef
+  env POPC_CACHE_TEST_PAUSE_MID_WRITE=60 "$BIN/popc-onnx" "$CNN" -o a.popef --cache-dir c 2>a.err &
+  a=$!
+  for _ in $(seq 600); do grep -q "test pause" a.err 2>/dev/null && break; sleep 0.1; done
+  grep -q "test pause" a.err || { kill -9 $a; die "the first compile never paused"; }
+  "$BIN/popc-onnx" "$CNN" -o b.popef --cache-dir c --log-level info 2>b.log &
+  b=$!
+  for _ in $(seq 600); do grep -q "is compiling the same model" b.log 2>/dev/null && break; sleep 0.1; done
+  grep -q "(pid $a) is compiling the same model" b.log || { kill -9 $a $b; die "no wait: $(cat b.log)"; }
+  kill -9 $a; wait $a 2>/dev/null
+  wait $b || die "the waiting compile failed after the holder died: $(cat b.log)"
+  cmp b.popef ref.popef || die "wrong executable after the holder died"
+  # a live holder past --cache-lock-timeout: compile here too, with a warning
+  rm -rf c
+  env POPC_CACHE_TEST_PAUSE_MID_WRITE=60 "$BIN/popc-onnx" "$CNN" -o a.popef --cache-dir c 2>a2.err &
+  a=$!
+  for _ in $(seq 600); do grep -q "test pause" a2.err 2>/dev/null && break; sleep 0.1; done
+  compile "$CNN" -o t.popef --cache-dir c --cache-lock-timeout 0.5 2>t.log
+  kill -9 $a; wait $a 2>/dev/null
+  grep -q "computing it here too" t.log || die "no timeout warning: $(cat t.log)"
+  cmp t.popef ref.popef || die "wrong executable after the lock timeout"
+  ;;
+
 killed_writer)
   reference "$CNN" ref.popef
   for point in BEFORE_RENAME MID_WRITE; do

@@ -498,3 +498,24 @@ TEST_CASE("getToFile streams a verified payload to a file, a bad entry writes no
   CHECK(readAll(out) == big);
   CHECK(local->get("exe", k));
 }
+
+TEST_CASE("lockForCompute: one holder per key; a waiter times out or takes over; no file left", "[cache]") {
+  TempDir t;
+  LocalStore s(t.path);
+  const std::string k = keyOf("model"), other = keyOf("other");
+  long seenPid = -1;
+  auto held = s.lockForCompute("exe", k, std::chrono::milliseconds(0), [](long) { FAIL("first lock waited"); });
+  REQUIRE(held);
+  // another holder (flock conflicts between open files, even in one process)
+  auto waiter = s.lockForCompute("exe", k, std::chrono::milliseconds(120), [&](long pid) { seenPid = pid; });
+  CHECK_FALSE(waiter); // timed out: the caller computes anyway
+  CHECK(seenPid == long(::getpid()));
+  CHECK(s.lockForCompute("exe", other, std::chrono::milliseconds(0), [](long) { FAIL("keys are separate"); }));
+  held.reset(); // released: the lock file goes with it
+  const fs::path lockFile = t.path / "exe" / k.substr(0, 2) / (".lock-" + k);
+  CHECK_FALSE(fs::exists(lockFile));
+  auto again = s.lockForCompute("exe", k, std::chrono::milliseconds(0), [](long) { FAIL("lock not released"); });
+  CHECK(again);
+  CHECK(s.entries().empty()); // lock files are not entries
+  CHECK(s.verify().bad.empty());
+}
