@@ -14,6 +14,8 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler libzip-dev zipcmp zipmerge ziptool zlib1g-dev libxxhash-dev
   # CLI, logging, formatting, JSON, HTTP
   libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libcurl4-openssl-dev
+  # MPI instances (poprun-lite under mpirun, docs/distributed.md)
+  openmpi-bin libopenmpi-dev
   # tests
   catch2 libonnx-testdata
   # remote-cache tests: a local WebDAV server
