@@ -88,6 +88,13 @@ struct ExchangePlan {
   std::vector<CopyOp> local;        // on-IPU copies, sorted by destination
   std::vector<uint32_t> chunks;     // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
   std::vector<RemoteCopy> remote;   // cross-IPU, via IpuLink
+  // A cross-replica step whose source replica may be in another instance
+  // (ReplicaLink): the source bytes, packed in `copies` order, are broadcast
+  // from the instance holding replica `broadcastFrom`, then copied into
+  // every local replica. Tiles in `copies` are replica-relative.
+  int32_t broadcastFrom = -1;
+  std::vector<RemoteCopy> broadcastCopies;
+  std::vector<uint8_t> broadcastBuffer;
   std::vector<std::pair<uint32_t, uint64_t>> ipuSent, ipuReceived; // per IPU, for the report
   ExchangeCost cost;
 };
@@ -108,6 +115,7 @@ struct Engine::Impl {
   const fb::Target &target;
   std::string label;
   std::shared_ptr<IpuLink> link;
+  std::shared_ptr<ReplicaLink> replicaLink; // null: every replica is here
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Jit> jit;
   std::unique_ptr<DeviceMemory> memory;
@@ -124,7 +132,9 @@ struct Engine::Impl {
   std::vector<bool> streamed;
   // Step layout (docs/multi-ipu.md): replicas of the graph side by side in
   // the arena, and host buffers used as FIFOs of per-execution chunks.
-  uint32_t replicas = 1;
+  uint32_t replicas = 1;       // in this engine
+  uint32_t totalReplicas = 1;  // the executable's replication factor
+  uint32_t firstReplica = 0;   // global index of local replica 0
   uint32_t tilesPerReplica = 0;
   std::vector<uint64_t> streamHostBytes;     // whole host buffer of this run, by stream
   std::vector<uint64_t> streamCalls, streamMoves;
@@ -142,7 +152,8 @@ struct Engine::Impl {
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
-        link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()), observer(options.observer) {
+        link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()), replicaLink(options.replicaLink),
+        observer(options.observer) {
     collectCodeModules();
     // Fork before any thread of ours exists: a thread holding an allocator lock at
     // fork time (ASan's is not fork-safe) would deadlock the child.
@@ -169,9 +180,19 @@ struct Engine::Impl {
     report.jitSeconds = secondsSince(t0);
 
     t0 = Clock::now();
-    replicas = std::max(1u, target.replication_factor());
+    replicas = totalReplicas = std::max(1u, target.replication_factor());
+    if (replicaLink) {
+      firstReplica = replicaLink->firstReplica();
+      replicas = replicaLink->localReplicas();
+      if (replicas == 0 || firstReplica + uint64_t(replicas) > totalReplicas)
+        fail("{}: replicas {} to {} do not exist: the executable has {} (popc-onnx --replication-factor)", label,
+             firstReplica, firstReplica + uint64_t(replicas) - 1, totalReplicas);
+      report.instances = replicaLink->instances();
+    }
     tilesPerReplica = target.num_ipus() * target.tiles_per_ipu();
     report.replicas = replicas;
+    report.firstReplica = firstReplica;
+    report.totalReplicas = totalReplicas;
     report.ipus.resize(target.num_ipus());
     memory = std::make_unique<DeviceMemory>(tilesPerReplica * replicas, target.bytes_per_tile());
     auto phase = [&, t = Clock::now()](const char *what) mutable {
@@ -369,6 +390,10 @@ struct Engine::Impl {
     // A cross-replica step: every replica reads replica from_replica's sources,
     // all over the links (the simulated replicas are IPUs of their own).
     const int32_t fromReplica = step->from_replica();
+    if (fromReplica >= 0 && replicaLink) {
+      planBroadcast(e, *step);
+      return;
+    }
     for (uint32_t i = 0; i < len(step->copies()); ++i) {
       const fb::Copy *c = step->copies()->Get(i);
       if (fromReplica >= 0) {
@@ -450,13 +475,63 @@ struct Engine::Impl {
     }
     plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
     plan.cost = exchangeCost(target, *step);
+    describeExchange(e, *step, false);
+  }
+
+  void describeExchange(uint32_t e, const fb::ExchangeStep &step, bool hostLink) {
+    const ExchangePlan &plan = exchanges[e];
     ExchangeReport &rep = report.exchanges[e];
-    rep.name = step->name() ? step->name()->str() : fmt::format("exchange{}", e);
-    rep.copies = len(step->copies());
+    rep.name = step.name() ? step.name()->str() : fmt::format("exchange{}", e);
+    rep.copies = len(step.copies());
     rep.bytes = plan.cost.bytes;
     rep.interIpu = plan.cost.interIpu;
+    rep.hostLink = hostLink;
     rep.syncCyclesPerRun = plan.cost.sync;
     rep.transferCyclesPerRun = plan.cost.transfer;
+  }
+
+  // A cross-replica step when replicas live in several instances. Every
+  // instance charges it the same (the step ends when the last replica has
+  // its bytes): PopART's hostAllReduce, the source bytes to the host and back
+  // over the host link, behind a global sync.
+  void planBroadcast(uint32_t e, const fb::ExchangeStep &step) {
+    ExchangePlan &plan = exchanges[e];
+    plan.broadcastFrom = step.from_replica();
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < len(step.copies()); ++i) {
+      const fb::Copy *c = step.copies()->Get(i);
+      for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
+        plan.broadcastCopies.push_back({c->src_tile(), uint32_t(c->src_offset() + k * c->src_stride()), c->dst_tile(),
+                                        uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
+      bytes += popef::copyTotalBytes(*c);
+    }
+    plan.broadcastBuffer.resize(bytes);
+    plan.cost.bytes = bytes;
+    plan.cost.interIpu = true;
+    plan.cost.sync = target.global_sync_cycles();
+    plan.cost.transfer = 2 * streamCopyCost(target, bytes).host;
+    describeExchange(e, step, true);
+  }
+
+  void performBroadcast(ExchangePlan &plan) {
+    const uint32_t from = uint32_t(plan.broadcastFrom);
+    uint8_t *buffer = plan.broadcastBuffer.data();
+    if (from >= firstReplica && from < firstReplica + replicas) {
+      uint64_t at = 0;
+      for (const RemoteCopy &c : plan.broadcastCopies) {
+        std::memcpy(buffer + at, memory->tile(tileOf(c.srcTile, from - firstReplica)) + c.srcOffset, c.bytes);
+        at += c.bytes;
+      }
+    }
+    replicaLink->broadcastFromReplica(from, plan.broadcastBuffer);
+    for (uint32_t r = 0; r < replicas; ++r) {
+      uint64_t at = 0;
+      for (const RemoteCopy &c : plan.broadcastCopies) {
+        std::memcpy(memory->tile(tileOf(c.dstTile, r)) + c.dstOffset, buffer + at, c.bytes);
+        at += c.bytes;
+      }
+    }
+    report.hostAllReduceBytes += plan.broadcastBuffer.size();
   }
 
   void describeIo() {
@@ -474,7 +549,8 @@ struct Engine::Impl {
       for (uint32_t i = 0; i < len(list); ++i) {
         const fb::IoInfo *io = list->Get(i);
         const fb::Tensor *t = root.tensors()->Get(io->tensor());
-        IoDesc d{io->name()->str(), static_cast<DType>(t->dtype()), popef::tensorShape(*t), popef::tensorBytes(*t)};
+        IoDesc d{io->name()->str(), static_cast<DType>(t->dtype()), popef::tensorShape(*t), popef::tensorBytes(*t),
+                 popef::tensorBytes(*t)};
         if (len(io->host_shape())) { // the whole step's host array (docs/multi-ipu.md)
           d.shape.assign(io->host_shape()->begin(), io->host_shape()->end());
           uint64_t elems = 1;
@@ -543,13 +619,17 @@ struct Engine::Impl {
             };
             fill("{value}", record[1]);
             fill("{position}", record[2]);
-            fail("{}: {}{}", label, message, replicas > 1 ? fmt::format(" (replica {})", r) : "");
+            fail("{}: {}{}", label, message, totalReplicas > 1 ? fmt::format(" (replica {})", firstReplica + r) : "");
           }
         }
     }
   }
 
-  void performCopies(const ExchangePlan &plan) {
+  void performCopies(ExchangePlan &plan) {
+    if (plan.broadcastFrom >= 0 && replicaLink) {
+      performBroadcast(plan);
+      return;
+    }
     const CopyOp *ops = plan.local.data();
     const uint32_t *chunks = plan.chunks.data();
     pool->parallelFor(plan.chunks.size() - 1, [ops, chunks](size_t k) {
@@ -574,7 +654,7 @@ struct Engine::Impl {
     if (!load || !load->children())
       return;
     for (const fb::Program *step : *load->children()) {
-      const ExchangePlan &plan = exchanges[step->index()];
+      ExchangePlan &plan = exchanges[step->index()];
       performCopies(plan);
       report.loadExchangeBytes += plan.cost.bytes * replicas;
     }
@@ -598,7 +678,7 @@ struct Engine::Impl {
     rep.cycles += plan.cost.sync + plan.cost.transfer;
     rep.seconds += s;
     report.cycles.sync += plan.cost.sync;
-    report.cycles.exchange += plan.cost.transfer;
+    (rep.hostLink ? report.cycles.host : report.cycles.exchange) += plan.cost.transfer;
     report.seconds.exchange += s;
   }
 
@@ -611,7 +691,9 @@ struct Engine::Impl {
     // chunk k (k-th transfer for outputs), one per replica side by side.
     const uint64_t k = streamCalls[index]++;
     const uint64_t chunks = bytes ? std::max<uint64_t>(1, streamHostBytes[index] / bytes) : 1;
-    auto chunk = [&](uint64_t slot, uint32_t r) { return ((slot * replicas + r) % chunks) * bytes; };
+    auto chunk = [&](uint64_t slot, uint32_t r) {
+      return ((slot * totalReplicas + firstReplica + r) % chunks) * bytes;
+    };
     if (index < streamCallbacks.size() && streamCallbacks[index] && !streamSource[index] && !streamSink[index]) {
       streamViaCallback(index, t, bytes);
     } else if (stream->direction() == fb::StreamDirection::HostToDevice) {
@@ -818,7 +900,7 @@ struct Engine::Impl {
     }
   }
 
-  void checkInputs(const HostTensorMap &given) {
+  void checkInputs(const HostTensorMap &given) const {
     std::vector<std::string> problems;
     for (const IoDesc &io : inputs) {
       auto it = given.find(io.name);
@@ -895,6 +977,17 @@ Engine::~Engine() = default;
 const std::vector<IoDesc> &Engine::inputs() const { return impl_->inputs; }
 const std::vector<IoDesc> &Engine::outputs() const { return impl_->outputs; }
 std::string Engine::describeInputs() const { return ioList(impl_->inputs); }
+void Engine::checkInputs(const HostTensorMap &inputs) const { impl_->checkInputs(inputs); }
+
+std::vector<ByteRange> replicaChunks(uint64_t hostBytes, uint64_t chunkBytes, uint32_t replicas, uint32_t first,
+                                     uint32_t count) {
+  if (chunkBytes == 0 || hostBytes % chunkBytes || (hostBytes / chunkBytes) % replicas)
+    return {{0, hostBytes}};
+  std::vector<ByteRange> ranges;
+  for (uint64_t slot = 0; slot < hostBytes / chunkBytes / replicas; ++slot)
+    ranges.push_back({(slot * replicas + first) * chunkBytes, uint64_t(count) * chunkBytes});
+  return ranges;
+}
 HostTensorMap Engine::run(const HostTensorMap &inputs) { return impl_->run(inputs); }
 const Report &Engine::report() const { return impl_->report; }
 const popef::Executable &Engine::executable() const { return *impl_->exe; }

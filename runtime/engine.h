@@ -5,6 +5,7 @@
 #include "formats/popef/popef.h"
 #include "runtime/ipu_link.h"
 #include "runtime/program_observer.h"
+#include "runtime/replica_link.h"
 #include "runtime/report.h"
 #include "support/dtype.h"
 #include "support/error.h"
@@ -22,6 +23,11 @@ namespace popc::runtime {
 struct EngineOptions {
   unsigned threads = 0;             // host threads incl. the caller; 0 = hardware concurrency
   std::shared_ptr<IpuLink> ipuLink; // null = all IPUs in this process
+  // Null = all replicas in this process. Else this engine holds the link's
+  // slice of the replicas (MPI instances, docs/distributed.md): run() takes
+  // and returns whole host arrays but reads and writes only its replicas'
+  // chunks (IoDesc::chunkBytes; replicaChunks() lists them).
+  std::shared_ptr<ReplicaLink> replicaLink = nullptr;
   ProgramObserver *observer = nullptr; // profiling hook (program trace); null = off
   // Checked between steps (each Execute, Exchange, StreamCopy, Sync and Repeat
   // iteration): once true, run() throws Stopped. Null = never stop.
@@ -58,7 +64,19 @@ struct IoDesc {
   DType dtype = DType::F32;
   Shape shape;
   uint64_t bytes = 0;
+  uint64_t chunkBytes = 0; // one replica's one execution of the stream (the device tensor)
 };
+
+// Byte ranges [offset, offset + bytes) of a host array of `hostBytes` (chunks
+// of `chunkBytes`, one per execution and replica, replicas minor) that
+// replicas [first, first + count) of `replicas` read or write. A host array
+// that is not a whole number of chunks per replica is shared by all
+// replicas: one range, all of it.
+struct ByteRange {
+  uint64_t offset = 0, bytes = 0;
+};
+std::vector<ByteRange> replicaChunks(uint64_t hostBytes, uint64_t chunkBytes, uint32_t replicas, uint32_t first,
+                                     uint32_t count);
 
 class Engine {
 public:
@@ -79,6 +97,8 @@ public:
   void writeVariable(const std::string &name, const HostTensor &value);
   // "a float32 [1,4], b int64 [2]" — what run() expects.
   std::string describeInputs() const;
+  // The check run() makes first: throws popc::Error listing every mismatch.
+  void checkInputs(const HostTensorMap &inputs) const;
 
   // Runs `main` once. `inputs` must hold exactly the model inputs with the
   // right dtype and shape (else popc::Error listing what is expected).

@@ -35,6 +35,7 @@ struct ExchangeReport {
   uint32_t copies = 0;
   uint64_t bytes = 0;            // per run
   bool interIpu = false;         // any copy crosses IPUs
+  bool hostLink = false;         // from another instance's replica: over the host (hostAllReduce)
   uint64_t syncCyclesPerRun = 0;
   uint64_t transferCyclesPerRun = 0;
   uint64_t runs = 0;
@@ -59,6 +60,11 @@ struct Report {
   std::vector<ExchangeReport> exchanges;     // index = popef exchange index
   uint32_t replicas = 1;                     // replicated graphs running side by side
   uint64_t interIpuBytes = 0;                // bytes moved over IPU-links (all replicas)
+  // MPI instances (docs/distributed.md): this engine's replicas are
+  // [firstReplica, firstReplica + replicas) of totalReplicas; cross-replica
+  // steps move hostAllReduceBytes over the host link, like PopART's hostAllReduce.
+  uint32_t instances = 1, firstReplica = 0, totalReplicas = 1;
+  uint64_t hostAllReduceBytes = 0;
   // Per IPU of one replica: busiest-tile compute cycles summed over compute
   // set runs, and bytes sent/received over the links (all replicas).
   struct Ipu {

@@ -11,6 +11,9 @@
 #include "profile/summary.h"
 #include "tools/run_inputs.h"
 #include "compiler/onnx/trained_model.h"
+#include "distributed/instance_io.h"
+#include "distributed/mpi_replica_link.h"
+#include "distributed/mpi_session.h"
 #include "runtime/engine.h"
 #include "runtime/memory_budget.h"
 #include "runtime/object_cache.h"
@@ -32,6 +35,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 namespace {
 
@@ -101,7 +106,10 @@ void printReport(const runtime::Report &r, double openSeconds, uint64_t iteratio
   fmt::print("    host     {:>14} {}\n", c.host, percent(c.host, total));
   if (r.loadExchangeBytes)
     fmt::print("  constants laid out at load: {} bytes exchanged once (not per run)\n", r.loadExchangeBytes);
-  if (r.replicas > 1 || r.interIpuBytes)
+  if (r.instances > 1)
+    fmt::print("  MPI instances {}: this one runs replicas {}-{} of {}; host all-reduce {} bytes over the host link\n",
+               r.instances, r.firstReplica, r.firstReplica + r.replicas - 1, r.totalReplicas, r.hostAllReduceBytes);
+  else if (r.replicas > 1 || r.interIpuBytes)
     fmt::print("  replicas {}, inter-IPU exchange {} bytes\n", r.replicas, r.interIpuBytes);
   if (r.ipus.size() > 1)
     for (size_t i = 0; i < r.ipus.size(); ++i)
@@ -171,6 +179,29 @@ void writeProfile(const popc::popef::Executable &exe, const std::vector<uint32_t
     profile::SummaryOptions options = *summary;
     options.colours = profile::coloursFor(1);
     fmt::print("{}", profile::profileSummary(graph, &execution, options));
+  }
+}
+
+// Under mpirun, rank 0 checks every step's inputs before any step runs, so a
+// bad batch stops every rank at once with one line, not mid-way.
+void checkEveryIteration(const runtime::Engine &engine, const runtime::HostTensorMap &inputs, uint64_t iterations,
+                         const distributed::MpiSession &mpi) {
+  const auto dataset = popc::tools::datasetInputs(inputs, engine.inputs(), iterations);
+  runtime::HostTensorMap run;
+  for (const auto &[name, t] : inputs)
+    if (!dataset.count(name))
+      run[name] = t;
+  const runtime::Report &r = engine.report();
+  for (uint64_t k = 0; k < (dataset.empty() ? 1 : iterations); ++k) {
+    try {
+      if (!dataset.empty())
+        popc::tools::selectIteration(inputs, engine.inputs(), dataset, k, run);
+      engine.checkInputs(dataset.empty() ? inputs : run);
+    } catch (const Error &e) {
+      fail("{}{}. Under mpirun the batch is split over {} replicas ({} per rank on {} ranks): each input holds "
+           "micro-batches x replicas samples per step", e.what(), dataset.empty() ? "" : fmt::format(" (step {})", k),
+           r.totalReplicas, r.replicas, mpi.size());
+    }
   }
 }
 
@@ -289,6 +320,24 @@ int main(int argc, char **argv) {
     const uint64_t maxMemory = guard.maxMemoryBytes();
     limits::setMemoryBudget(maxMemory);
     popc::tools::Watchdog watchdog("poprun-lite", guard.timeoutSeconds);
+    // Under mpirun with 2+ ranks this process is one instance (docs/distributed.md):
+    // it runs its share of the replicas; rank 0 reads inputs and writes every output.
+    const auto mpi = distributed::MpiSession::join("poprun-lite", watchdog.flag());
+    const bool rank0 = !mpi || mpi->rank() == 0;
+    // Collective under MPI: a problem on any rank stops every rank with its message.
+    auto agree = [&](const std::function<void()> &step) {
+      if (!mpi)
+        return step();
+      std::optional<std::string> problem;
+      try {
+        step();
+      } catch (const Error &e) {
+        problem = e.what();
+      }
+      mpi->agree(problem);
+    };
+    if (mpi && benchmark)
+      fail("--benchmark times one process; under mpirun use --iterations and --report");
 
     auto t0 = std::chrono::steady_clock::now();
     auto executable = popc::popef::Executable::open(model);
@@ -309,6 +358,9 @@ int main(int argc, char **argv) {
         fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
     }
     runtime::EngineOptions engineOptions{threads, nullptr};
+    if (mpi)
+      engineOptions.replicaLink =
+          distributed::makeMpiReplicaLink(*mpi, executable->root().target()->replication_factor(), model);
     engineOptions.observer = trace.get();
     engineOptions.stop = watchdog.flag();
     engineOptions.runChecks = !noIndexChecks;
@@ -326,30 +378,41 @@ int main(int argc, char **argv) {
       }
     }
 
-    runtime::HostTensorMap inputs;
-    if (!inputsPath.empty())
-      for (auto &[name, array] : npz::readNpz(inputsPath, maxMemory ? maxMemory : UINT64_MAX))
-        inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
-    for (const std::string &arg : inputArgs) {
-      auto [name, tensor] = popc::tools::parseInputArgument(arg, maxMemory);
-      if (inputs.count(name))
-        fail("--input {}: input '{}' is given twice (by --inputs or another --input)", arg, name);
-      inputs[name] = std::move(tensor);
-    }
-
     if (!engine)
-      engine = std::make_unique<runtime::Engine>(executable, engineOptions);
-    popc::tools::fillMissingInputs(inputs, engine->inputs(), popc::tools::parseFillMode(fillMode), seed);
-    if (inputs.empty() && !engine->inputs().empty())
-      fail("{}: the model needs inputs ({}): pass --inputs FILE.npz, --input NAME=..., or --fill random|zeros|ones",
-           model, engine->describeInputs());
+      agree([&] { engine = std::make_unique<runtime::Engine>(executable, engineOptions); });
 
-    if (!loadWeightsPath.empty()) {
-      if (engine->variables().empty())
-        fail("--load-weights {}: {} has no variables (compile with popc-onnx --train)", loadWeightsPath, model);
-      for (auto &[name, array] : npz::readNpz(loadWeightsPath, maxMemory ? maxMemory : UINT64_MAX))
-        engine->writeVariable(name, {array.dtype, std::move(array.shape), std::move(array.data)});
-    }
+    // Rank 0 alone reads the inputs and the weights; every rank hears of a problem.
+    runtime::HostTensorMap inputs;
+    agree([&] {
+      if (!rank0)
+        return;
+      if (!inputsPath.empty())
+        for (auto &[name, array] : npz::readNpz(inputsPath, maxMemory ? maxMemory : UINT64_MAX))
+          inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
+      for (const std::string &arg : inputArgs) {
+        auto [name, tensor] = popc::tools::parseInputArgument(arg, maxMemory);
+        if (inputs.count(name))
+          fail("--input {}: input '{}' is given twice (by --inputs or another --input)", arg, name);
+        inputs[name] = std::move(tensor);
+      }
+      popc::tools::fillMissingInputs(inputs, engine->inputs(), popc::tools::parseFillMode(fillMode), seed);
+      if (inputs.empty() && !engine->inputs().empty())
+        fail("{}: the model needs inputs ({}): pass --inputs FILE.npz, --input NAME=..., or --fill random|zeros|ones",
+             model, engine->describeInputs());
+      if (mpi) // every step's inputs, before any step runs
+        checkEveryIteration(*engine, inputs, iterations, *mpi);
+      if (!loadWeightsPath.empty()) {
+        if (engine->variables().empty())
+          fail("--load-weights {}: {} has no variables (compile with popc-onnx --train)", loadWeightsPath, model);
+        for (auto &[name, array] : npz::readNpz(loadWeightsPath, maxMemory ? maxMemory : UINT64_MAX))
+          engine->writeVariable(name, {array.dtype, std::move(array.shape), std::move(array.data)});
+      }
+    });
+    if (mpi)
+      distributed::broadcastVariables(*mpi, *engine);
+    auto runOnce = [&](const runtime::HostTensorMap &in) {
+      return mpi ? distributed::runOnInstances(*mpi, *engine, in) : engine->run(in);
+    };
     for (const auto &[path, flag] : {std::pair{saveWeightsPath, "--save-weights"}, std::pair{saveModelPath, "--save-model"}})
       if (!path.empty() && engine->variables().empty())
         fail("{} {}: {} has no variables (compile with popc-onnx --train)", flag, path, model);
@@ -376,18 +439,26 @@ int main(int argc, char **argv) {
             runInputs[name] = t;
       for (; done < iterations; ++done) {
         if (dataset.empty()) {
-          outputs = engine->run(inputs);
+          outputs = runOnce(inputs);
           continue;
         }
         popc::tools::selectIteration(inputs, engine->inputs(), dataset, done, runInputs);
-        outputs = engine->run(runInputs);
+        outputs = runOnce(runInputs);
       }
     } catch (const runtime::Stopped &) {
+      if (mpi)
+        mpi->abort(fmt::format("{}: stopped by --timeout {} s after {} complete iteration(s), waiting for the other "
+                               "ranks or the current step (a rank may be hung or dead); stopping every rank, no "
+                               "outputs written",
+                               model, guard.timeoutSeconds, done),
+                   limits::kExitTimeout);
       fmt::print(stderr, "poprun-lite: error: {}: stopped by --timeout {} s after {} complete iteration(s); "
                          "no outputs written\n", model, guard.timeoutSeconds, done);
       return limits::kExitTimeout;
     }
     watchdog.finished();
+    if (!rank0)
+      return 0; // rank 0 writes every output, the weights and the report
 
     if (!saveWeightsPath.empty() || !saveModelPath.empty()) {
       npz::ArrayMap weights;
