@@ -52,6 +52,11 @@ MpiSession::MpiSession(std::string tool, const std::atomic<bool> *stop) : tool_(
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   // Errors come back as codes (then a one-line popc::Error), not MPI's abort.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm host;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host) == MPI_SUCCESS) {
+    MPI_Comm_size(host, &local_);
+    MPI_Comm_free(&host);
+  }
   fmt::format_to_n(terminateMessage, sizeof terminateMessage - 1,
                    "{}: error: {}: stopped by mpirun: another rank failed or was killed (mpirun's message names "
                    "it)\n",
@@ -151,7 +156,7 @@ void MpiSession::agree(const std::optional<std::string> &problem) {
   broadcast({reinterpret_cast<uint8_t *>(message.data()), message.size()}, first, "sending an error");
   if (first == rank_)
     fail("{}", message);
-  fail("rank {} of {}: {}", first, size_, message);
+  fail("rank {} of {} reports: {}", first, size_, message);
 }
 
 void MpiSession::abort(const std::string &message, int exitCode) {

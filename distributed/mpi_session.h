@@ -26,6 +26,8 @@ public:
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Ranks on this machine (MPI_COMM_TYPE_SHARED): they share its cores.
+  int ranksOnThisHost() const { return local_; }
   // "rank 1 of 4" for messages.
   std::string where() const;
 
@@ -48,7 +50,7 @@ private:
 
   std::string tool_;
   const std::atomic<bool> *stop_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_ = 1;
 };
 
 } // namespace popc::distributed

@@ -37,6 +37,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <thread>
 
 namespace {
 
@@ -271,7 +272,8 @@ int main(int argc, char **argv) {
                  "Run the program this many times (default 1). An input whose leading dimension is K times "
                  "the model's gives run k its k-th slice (a dataset of K steps)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
-  app.add_option("--threads", threads, "Host threads (default: all cores)")->check(CLI::Range(1u, 1024u));
+  app.add_option("--threads", threads,
+                 "Host threads (default: all cores; under mpirun, the cores divided by the ranks on this machine)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--report", report, "Print simulated cycles by phase and host wall times");
   bool noIndexChecks = false;
   app.add_flag("--no-index-checks", noIndexChecks,
@@ -357,6 +359,9 @@ int main(int argc, char **argv) {
       if (ec)
         fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
     }
+    // Ranks on one machine share its cores: by default each takes its share.
+    if (mpi && threads == 0)
+      threads = std::max(1u, std::thread::hardware_concurrency() / unsigned(mpi->ranksOnThisHost()));
     runtime::EngineOptions engineOptions{threads, nullptr};
     if (mpi)
       engineOptions.replicaLink =
