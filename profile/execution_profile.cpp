@@ -54,7 +54,8 @@ double ratio(uint64_t a, uint64_t b) { return b ? double(a) / double(b) : 1.0; }
 
 } // namespace
 
-Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
+Json executionProfile(const Json &graph, std::span<const uint32_t> trace,
+                      const std::map<uint32_t, HostAllReduce> &hostAllReduce) {
   const Json &programs = graph.at("programs");
   const Json &target = graph.at("target");
   const uint64_t numTiles = target.at("numTiles").get<uint64_t>();
@@ -157,6 +158,23 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace) {
     } else if (type == "DoExchange" || type == "GlobalExchange") {
       const bool global = type == "GlobalExchange";
       const size_t e = p["exchange"].get<size_t>();
+      if (global && !hostAllReduce.empty()) {
+        auto h = hostAllReduce.find(external["popefIndex"][e].get<uint32_t>());
+        if (h != hostAllReduce.end()) {
+          sync("External", h->second.syncCycles, std::nullopt);
+          StepFacts f;
+          f.cycles = h->second.transferCycles;
+          f.totalData = h->second.bytes;
+          Json s{{"type", type}, {"hostAllReduce", true}};
+          common(s, id, p, f);
+          s["totalData"] = f.totalData;
+          s["externalExchange"] = e;
+          steps.push_back(s);
+          phase.host += f.cycles;
+          hostData += f.totalData;
+          return;
+        }
+      }
       const StepFacts &f = global ? facts(exFacts, e, [&] { return exchangeFacts(external, e, "estimatedCyclesByTile"); })
                                   : facts(inFacts, e, [&] { return exchangeFacts(internal, e, "cyclesByTile"); });
       sync(global ? "External" : "Internal", global ? globalSync : syncCycles, std::nullopt);

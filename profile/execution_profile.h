@@ -5,6 +5,8 @@
 #include "profile/graph_profile.h"
 #include "runtime/program_observer.h"
 
+#include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -23,8 +25,17 @@ private:
   std::vector<uint32_t> trace_;
 };
 
+// A cross-replica exchange that ran over the host link between MPI instances
+// (docs/distributed.md), as the engine charged it (runtime::ExchangeReport).
+struct HostAllReduce {
+  uint64_t syncCycles = 0, transferCycles = 0, bytes = 0;
+};
+
 // execution.json's document for `trace` (program ids into graph["programs"]).
+// `hostAllReduce`, by popef exchange index, replaces those steps' IPU-link
+// costs with the host link's (step field "hostAllReduce": true, phase host).
 // Throws popc::Error if the trace names a program the graph profile lacks.
-Json executionProfile(const Json &graph, std::span<const uint32_t> trace);
+Json executionProfile(const Json &graph, std::span<const uint32_t> trace,
+                      const std::map<uint32_t, HostAllReduce> &hostAllReduce = {});
 
 } // namespace popc::profile

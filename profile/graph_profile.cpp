@@ -383,6 +383,8 @@ Json tensorMap(const popef::Executable &file) {
 }
 
 bool isInterIpu(const fb::Target &target, const fb::ExchangeStep &step) {
+  if (step.from_replica() >= 0) // from another replica's IPU (runtime/cycle_model.cpp)
+    return true;
   for (uint32_t i = 0; i < len(step.copies()); ++i) {
     const fb::Copy *c = step.copies()->Get(i);
     if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu())

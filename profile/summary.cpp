@@ -56,16 +56,18 @@ void target(Out &o, const Json &t) {
   auto mem = [](uint64_t bytes) {
     return bytes >= (1u << 20) ? oneDecimal(bytes / 1048576.0) + " MB" : oneDecimal(bytes / 1024.0) + " kB";
   };
-  row("Number of IPUs:", withCommas(u(t["numIPUs"])));
+  // The graph profile's target is one replica (popef Target); the whole system is R of them.
+  const uint64_t replicas = std::max<uint64_t>(1, u(t["replicationFactor"]));
+  row("Number of IPUs:", withCommas(u(t["numIPUs"]) * replicas));
   row("Tiles per IPU:", withCommas(u(t["tilesPerIPU"])));
-  row("Total Tiles:", withCommas(u(t["numTiles"])));
+  row("Total Tiles:", withCommas(u(t["numTiles"]) * replicas));
   row("Memory Per-Tile:", oneDecimal(u(t["bytesPerTile"]) / 1024.0) + " kB");
-  row("Total Memory:", mem(u(t["totalMemory"])));
+  row("Total Memory:", mem(u(t["totalMemory"]) * replicas));
   row("Clock Speed (approx):", oneDecimal(u(t["clockFrequency"]) / 1e6) + " MHz");
-  row("Number of Replicas:", withCommas(u(t["replicationFactor"])));
-  row("IPUs per Replica:", withCommas(u(t["numIPUs"]) / std::max<uint64_t>(1, u(t["replicationFactor"]))));
-  row("Tiles per Replica:", withCommas(u(t["numTiles"]) / std::max<uint64_t>(1, u(t["replicationFactor"]))));
-  row("Memory per Replica:", mem(u(t["totalMemory"]) / std::max<uint64_t>(1, u(t["replicationFactor"]))));
+  row("Number of Replicas:", withCommas(replicas));
+  row("IPUs per Replica:", withCommas(u(t["numIPUs"])));
+  row("Tiles per Replica:", withCommas(u(t["numTiles"])));
+  row("Memory per Replica:", mem(u(t["totalMemory"])));
   o.line();
 }
 

@@ -171,9 +171,13 @@ profile::Json graphProfileFor(const popc::popef::Executable &exe, const std::str
 }
 
 void writeProfile(const popc::popef::Executable &exe, const std::vector<uint32_t> &trace, const std::string &dir,
-                  const profile::SummaryOptions *summary) {
+                  const profile::SummaryOptions *summary, const runtime::Report &report) {
   const profile::Json graph = graphProfileFor(exe, dir);
-  const profile::Json execution = profile::executionProfile(graph, trace);
+  std::map<uint32_t, profile::HostAllReduce> hostAllReduce;
+  for (uint32_t e = 0; e < report.exchanges.size(); ++e)
+    if (const runtime::ExchangeReport &x = report.exchanges[e]; x.hostLink)
+      hostAllReduce[e] = {x.syncCyclesPerRun, x.transferCyclesPerRun, x.bytes};
+  const profile::Json execution = profile::executionProfile(graph, trace, hostAllReduce);
   if (!dir.empty())
     profile::writeJsonFile((std::filesystem::path(dir) / "execution.json").string(), execution);
   if (summary) {
@@ -520,7 +524,7 @@ int main(int argc, char **argv) {
       printReport(engine->report(), openSeconds, iterations, reportOptions);
     }
     if (trace)
-      writeProfile(*executable, trace->trace(), profileDir, summary ? &summaryOptions : nullptr);
+      writeProfile(*executable, trace->trace(), profileDir, summary ? &summaryOptions : nullptr, engine->report());
     return matched ? 0 : 1;
   });
 }

@@ -51,6 +51,18 @@ training)
     # the all-reduce went over the host link, and the report says how much
     grep -Eq "host all-reduce [1-9][0-9]* bytes" $c/np$n.log || die "$c: no host all-reduce: $(cat $c/np$n.log)"
   done
+  # the execution profile shows the all-reduce steps on the host link, and the summary the replicas
+  c=mlp_adam_repl4
+  mpi 2 "$BIN/poprun-lite" $c/train.popef --inputs $c/data.npz --iterations 10 --profile-dir prof --summary \
+    --cache-dir jit >sum.txt 2>&1 || { cat sum.txt; die "profile run"; }
+  "$PY" - <<'PY' || die "execution profile"
+import json
+steps = json.load(open("prof/execution.json"))["simulation"]["steps"]
+host = [s for s in steps if s.get("hostAllReduce")]
+assert host and all(s["type"] == "GlobalExchange" and s["totalData"] > 0 for s in host), host[:2]
+print(len(host), "host all-reduce steps")
+PY
+  grep -Eq "Number of Replicas: +4" sum.txt && grep -Eq "IPUs per Replica: +1" sum.txt || die "summary: $(cat sum.txt)"
   ;;
 
 resume)
