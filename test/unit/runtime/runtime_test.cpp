@@ -349,3 +349,93 @@ TEST_CASE("cycle model", "[runtime]") {
     CHECK(popc::runtime::exchangeCost(*r->target(), *r->exchanges()->Get(0)).bytes == 32);
   }
 }
+
+TEST_CASE("replicaChunks: each replica's chunks of a host array, or all of a shared one", "[runtime][replicas]") {
+  using popc::runtime::replicaChunks;
+  // 2 executions x 4 replicas of 8-byte chunks; replicas 1-2 take chunks 1, 2, 5, 6
+  auto r = replicaChunks(64, 8, 4, 1, 2);
+  REQUIRE(r.size() == 2);
+  CHECK((r[0].offset == 8 && r[0].bytes == 16));
+  CHECK((r[1].offset == 40 && r[1].bytes == 16));
+  auto shared = replicaChunks(8, 8, 4, 3, 1); // one chunk read by every replica
+  REQUIRE(shared.size() == 1);
+  CHECK((shared[0].offset == 0 && shared[0].bytes == 8));
+}
+
+namespace {
+
+// A ReplicaLink for one engine that holds replica `first` of 2: the other
+// replica "lives elsewhere"; its broadcasts deliver `remote`.
+struct FakeReplicaLink : popc::runtime::ReplicaLink {
+  uint32_t first = 0;
+  std::vector<float> remote, sent;
+  std::vector<uint32_t> calls;
+  uint32_t firstReplica() const override { return first; }
+  uint32_t localReplicas() const override { return 1; }
+  uint32_t instances() const override { return 2; }
+  void broadcastFromReplica(uint32_t from, std::span<uint8_t> bytes) override {
+    calls.push_back(from);
+    REQUIRE(bytes.size() == 16);
+    if (from == first) {
+      sent.resize(4);
+      std::memcpy(sent.data(), bytes.data(), 16);
+    } else {
+      std::memcpy(bytes.data(), remote.data(), 16);
+    }
+  }
+};
+
+} // namespace
+
+TEST_CASE("an engine holding some replicas exchanges across instances through its ReplicaLink", "[runtime][replicas]") {
+  // The sample with 2 replicas whose exchange reads replica 0's sum (an all-reduce's step).
+  auto exe = popc::test::makeSampleExecutable(makeBitcode(Variant::Add));
+  exe.target->replication_factor = 2;
+  exe.exchanges[0]->from_replica = 0;
+  for (auto *list : {&exe.metadata->inputs, &exe.metadata->outputs})
+    (*list)[0]->host_shape = {2, 4};
+  HostTensor a{popc::DType::F32, {2, 4}, std::vector<uint8_t>(32)};
+  const float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::memcpy(a.data.data(), values, sizeof values);
+  const std::shared_ptr<const popc::popef::Executable> file = build(exe);
+
+  // One process, both replicas: each gets replica 0's sum (a[0:4] + b).
+  Engine all(file);
+  CHECK(floats(all.run({{"a", a}})["out"]) == std::vector<float>{11, 22, 33, 44, 11, 22, 33, 44});
+  const uint64_t cycles = all.report().cycles.total();
+
+  // Instance 0 holds replica 0: it hands its own sum to the link and keeps it.
+  auto link0 = std::make_shared<FakeReplicaLink>();
+  popc::runtime::EngineOptions o0;
+  o0.replicaLink = link0;
+  Engine first(file, o0);
+  CHECK(floats(first.run({{"a", a}})["out"]) == std::vector<float>{11, 22, 33, 44, 0, 0, 0, 0});
+  CHECK(link0->calls == std::vector<uint32_t>{0});
+  CHECK(link0->sent == std::vector<float>{11, 22, 33, 44});
+
+  // Instance 1 holds replica 1: it reads its own input chunk, and the step's bytes come over the link.
+  auto link1 = std::make_shared<FakeReplicaLink>();
+  link1->first = 1;
+  link1->remote = {100, 200, 300, 400};
+  popc::runtime::EngineOptions o1;
+  o1.replicaLink = link1;
+  Engine second(file, o1);
+  CHECK(floats(second.run({{"a", a}})["out"]) == std::vector<float>{0, 0, 0, 0, 100, 200, 300, 400});
+  const auto &r = second.report();
+  CHECK((r.instances == 2 && r.firstReplica == 1 && r.replicas == 1 && r.totalReplicas == 2));
+  CHECK(r.hostAllReduceBytes == 16);
+  CHECK(r.exchanges[0].hostLink);
+  // The host link: global sync + twice 16 bytes at 8 per cycle, in the host phase;
+  // both instances charge the same, which differs from the IPU links in one process.
+  CHECK(r.exchanges[0].syncCyclesPerRun == 1000);
+  CHECK(r.exchanges[0].transferCyclesPerRun == 4);
+  CHECK(first.report().cycles.total() == r.cycles.total());
+  CHECK(r.cycles.total() != cycles);
+
+  // A link naming replicas the executable lacks is refused.
+  auto bad = std::make_shared<FakeReplicaLink>();
+  bad->first = 2;
+  popc::runtime::EngineOptions ob;
+  ob.replicaLink = bad;
+  CHECK_THROWS_WITH(Engine(file, ob), Catch::Contains("replicas 2 to 2 do not exist: the executable has 2"));
+}
