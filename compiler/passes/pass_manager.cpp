@@ -57,6 +57,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"resize-decomposition", decomposeResize,
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
+      {"float16-promotion", promoteFloat16,
+       "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},
       {"noop-removal", removeNoOps, "drop Identity, inference Dropout, reshapes to the same shape, identity Transposes"},
       {"conv-bn-fold", foldConvBatchNorm, "fold a constant BatchNormalization (or per-channel Mul/Add) into the Conv before it"},
@@ -154,7 +156,9 @@ void PassManager::run(ir::Ir &ir) {
     try {
       inferAndVerify(ir);
     } catch (const Error &e) {
-      fail("internal error after pass {}: {}", step.name, e.what());
+      // A pass broke the IR: a popc bug, never a property of the model
+      // (tools exit 2; the conformance runner counts it as an error).
+      throw InternalError(fmt::format("after pass {}: the IR no longer verifies: {}", step.name, e.what()));
     }
     logger->debug("pass {}: {} rewrites, ops {} -> {}", step.name, rewrites, before,
                   ir.main.ops().size());

@@ -48,8 +48,9 @@ public:
   void addCheckpoint(std::string name);
 
   // Runs every step in the order added. Throws popc::Error: "pass <name>: ..."
-  // when a pass throws, "internal error after pass <name>: ..." when the IR no
-  // longer infers/verifies after it, or naming a dump file/dir that cannot be written.
+  // when a pass throws, or naming a dump file/dir that cannot be written;
+  // popc::InternalError "after pass <name>: the IR no longer verifies: ..."
+  // when the IR no longer infers/verifies after a pass (a popc bug).
   void run(ir::Ir &ir);
 
   // Distinct pass names in order of first appearance.

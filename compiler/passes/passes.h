@@ -13,6 +13,9 @@ namespace popc::passes {
 // (shapes are static), are evaluated by the host evaluator and replaced by
 // Constant tensors.
 size_t foldConstants(ir::Ir &ir);
+// Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
+// between casts: the IPU's float partials (float16_promotion.cpp).
+size_t promoteFloat16(ir::Ir &ir);
 
 // Removes ops that do not change their data: Identity, inference Dropout,
 // Reshape/Flatten/Squeeze/Unsqueeze to the same shape, identity Transpose.

@@ -248,6 +248,19 @@ void writeExpectLists(const RunResults &r, const std::string &dir) {
   }
 }
 
+bool checkNoCrashes(const RunResults &r) {
+  std::vector<std::string> crashes;
+  for (size_t i = 0; i < r.tests.size(); ++i)
+    if (r.outcomes[i].crashOrTimeout)
+      crashes.push_back(fmt::format("{}: {}", r.tests[i].id(), r.outcomes[i].reason));
+  if (crashes.empty())
+    return true;
+  fmt::print("\n{} test(s) crashed, hung or timed out (listed or not, each fails the run):\n", crashes.size());
+  for (const auto &c : crashes)
+    fmt::print("  {}\n", c);
+  return false;
+}
+
 bool checkExpectations(const RunResults &r, const std::vector<std::string> &expectFiles) {
   std::set<std::string> expected;
   for (const auto &f : expectFiles)

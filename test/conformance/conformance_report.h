@@ -38,5 +38,7 @@ void writeMarkdown(const RunResults &r, const std::string &path);
 void writeExpectLists(const RunResults &r, const std::string &dir);
 // Returns false (and prints why) when a listed test did not pass; prints newly passing tests.
 bool checkExpectations(const RunResults &r, const std::vector<std::string> &expectFiles);
+// Returns false (and lists them) when any test crashed, hung or timed out.
+bool checkNoCrashes(const RunResults &r);
 
 } // namespace popc::conformance
