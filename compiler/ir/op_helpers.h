@@ -38,5 +38,6 @@ void registerMovementOps(OpRegistry &reg);
 void registerReduceOps(OpRegistry &reg);
 void registerIndexOps(OpRegistry &reg);
 void registerRecurrentOps(OpRegistry &reg);
+void registerQuantOps(OpRegistry &reg);
 
 } // namespace popc::ir::detail

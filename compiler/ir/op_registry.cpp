@@ -19,6 +19,7 @@ const OpRegistry &OpRegistry::instance() {
     detail::registerReduceOps(r);
     detail::registerIndexOps(r);
     detail::registerRecurrentOps(r);
+    detail::registerQuantOps(r);
     return r;
   }();
   return registry;

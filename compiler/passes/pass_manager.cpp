@@ -57,6 +57,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"resize-decomposition", decomposeResize,
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
+      {"quantize-decomposition", decomposeQuantized,
+       "QuantizeLinear/DequantizeLinear/QLinearConv/... as casts, float arithmetic and exact float64 MatMul/Conv"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},

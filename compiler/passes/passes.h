@@ -13,6 +13,9 @@ namespace popc::passes {
 // (shapes are static), are evaluated by the host evaluator and replaced by
 // Constant tensors.
 size_t foldConstants(ir::Ir &ir);
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+// ConvInteger, QLinearMatMul, QLinearConv as exact float arithmetic (quantize_decompose.cpp).
+size_t decomposeQuantized(ir::Ir &ir);
 // Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
 // between casts: the IPU's float partials (float16_promotion.cpp).
 size_t promoteFloat16(ir::Ir &ir);
