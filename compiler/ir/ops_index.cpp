@@ -6,6 +6,8 @@
 #include "compiler/ir/op_helpers.h"
 #include "compiler/ir/op_registry.h"
 
+#include <fmt/ranges.h>
+
 namespace popc::ir {
 
 namespace {
@@ -104,10 +106,67 @@ std::vector<TensorInfo> inferTopK(const Op &op, const Graph &graph) {
   return {TensorInfo{x.dtype, out}, TensorInfo{DType::I64, out}};
 }
 
+// ScatterND (decomposed into ScatterElements on a [rows, row elements] view by
+// compiler/passes/scatter_decompose.cpp).
+std::vector<TensorInfo> inferScatterND(const Op &op, const Graph &graph) {
+  const TensorInfo &data = inputInfo(op, graph, 0);
+  const TensorInfo &idx = inputInfo(op, graph, 1);
+  const TensorInfo &updates = inputInfo(op, graph, 2);
+  requireIndices(op, idx, "indices");
+  requireSameDType(op, data, updates, "data", "updates");
+  if (idx.shape.empty() || idx.shape.back() < 1 || idx.shape.back() > int64_t(data.shape.size()))
+    failOp(op, "indices {} must end in a dimension from 1 to data's rank {}", shapeToString(idx.shape),
+           data.shape.size());
+  Shape want(idx.shape.begin(), idx.shape.end() - 1);
+  want.insert(want.end(), data.shape.begin() + idx.shape.back(), data.shape.end());
+  if (updates.shape != want)
+    failOp(op, "updates {} must have shape {} (indices' leading dims, then data's trailing ones)",
+           shapeToString(updates.shape), shapeToString(want));
+  const std::string reduction = op.attrs.getString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    failOp(op, "reduction '{}' must be none, add, mul, max or min", reduction);
+  return {data};
+}
+
+// MaxUnpool: X's values at MaxPool's flat Indices of a zero tensor (decomposed
+// like ScatterND). Output [N, C, spatial] from output_shape, else the pool's inverse.
+std::vector<TensorInfo> inferMaxUnpool(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireIndices(op, inputInfo(op, graph, 1), "indices");
+  if (inputInfo(op, graph, 1).shape != x.shape)
+    failOp(op, "indices {} must have X's shape {}", shapeToString(inputInfo(op, graph, 1).shape),
+           shapeToString(x.shape));
+  if (op.hasInput(2)) {
+    const std::vector<int64_t> shape = constantInputInts(op, graph, 2, "output_shape");
+    if (shape.size() != x.shape.size())
+      failOp(op, "output_shape has {} dims, X has {}", shape.size(), x.shape.size());
+  }
+  const std::vector<int64_t> kernel = op.attrs.getInts("kernel_shape");
+  const size_t spatial = x.shape.size() - 2;
+  if (x.shape.size() < 3 || kernel.size() != spatial)
+    failOp(op, "kernel_shape {} does not match X {}", fmt::join(kernel, ","), shapeToString(x.shape));
+  std::vector<int64_t> strides = op.attrs.getInts("strides"), pads = op.attrs.getInts("pads");
+  strides.resize(spatial, 1);
+  pads.resize(2 * spatial, 0);
+  Shape out{x.shape[0], x.shape[1]};
+  for (size_t d = 0; d < spatial; ++d)
+    out.push_back((x.shape[d + 2] - 1) * strides[d] - pads[d] - pads[d + spatial] + kernel[d]);
+  if (op.hasInput(2)) { // at least the unpooled shape (it is padded at the end)
+    const std::vector<int64_t> shape = constantInputInts(op, graph, 2, "output_shape");
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] < out[d])
+        failOp(op, "output_shape {} is smaller than the unpooled shape {}", fmt::join(shape, ","), shapeToString(out));
+    out.assign(shape.begin(), shape.end());
+  }
+  return {TensorInfo{x.dtype, out}};
+}
+
 } // namespace
 
 void registerIndexOps(OpRegistry &reg) {
   reg.add({"ScatterElements", 3, 3, inferScatterElements});
+  reg.add({"ScatterND", 3, 3, inferScatterND});
+  reg.add({"MaxUnpool", 2, 3, inferMaxUnpool});
   reg.add({"Scatter", 3, 3, inferScatterElements});
   reg.add({"OneHot", 3, 3, inferOneHot});
   reg.add({"TopK", 1, 2, inferTopK});

@@ -59,6 +59,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
       {"quantize-decomposition", decomposeQuantized,
        "QuantizeLinear/DequantizeLinear/QLinearConv/... as casts, float arithmetic and exact float64 MatMul/Conv"},
+      {"scatter-decomposition", decomposeScatters, "ScatterND and MaxUnpool as ScatterElements on a flat view"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},

@@ -5,6 +5,7 @@
 #include "compiler/passes/host_eval.h"
 #include "support/error.h"
 
+#include <cstring>
 #include <algorithm>
 #include <cmath>
 
@@ -53,6 +54,14 @@ std::string addFloatConstant(ir::Graph &g, const std::string &base, DType dtype,
                              const std::vector<double> &values) {
   ir::TensorInfo info{dtype, std::move(shape)};
   return addConstant(g, base, info, encodeDoubles(dtype, values));
+}
+
+std::string addInt64Constant(ir::Graph &g, const std::string &base, const std::vector<int64_t> &values,
+                             bool scalar) {
+  std::vector<uint8_t> data(values.size() * 8);
+  std::memcpy(data.data(), values.data(), data.size());
+  ir::TensorInfo info{DType::I64, scalar ? Shape{} : Shape{int64_t(values.size())}};
+  return addConstant(g, base, info, std::move(data));
 }
 
 std::vector<double> constantAsDoubles(const ir::Tensor &t) {

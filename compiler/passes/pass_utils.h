@@ -30,6 +30,10 @@ std::string addConstant(ir::Graph &g, const std::string &base, ir::TensorInfo in
 std::string addFloatConstant(ir::Graph &g, const std::string &base, DType dtype, Shape shape,
                              const std::vector<double> &values);
 
+// An int64 constant of the given values (1-D, or a scalar when `scalar`).
+std::string addInt64Constant(ir::Graph &g, const std::string &base, const std::vector<int64_t> &values,
+                             bool scalar = false);
+
 // Constant data as doubles (float and integer dtypes; throws for F16).
 std::vector<double> constantAsDoubles(const ir::Tensor &t);
 
