@@ -107,7 +107,7 @@ std::vector<TensorInfo> inferTopK(const Op &op, const Graph &graph) {
 }
 
 // ScatterND (decomposed into ScatterElements on a [rows, row elements] view by
-// compiler/passes/scatter_decompose.cpp).
+// compiler/passes/index_decompose.cpp).
 std::vector<TensorInfo> inferScatterND(const Op &op, const Graph &graph) {
   const TensorInfo &data = inputInfo(op, graph, 0);
   const TensorInfo &idx = inputInfo(op, graph, 1);

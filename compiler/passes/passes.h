@@ -16,8 +16,9 @@ size_t foldConstants(ir::Ir &ir);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 // ConvInteger, QLinearMatMul, QLinearConv as exact float arithmetic (quantize_decompose.cpp).
 size_t decomposeQuantized(ir::Ir &ir);
-// ScatterND and MaxUnpool as ScatterElements on a flat view (scatter_decompose.cpp).
-size_t decomposeScatters(ir::Ir &ir);
+// ScatterND, MaxUnpool and GatherND with run-time indices as ScatterElements and
+// Gather on a flat view (index_decompose.cpp).
+size_t decomposeIndexOps(ir::Ir &ir);
 // Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
 // between casts: the IPU's float partials (float16_promotion.cpp).
 size_t promoteFloat16(ir::Ir &ir);

@@ -1,0 +1,161 @@
+// ScatterND, MaxUnpool, and GatherND with run-time indices as ScatterElements
+// and Gather on a flat view, which popc lowers with run-time indices:
+//   ScatterND(data, indices [.., k], updates): with P rows of T elements
+//   (data viewed [prod(shape[:k]), prod(shape[k:])]), each index tuple is the
+//   row sum_j indices[.., j] * stride_j (negative entries count from the end);
+//   ScatterElements(axis 0) writes each update row there, with the same reduction.
+//   MaxUnpool(X, I): X's values at MaxPool's flat indices I of a zero tensor.
+//   GatherND(data, indices) whose indices are known only at run time: Gather
+//   (axis 0) of the same rows (plus each batch entry's first row with batch_dims).
+// (GatherND with constant indices stays: its exchange is planned at compile time.)
+#include "compiler/passes/pass_utils.h"
+#include "compiler/passes/passes.h"
+#include "support/log.h"
+
+#include <cstring>
+#include <numeric>
+
+namespace popc::passes {
+
+namespace {
+
+int64_t product(const Shape &s, size_t from, size_t to) {
+  return std::accumulate(s.begin() + from, s.begin() + to, int64_t(1), std::multiplies<>());
+}
+
+// The row of a [rows, row elements] view of `data` (dims [from, from + k) are
+// the rows) that each index tuple of `indices` [.., k] names; shape indices[:-1].
+std::string rowOfTuples(ir::Graph &g, OpInserter &ops, const ir::Op &op, const Shape &data, size_t from,
+                        const std::string &indices, size_t k) {
+  std::vector<int64_t> strides(k), dims(data.begin() + from, data.begin() + from + k);
+  for (size_t j = 0; j < k; ++j)
+    strides[j] = product(data, from + j + 1, from + k);
+  auto constant = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
+  // Negative entries count from the end of their dimension.
+  std::string i = indices;
+  if (g.tensor(i).info.dtype != DType::I64) {
+    ir::Attributes to;
+    to.set("to", int64_t(7)); // INT64
+    i = ops.add("Cast", {i}, "", to);
+  }
+  const std::string wrapped = ops.add(
+      "Where", {ops.add("Less", {i, addInt64Constant(g, op.name + "_zero", {0}, true)}), ops.add("Add", {i, constant(dims)}), i});
+  ir::Attributes reduce;
+  reduce.set("keepdims", int64_t(0));
+  std::vector<std::string> sumInputs{ops.add("Mul", {wrapped, constant(strides)})};
+  if (g.opset >= 13)
+    sumInputs.push_back(constant({-1}));
+  else
+    reduce.set("axes", std::vector<int64_t>{-1});
+  return ops.add("ReduceSum", sumInputs, "", reduce);
+}
+
+size_t decomposeGatherND(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorInfo &out) {
+  const Shape data = g.tensor(op.inputs[0]).info.shape;
+  const Shape idx = g.tensor(op.inputs[1]).info.shape;
+  const size_t b = size_t(op.attrs.getInt("batch_dims", 0)), k = size_t(idx.back());
+  const int64_t perBatch = product(data, b, b + k), row = product(data, b + k, data.size());
+  OpInserter ops(g, index, op.name, op.ipu);
+  auto constant = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
+  std::string rows = rowOfTuples(g, ops, op, data, b, op.inputs[1], k);
+  if (b > 0) { // + each position's batch entry times the rows per batch entry
+    const Shape positions(idx.begin(), idx.end() - 1);
+    const int64_t inner = product(positions, b, positions.size());
+    std::vector<int64_t> first(size_t(product(positions, 0, positions.size())));
+    for (size_t p = 0; p < first.size(); ++p)
+      first[p] = int64_t(p) / inner * perBatch;
+    std::vector<uint8_t> bytes(first.size() * 8);
+    std::memcpy(bytes.data(), first.data(), bytes.size());
+    rows = ops.add("Add", {rows, addConstant(g, op.name + "_batch", {DType::I64, positions}, std::move(bytes))});
+  }
+  ir::Attributes axis0;
+  axis0.set("axis", int64_t(0));
+  const std::string gathered =
+      ops.add("Gather", {ops.add("Reshape", {op.inputs[0], constant({product(data, 0, b) * perBatch, row})}),
+                         ops.add("Reshape", {rows, constant({-1})})},
+              "", axis0);
+  ops.add("Reshape", {gathered, constant(out.shape)}, op.outputs[0]);
+  return ops.next() - index;
+}
+
+size_t decomposeScatterND(ir::Graph &g, size_t index, const ir::Op &op) {
+  const Shape data = g.tensor(op.inputs[0]).info.shape;
+  const Shape idx = g.tensor(op.inputs[1]).info.shape;
+  const size_t k = size_t(idx.back());
+  const int64_t rows = product(data, 0, k), row = product(data, k, data.size());
+  const int64_t updates = product(idx, 0, idx.size() - 1);
+  OpInserter ops(g, index, op.name, op.ipu);
+  auto constant = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
+  const std::string flatRows = rowOfTuples(g, ops, op, data, 0, op.inputs[1], k);
+  const std::string at =
+      ops.add("Expand", {ops.add("Reshape", {flatRows, constant({updates, 1})}), constant({updates, row})});
+  ir::Attributes scatter;
+  scatter.set("axis", int64_t(0));
+  scatter.set("reduction", op.attrs.getString("reduction", "none"));
+  const std::string written =
+      ops.add("ScatterElements", {ops.add("Reshape", {op.inputs[0], constant({rows, row})}), at,
+                                  ops.add("Reshape", {op.inputs[2], constant({updates, row})})},
+              "", scatter);
+  ops.add("Reshape", {written, constant(data)}, op.outputs[0]);
+  return ops.next() - index;
+}
+
+// MaxPool's indices are flat positions in the unpooled shape the pool's
+// attributes give; a larger output_shape pads that at the end (as ONNX's
+// reference and ONNX Runtime do).
+size_t decomposeMaxUnpool(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorInfo &out) {
+  const Shape x = g.tensor(op.inputs[0]).info.shape;
+  const size_t spatial = x.size() - 2;
+  std::vector<int64_t> kernel = op.attrs.getInts("kernel_shape"), strides = op.attrs.getInts("strides"),
+                       pads = op.attrs.getInts("pads");
+  strides.resize(spatial, 1);
+  pads.resize(2 * spatial, 0);
+  Shape unpooled{x[0], x[1]};
+  for (size_t d = 0; d < spatial; ++d)
+    unpooled.push_back((x[d + 2] - 1) * strides[d] - pads[d] - pads[d + spatial] + kernel[d]);
+  OpInserter ops(g, index, op.name, op.ipu);
+  auto constant = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
+  const std::string zeros =
+      ops.add("Expand", {addConstant(g, op.name + "_zero", {out.dtype, {}}, std::vector<uint8_t>(dtypeSize(out.dtype))),
+                         constant({product(unpooled, 0, unpooled.size())})});
+  const std::string written = ops.add(
+      "ScatterElements", {zeros, ops.add("Reshape", {op.inputs[1], constant({-1})}),
+                          ops.add("Reshape", {op.inputs[0], constant({-1})})});
+  if (unpooled == out.shape) {
+    ops.add("Reshape", {written, constant(out.shape)}, op.outputs[0]);
+  } else {
+    std::vector<int64_t> padding(2 * out.shape.size(), 0);
+    for (size_t d = 0; d < out.shape.size(); ++d)
+      padding[out.shape.size() + d] = out.shape[d] - unpooled[d];
+    ops.add("Pad", {ops.add("Reshape", {written, constant(unpooled)}), constant(padding)}, op.outputs[0]);
+  }
+  return ops.next() - index;
+}
+
+} // namespace
+
+size_t decomposeIndexOps(ir::Ir &ir) {
+  ir::Graph &g = ir.main;
+  const std::set<std::string> captured = namesUsedBySubgraphs(ir);
+  size_t count = 0;
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const ir::Op &candidate = *g.ops()[i];
+    const bool runtimeGather = candidate.type == "GatherND" && candidate.hasInput(1) &&
+                               !isConstant(g, candidate.inputs[1]);
+    if (!isOnnxOp(candidate) || (candidate.type != "ScatterND" && candidate.type != "MaxUnpool" && !runtimeGather))
+      continue;
+    const ir::Op op = candidate;
+    const ir::TensorInfo out = g.tensor(op.outputs[0]).info;
+    removeOpAndDeadOutputs(g, i, captured);
+    i += (op.type == "ScatterND"   ? decomposeScatterND(g, i, op)
+          : op.type == "MaxUnpool" ? decomposeMaxUnpool(g, i, op, out)
+                                   : decomposeGatherND(g, i, op, out)) -
+         1;
+    ++count;
+  }
+  if (count)
+    log::get("passes")->debug("index-decomposition: {} ScatterND/MaxUnpool/GatherND on flat views", count);
+  return count;
+}
+
+} // namespace popc::passes
