@@ -88,6 +88,43 @@ std::vector<TensorInfo> inferEinsum(const Op &op, const Graph &graph) {
   return {TensorInfo{dtype, shape}};
 }
 
+// Det and DFT: decomposed into elementwise ops, Gathers and MatMuls by
+// compiler/passes/linalg_decompose.cpp; here only their outputs.
+std::vector<TensorInfo> inferDet(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input X");
+  const size_t r = x.shape.size();
+  if (r < 2 || x.shape[r - 1] != x.shape[r - 2])
+    failOp(op, "input {} must be [..., n, n]", shapeToString(x.shape));
+  if (x.shape[r - 1] > 4)
+    failOp(op, "{}x{} matrices: popc's Det takes matrices up to 4x4", x.shape[r - 1], x.shape[r - 1]);
+  return {TensorInfo{x.dtype, Shape(x.shape.begin(), x.shape.end() - 2)}};
+}
+
+std::vector<TensorInfo> inferDft(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "input");
+  const int64_t r = int64_t(x.shape.size());
+  if (r < 3 || (x.shape.back() != 1 && x.shape.back() != 2))
+    failOp(op, "input {} must be [batch, signal..., 1 (real) or 2 (complex)]", shapeToString(x.shape));
+  int64_t axis = op.attrs.getInt("axis", 1);
+  if (axis < 0)
+    axis += r;
+  if (axis < 1 || axis > r - 2)
+    failOp(op, "axis {} is not a signal axis of input {}", op.attrs.getInt("axis", 1), shapeToString(x.shape));
+  int64_t n = x.shape[size_t(axis)];
+  if (op.hasInput(1)) {
+    const std::vector<int64_t> length = constantInputInts(op, graph, 1, "dft_length");
+    if (length.size() != 1 || length[0] < 1)
+      failOp(op, "dft_length must be one positive integer");
+    n = length[0];
+  }
+  Shape out = x.shape;
+  out[size_t(axis)] = op.attrs.getInt("onesided", 0) ? n / 2 + 1 : n;
+  out.back() = 2;
+  return {TensorInfo{x.dtype, out}};
+}
+
 // Gradient rules (autodiff.h).
 
 std::string swapLastAxes(GradContext &c, const std::string &x) {
@@ -144,6 +181,8 @@ void registerMatMulOps(OpRegistry &reg) {
   reg.add({"MatMul", 2, 2, inferMatMul, gradMatMul});
   reg.add({"Gemm", 2, 3, inferGemm, gradGemm});
   reg.add({"Einsum", 1, kVariadic, inferEinsum});
+  reg.add({"Det", 1, 1, inferDet});
+  reg.add({"DFT", 1, 2, inferDft});
 }
 
 } // namespace popc::ir::detail

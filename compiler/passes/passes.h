@@ -19,6 +19,8 @@ size_t decomposeQuantized(ir::Ir &ir);
 // ScatterND, MaxUnpool and GatherND with run-time indices as ScatterElements and
 // Gather on a flat view (index_decompose.cpp).
 size_t decomposeIndexOps(ir::Ir &ir);
+// Det (Leibniz, up to 4x4) and DFT (cos/sin MatMuls) (linalg_decompose.cpp).
+size_t decomposeLinalg(ir::Ir &ir);
 // Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
 // between casts: the IPU's float partials (float16_promotion.cpp).
 size_t promoteFloat16(ir::Ir &ir);
