@@ -125,6 +125,38 @@ std::vector<TensorInfo> inferDft(const Op &op, const Graph &graph) {
   return {TensorInfo{x.dtype, out}};
 }
 
+std::vector<TensorInfo> inferStft(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  requireFloat(op, x, "signal");
+  if (x.shape.size() != 3 || (x.shape[2] != 1 && x.shape[2] != 2))
+    failOp(op, "signal {} must be [batch, length, 1 (real) or 2 (complex)]", shapeToString(x.shape));
+  const std::vector<int64_t> step = constantInputInts(op, graph, 1, "frame_step");
+  int64_t length = 0;
+  if (op.hasInput(2))
+    length = inputInfo(op, graph, 2).shape.empty() ? 0 : inputInfo(op, graph, 2).shape[0];
+  if (op.hasInput(3))
+    length = constantInputInts(op, graph, 3, "frame_length").at(0);
+  if (step.size() != 1 || step[0] < 1 || length < 1 || length > x.shape[1])
+    failOp(op, "needs frame_step >= 1 and a frame_length (or window) of 1 to {} samples", x.shape[1]);
+  const int64_t frames = (x.shape[1] - length) / step[0] + 1;
+  const int64_t bins = op.attrs.getInt("onesided", 1) ? length / 2 + 1 : length;
+  return {TensorInfo{x.dtype, {x.shape[0], frames, bins, 2}}};
+}
+
+std::vector<TensorInfo> inferMelWeightMatrix(const Op &op, const Graph &graph) {
+  const int64_t bins = constantInputInts(op, graph, 0, "num_mel_bins").at(0);
+  const int64_t length = constantInputInts(op, graph, 1, "dft_length").at(0);
+  for (size_t i : {2, 3, 4})
+    if (graph.tensor(op.inputs[i]).kind != TensorKind::Constant)
+      failNotConstant(op, graph, i, "sample_rate and the edge frequencies");
+  if (bins < 1 || length < 1)
+    failOp(op, "num_mel_bins and dft_length must be positive");
+  const int64_t dtype = op.attrs.getInt("output_datatype", 1);
+  if (dtype != 1 && dtype != 11)
+    failOp(op, "output_datatype {}: popc makes float (1) or double (11)", dtype);
+  return {TensorInfo{dtype == 1 ? DType::F32 : DType::F64, {length / 2 + 1, bins}}};
+}
+
 // Gradient rules (autodiff.h).
 
 std::string swapLastAxes(GradContext &c, const std::string &x) {
@@ -183,6 +215,8 @@ void registerMatMulOps(OpRegistry &reg) {
   reg.add({"Einsum", 1, kVariadic, inferEinsum});
   reg.add({"Det", 1, 1, inferDet});
   reg.add({"DFT", 1, 2, inferDft});
+  reg.add({"STFT", 2, 4, inferStft});
+  reg.add({"MelWeightMatrix", 5, 5, inferMelWeightMatrix});
 }
 
 } // namespace popc::ir::detail

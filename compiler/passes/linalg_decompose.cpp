@@ -5,11 +5,18 @@
 //   axis, times constant cos/sin matrices [n_in, n_out] (dft_length truncates
 //   or zero-pads; onesided keeps n/2 + 1 frequencies; inverse conjugates and
 //   scales by 1/n), then stacked as [.., 2].
+//   STFT: the frames as one Gather of constant sample indices [frames, length],
+//   times the window, then the DFT above along the frame axis.
+//   MelWeightMatrix (all inputs constant): the matrix, computed here as ONNX's
+//   reference does, becomes a constant.
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
 
+#include "support/error.h"
+
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <numeric>
 
@@ -108,6 +115,72 @@ size_t decomposeDft(ir::Graph &g, size_t index, const ir::Op &op, const ir::Tens
   return ops.next() - index;
 }
 
+double scalarOf(const ir::Graph &g, const std::string &name) { return constantAsDoubles(g.tensor(name)).at(0); }
+
+size_t decomposeStft(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorInfo &out) {
+  const int64_t step = int64_t(scalarOf(g, op.inputs[1])), frames = out.shape[1];
+  const int64_t length = op.hasInput(3) ? int64_t(scalarOf(g, op.inputs[3])) : g.tensor(op.inputs[2]).info.shape[0];
+  std::vector<int64_t> samples;
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t t = 0; t < length; ++t)
+      samples.push_back(f * step + t);
+  std::vector<uint8_t> bytes(samples.size() * 8);
+  std::memcpy(bytes.data(), samples.data(), bytes.size());
+  OpInserter ops(g, index, op.name, op.ipu);
+  ir::Attributes time;
+  time.set("axis", int64_t(1));
+  // [batch, frames, length, 1|2]
+  std::string framesOf = ops.add(
+      "Gather", {op.inputs[0], addConstant(g, op.name + "_frames", {DType::I64, {frames, length}}, std::move(bytes))},
+      "", time);
+  if (op.hasInput(2))
+    framesOf = ops.add("Mul", {framesOf, ops.add("Reshape", {op.inputs[2], int64s(g, op, {1, 1, length, 1})})});
+  ir::Op dft;
+  dft.type = "DFT";
+  dft.name = op.name;
+  dft.ipu = op.ipu;
+  dft.inputs = {framesOf};
+  dft.outputs = op.outputs;
+  dft.attrs.set("axis", int64_t(2));
+  dft.attrs.set("onesided", op.attrs.getInt("onesided", 1));
+  const size_t at = ops.next();
+  return at - index + decomposeDft(g, at, dft, out);
+}
+
+size_t replaceMelWeightMatrix(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorInfo &out) {
+  const int64_t bins = int64_t(scalarOf(g, op.inputs[0])), length = int64_t(scalarOf(g, op.inputs[1]));
+  const double rate = scalarOf(g, op.inputs[2]), lower = scalarOf(g, op.inputs[3]), upper = scalarOf(g, op.inputs[4]);
+  const int64_t spectrum = length / 2 + 1;
+  const double lowMel = 2595 * std::log10(1 + lower / 700), highMel = 2595 * std::log10(1 + upper / 700);
+  const double melStep = (highMel - lowMel) / double(bins + 2);
+  std::vector<int64_t> edge(size_t(bins + 2));
+  for (int64_t i = 0; i < bins + 2; ++i) {
+    const double hz = 700 * (std::pow(10.0, (double(i) * melStep + lowMel) / 2595) - 1);
+    edge[size_t(i)] = int64_t(std::floor(double(length + 1) * hz / rate));
+  }
+  std::vector<double> w(size_t(spectrum * bins), 0.0);
+  auto at = [&](int64_t j, int64_t i) -> double & {
+    if (j < 0 || j >= spectrum)
+      fail("{} '{}': a mel band reaches spectrum bin {} of {}: check sample_rate and the edge frequencies",
+           op.type, op.name, j, spectrum);
+    return w[size_t(j * bins + i)];
+  };
+  for (int64_t i = 0; i < bins; ++i) {
+    const int64_t left = edge[size_t(i)], centre = edge[size_t(i + 1)], right = edge[size_t(i + 2)];
+    if (centre == left)
+      at(centre, i) = 1;
+    else
+      for (int64_t j = left; j <= centre; ++j)
+        at(j, i) = double(j - left) / double(centre - left);
+    if (right > centre)
+      for (int64_t j = centre; j < right; ++j)
+        at(j, i) = double(right - j) / double(right - centre);
+  }
+  OpInserter ops(g, index, op.name, op.ipu);
+  ops.add("Identity", {addFloatConstant(g, op.name + "_matrix", out.dtype, out.shape, w)}, op.outputs[0]);
+  return ops.next() - index;
+}
+
 } // namespace
 
 size_t decomposeLinalg(ir::Ir &ir) {
@@ -116,16 +189,21 @@ size_t decomposeLinalg(ir::Ir &ir) {
   size_t count = 0;
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const ir::Op &candidate = *g.ops()[i];
-    if (!isOnnxOp(candidate) || (candidate.type != "Det" && candidate.type != "DFT"))
+    static const std::set<std::string> types{"Det", "DFT", "STFT", "MelWeightMatrix"};
+    if (!isOnnxOp(candidate) || !types.count(candidate.type))
       continue;
     const ir::Op op = candidate;
     const ir::TensorInfo out = g.tensor(op.outputs[0]).info;
     removeOpAndDeadOutputs(g, i, captured);
-    i += (op.type == "Det" ? decomposeDet(g, i, op) : decomposeDft(g, i, op, out)) - 1;
+    i += (op.type == "Det"    ? decomposeDet(g, i, op)
+          : op.type == "DFT"  ? decomposeDft(g, i, op, out)
+          : op.type == "STFT" ? decomposeStft(g, i, op, out)
+                              : replaceMelWeightMatrix(g, i, op, out)) -
+         1;
     ++count;
   }
   if (count)
-    log::get("passes")->debug("linalg-decomposition: {} Det/DFT ops", count);
+    log::get("passes")->debug("linalg-decomposition: {} Det/DFT/STFT/MelWeightMatrix ops", count);
   return count;
 }
 

@@ -61,7 +61,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "QuantizeLinear/DequantizeLinear/QLinearConv/... as casts, float arithmetic and exact float64 MatMul/Conv"},
       {"index-decomposition", decomposeIndexOps,
        "ScatterND, MaxUnpool and run-time-index GatherND as ScatterElements/Gather on a flat view"},
-      {"linalg-decomposition", decomposeLinalg, "Det as Leibniz's sum of products, DFT as MatMuls by cos/sin matrices"},
+      {"linalg-decomposition", decomposeLinalg, "Det as Leibniz's sum of products, DFT/STFT as MatMuls by cos/sin matrices, MelWeightMatrix as a constant"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},
