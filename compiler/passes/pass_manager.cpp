@@ -62,6 +62,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"index-decomposition", decomposeIndexOps,
        "ScatterND, MaxUnpool and run-time-index GatherND as ScatterElements/Gather on a flat view"},
       {"linalg-decomposition", decomposeLinalg, "Det as Leibniz's sum of products, DFT/STFT as MatMuls by cos/sin matrices, MelWeightMatrix as a constant"},
+      {"maxpool-rewrites", rewriteMaxPools,
+       "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},

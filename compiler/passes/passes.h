@@ -21,6 +21,10 @@ size_t decomposeQuantized(ir::Ir &ir);
 size_t decomposeIndexOps(ir::Ir &ir);
 // Det (Leibniz, up to 4x4) and DFT (cos/sin MatMuls) (linalg_decompose.cpp).
 size_t decomposeLinalg(ir::Ir &ir);
+// A MaxPool whose strides and pads are multiples of its dilations as a strided
+// Slice and an undilated MaxPool; a large multi-dimensional MaxPool as one pool
+// per dimension (maxpool_rewrites.cpp).
+size_t rewriteMaxPools(ir::Ir &ir);
 // Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
 // between casts: the IPU's float partials (float16_promotion.cpp).
 size_t promoteFloat16(ir::Ir &ir);
