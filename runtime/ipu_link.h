@@ -1,8 +1,7 @@
-// The one seam for exchange between IPUs. Everything else in the runtime
-// works on global tile numbers; an implementation that runs IPU groups in
-// separate processes (e.g. over MPI, DESIGN.md "Scale past one machine")
-// replaces only this interface: at the sync point of an exchange step it is
-// handed that step's cross-IPU copies.
+// The one seam for exchange between the IPUs of one replica. Everything else
+// in the runtime works on global tile numbers; at the sync point of an
+// exchange step this is handed that step's cross-IPU copies. (Replicas in
+// other processes go through ReplicaLink instead: replica_link.h.)
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -36,44 +36,35 @@ bool isHalf(const ir::Graph &g, const std::string &name) {
 } // namespace
 
 size_t promoteFloat16(ir::Ir &ir) {
-  ir::Graph &g = ir.main;
-  const std::set<std::string> captured = namesUsedBySubgraphs(ir);
-  size_t count = 0;
-  for (size_t i = 0; i < g.ops().size(); ++i) {
-    const ir::Op &candidate = *g.ops()[i];
-    if (!isOnnxOp(candidate) || !accumulatingOps().count(candidate.type))
-      continue;
+  auto select = [](const ir::Graph &g, const ir::Op &op) {
+    if (!accumulatingOps().count(op.type))
+      return false;
     bool anyHalf = false;
-    for (const std::string &in : candidate.inputs)
+    for (const std::string &in : op.inputs)
       anyHalf |= isHalf(g, in);
     // One result only: the extra outputs (MaxPool's Indices, BN's training
     // statistics, LayerNorm's Mean) would each need their own cast back.
     size_t results = 0;
-    for (const std::string &out : candidate.outputs)
+    for (const std::string &out : op.outputs)
       results += !out.empty();
-    if (!anyHalf || results != 1 || candidate.outputs[0].empty())
-      continue;
-    const ir::Op op = candidate;
-    const bool halfResult = isHalf(g, op.outputs[0]);
-    std::vector<std::string> inputs = op.inputs;
-    std::vector<bool> widen(inputs.size());
-    for (size_t k = 0; k < inputs.size(); ++k)
-      widen[k] = isHalf(g, inputs[k]);
-    removeOpAndDeadOutputs(g, i, captured);
+    return anyHalf && results == 1 && !op.outputs[0].empty();
+  };
+  const size_t count = replaceOps(ir, select, [](ir::Graph &g, size_t i, const Replaced &r) {
+    const ir::Op &op = r.op;
     OpInserter ops(g, i, op.name, op.ipu);
     ir::Attributes toFloat, toHalf;
     toFloat.set("to", kOnnxFloat);
     toHalf.set("to", kOnnxFloat16);
-    for (size_t k = 0; k < inputs.size(); ++k)
-      if (widen[k])
-        inputs[k] = ops.add("Cast", {inputs[k]}, "", toFloat);
-    if (halfResult)
+    std::vector<std::string> inputs = op.inputs;
+    for (std::string &in : inputs)
+      if (isHalf(g, in))
+        in = ops.add("Cast", {in}, "", toFloat);
+    if (r.output(0).dtype == DType::F16)
       ops.add("Cast", {ops.add(op.type, inputs, "", op.attrs, op.domain)}, op.outputs[0], toHalf);
     else
       ops.add(op.type, inputs, op.outputs[0], op.attrs, op.domain);
-    i = ops.next() - 1;
-    ++count;
-  }
+    return ops.next() - i;
+  });
   if (count)
     log::get("passes")->debug("float16-promotion: {} ops accumulate in float32", count);
   return count;

@@ -135,24 +135,15 @@ size_t decomposeMaxUnpool(ir::Graph &g, size_t index, const ir::Op &op, const ir
 } // namespace
 
 size_t decomposeIndexOps(ir::Ir &ir) {
-  ir::Graph &g = ir.main;
-  const std::set<std::string> captured = namesUsedBySubgraphs(ir);
-  size_t count = 0;
-  for (size_t i = 0; i < g.ops().size(); ++i) {
-    const ir::Op &candidate = *g.ops()[i];
-    const bool runtimeGather = candidate.type == "GatherND" && candidate.hasInput(1) &&
-                               !isConstant(g, candidate.inputs[1]);
-    if (!isOnnxOp(candidate) || (candidate.type != "ScatterND" && candidate.type != "MaxUnpool" && !runtimeGather))
-      continue;
-    const ir::Op op = candidate;
-    const ir::TensorInfo out = g.tensor(op.outputs[0]).info;
-    removeOpAndDeadOutputs(g, i, captured);
-    i += (op.type == "ScatterND"   ? decomposeScatterND(g, i, op)
-          : op.type == "MaxUnpool" ? decomposeMaxUnpool(g, i, op, out)
-                                   : decomposeGatherND(g, i, op, out)) -
-         1;
-    ++count;
-  }
+  auto select = [](const ir::Graph &g, const ir::Op &op) {
+    return op.type == "ScatterND" || op.type == "MaxUnpool" ||
+           (op.type == "GatherND" && op.hasInput(1) && !isConstant(g, op.inputs[1]));
+  };
+  const size_t count = replaceOps(ir, select, [](ir::Graph &g, size_t i, const Replaced &r) {
+    return r.op.type == "ScatterND"   ? decomposeScatterND(g, i, r.op)
+           : r.op.type == "MaxUnpool" ? decomposeMaxUnpool(g, i, r.op, r.output(0))
+                                      : decomposeGatherND(g, i, r.op, r.output(0));
+  });
   if (count)
     log::get("passes")->debug("index-decomposition: {} ScatterND/MaxUnpool/GatherND on flat views", count);
   return count;

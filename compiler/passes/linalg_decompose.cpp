@@ -184,24 +184,15 @@ size_t replaceMelWeightMatrix(ir::Graph &g, size_t index, const ir::Op &op, cons
 } // namespace
 
 size_t decomposeLinalg(ir::Ir &ir) {
-  ir::Graph &g = ir.main;
-  const std::set<std::string> captured = namesUsedBySubgraphs(ir);
-  size_t count = 0;
-  for (size_t i = 0; i < g.ops().size(); ++i) {
-    const ir::Op &candidate = *g.ops()[i];
-    static const std::set<std::string> types{"Det", "DFT", "STFT", "MelWeightMatrix"};
-    if (!isOnnxOp(candidate) || !types.count(candidate.type))
-      continue;
-    const ir::Op op = candidate;
-    const ir::TensorInfo out = g.tensor(op.outputs[0]).info;
-    removeOpAndDeadOutputs(g, i, captured);
-    i += (op.type == "Det"    ? decomposeDet(g, i, op)
-          : op.type == "DFT"  ? decomposeDft(g, i, op, out)
-          : op.type == "STFT" ? decomposeStft(g, i, op, out)
-                              : replaceMelWeightMatrix(g, i, op, out)) -
-         1;
-    ++count;
-  }
+  static const std::set<std::string> types{"Det", "DFT", "STFT", "MelWeightMatrix"};
+  const size_t count = replaceOps(
+      ir, [](const ir::Graph &, const ir::Op &op) { return types.count(op.type) > 0; },
+      [](ir::Graph &g, size_t i, const Replaced &r) {
+        return r.op.type == "Det"    ? decomposeDet(g, i, r.op)
+               : r.op.type == "DFT"  ? decomposeDft(g, i, r.op, r.output(0))
+               : r.op.type == "STFT" ? decomposeStft(g, i, r.op, r.output(0))
+                                     : replaceMelWeightMatrix(g, i, r.op, r.output(0));
+      });
   if (count)
     log::get("passes")->debug("linalg-decomposition: {} Det/DFT/STFT/MelWeightMatrix ops", count);
   return count;

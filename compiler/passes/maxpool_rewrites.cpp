@@ -22,94 +22,96 @@ constexpr int64_t kSeparableTaps = 256;
 // MaxPool attributes of `n` spatial dims, defaults filled in.
 struct PoolAttrs {
   std::vector<int64_t> kernel, strides, dilations, pads;
-  explicit PoolAttrs(const ir::Op &op, size_t n)
-      : kernel(op.attrs.getInts("kernel_shape")), strides(op.attrs.getInts("strides")),
-        dilations(op.attrs.getInts("dilations")), pads(op.attrs.getInts("pads")) {
+  PoolAttrs(const ir::Attributes &a, size_t n)
+      : kernel(a.getInts("kernel_shape")), strides(a.getInts("strides")), dilations(a.getInts("dilations")),
+        pads(a.getInts("pads")) {
     strides.resize(n, 1);
     dilations.resize(n, 1);
     pads.resize(2 * n, 0);
   }
+  void store(ir::Attributes &a) const {
+    a.set("kernel_shape", kernel);
+    a.set("strides", strides);
+    a.set("dilations", dilations);
+    a.set("pads", pads);
+  }
 };
 
-// One MaxPool per spatial dimension; returns the ops inserted.
-size_t separate(ir::Graph &g, size_t i, const ir::Op &op, size_t n) {
-  const PoolAttrs a(op, n);
-  OpInserter ops(g, i, op.name, op.ipu);
-  std::string x = op.inputs[0];
+size_t spatialDims(const ir::Graph &g, const ir::Op &op) {
+  if (op.inputs.empty() || !g.hasTensor(op.inputs[0]))
+    return 0;
+  const size_t rank = g.tensor(op.inputs[0]).info.shape.size();
+  return rank < 3 || op.attrs.getInts("kernel_shape").size() != rank - 2 ? 0 : rank - 2;
+}
+
+// Strides and pads are multiples of a dilation > 1.
+bool undilatable(const PoolAttrs &a, size_t n) {
+  bool dilated = false;
   for (size_t d = 0; d < n; ++d) {
-    ir::Attributes attrs = op.attrs;
-    std::vector<int64_t> kernel(n, 1), strides(n, 1), dilations(n, 1), pads(2 * n, 0);
-    kernel[d] = a.kernel[d];
-    strides[d] = a.strides[d];
-    dilations[d] = a.dilations[d];
-    pads[d] = a.pads[d];
-    pads[d + n] = a.pads[d + n];
-    attrs.set("kernel_shape", kernel);
-    attrs.set("strides", strides);
-    attrs.set("dilations", dilations);
-    attrs.set("pads", pads);
-    x = ops.add("MaxPool", {x}, d + 1 == n ? op.outputs[0] : "", attrs);
+    if (a.dilations[d] < 1 || a.strides[d] % a.dilations[d] || a.pads[d] % a.dilations[d] ||
+        a.pads[d + n] % a.dilations[d])
+      return false;
+    dilated |= a.dilations[d] > 1;
   }
-  return ops.next() - i;
+  return dilated;
+}
+
+bool separable(const PoolAttrs &a, size_t n) {
+  int64_t taps = 1;
+  for (int64_t k : a.kernel)
+    taps *= k;
+  return n >= 2 && taps > kSeparableTaps;
+}
+
+size_t rewrite(ir::Graph &g, size_t index, const ir::Op &op) {
+  const size_t n = spatialDims(g, op);
+  PoolAttrs a(op.attrs, n);
+  OpInserter ops(g, index, op.name, op.ipu);
+  std::string x = op.inputs[0];
+  if (undilatable(a, n)) {
+    const Shape shape = g.tensor(x).info.shape;
+    std::vector<int64_t> starts(n, 0), ends, axes;
+    for (size_t d = 0; d < n; ++d) {
+      ends.push_back(shape[d + 2]);
+      axes.push_back(int64_t(d + 2));
+      a.strides[d] /= a.dilations[d];
+      a.pads[d] /= a.dilations[d];
+      a.pads[d + n] /= a.dilations[d];
+    }
+    auto c = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
+    x = ops.add("Slice", {x, c(starts), c(ends), c(axes), c(a.dilations)});
+    a.dilations.assign(n, 1);
+  }
+  // One pool per spatial dimension (max is separable; padding is -inf either way), or one.
+  const size_t pools = separable(a, n) ? n : 1;
+  for (size_t p = 0; p < pools; ++p) {
+    PoolAttrs one = a;
+    if (pools > 1)
+      for (size_t d = 0; d < n; ++d)
+        if (d != p) {
+          one.kernel[d] = one.strides[d] = one.dilations[d] = 1;
+          one.pads[d] = one.pads[d + n] = 0;
+        }
+    ir::Attributes attrs = op.attrs;
+    one.store(attrs);
+    x = ops.add("MaxPool", {x}, p + 1 == pools ? op.outputs[0] : "", attrs);
+  }
+  return ops.next() - index;
 }
 
 } // namespace
 
 size_t rewriteMaxPools(ir::Ir &ir) {
-  ir::Graph &g = ir.main;
-  const std::set<std::string> captured = namesUsedBySubgraphs(ir);
-  size_t count = 0;
-  for (size_t i = 0; i < g.ops().size(); ++i) {
-    const ir::Op &pool = *g.ops()[i];
-    if (!isOnnxOp(pool) || pool.type != "MaxPool" || pool.outputs.size() != 1 || pool.inputs.empty() ||
-        !g.hasTensor(pool.inputs[0]) || pool.attrs.getInt("ceil_mode", 0) != 0 ||
-        pool.attrs.getString("auto_pad", "NOTSET") != "NOTSET")
-      continue;
-    const Shape x = g.tensor(pool.inputs[0]).info.shape;
-    const size_t n = x.size() < 2 ? 0 : x.size() - 2;
-    std::vector<int64_t> dil = pool.attrs.getInts("dilations"), strides = pool.attrs.getInts("strides"),
-                         pads = pool.attrs.getInts("pads");
-    dil.resize(n, 1);
-    strides.resize(n, 1);
-    pads.resize(2 * n, 0);
-    bool dilated = false, fits = n > 0;
-    for (size_t d = 0; d < n; ++d) {
-      dilated |= dil[d] > 1;
-      fits = fits && dil[d] >= 1 && strides[d] % dil[d] == 0 && pads[d] % dil[d] == 0 && pads[d + n] % dil[d] == 0;
-    }
-    int64_t taps = 1;
-    for (int64_t k : pool.attrs.getInts("kernel_shape"))
-      taps *= k;
-    if (!(dilated && fits)) {
-      if (n >= 2 && taps > kSeparableTaps && int64_t(pool.attrs.getInts("kernel_shape").size()) == int64_t(n)) {
-        const ir::Op op = pool;
-        removeOpAndDeadOutputs(g, i, captured);
-        i += separate(g, i, op, n) - 1;
-        ++count;
-      }
-      continue;
-    }
-    const ir::Op op = pool;
-    std::vector<int64_t> starts(n, 0), ends, axes, newStrides, newPads(2 * n);
-    for (size_t d = 0; d < n; ++d) {
-      ends.push_back(x[d + 2]);
-      axes.push_back(int64_t(d + 2));
-      newStrides.push_back(strides[d] / dil[d]);
-      newPads[d] = pads[d] / dil[d];
-      newPads[d + n] = pads[d + n] / dil[d];
-    }
-    removeOpAndDeadOutputs(g, i, captured);
-    OpInserter ops(g, i, op.name, op.ipu);
-    auto c = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
-    const std::string sampled = ops.add("Slice", {op.inputs[0], c(starts), c(ends), c(axes), c(dil)});
-    ir::Attributes attrs = op.attrs;
-    attrs.set("dilations", std::vector<int64_t>(n, 1));
-    attrs.set("strides", newStrides);
-    attrs.set("pads", newPads);
-    ops.add("MaxPool", {sampled}, op.outputs[0], attrs);
-    i = ops.next() - 2; // the new MaxPool is visited next: it may still need separating
-    ++count;
-  }
+  auto select = [](const ir::Graph &g, const ir::Op &op) {
+    if (op.type != "MaxPool" || op.outputs.size() != 1 || op.attrs.getInt("ceil_mode", 0) != 0 ||
+        op.attrs.getString("auto_pad", "NOTSET") != "NOTSET")
+      return false;
+    const size_t n = spatialDims(g, op);
+    const PoolAttrs a(op.attrs, n);
+    return n > 0 && (undilatable(a, n) || separable(a, n));
+  };
+  const size_t count =
+      replaceOps(ir, select, [](ir::Graph &g, size_t i, const Replaced &r) { return rewrite(g, i, r.op); });
   if (count)
     log::get("passes")->debug("maxpool-rewrites: {} MaxPools undilated or separated", count);
   return count;

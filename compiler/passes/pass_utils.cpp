@@ -78,6 +78,26 @@ void removeOpAndDeadOutputs(ir::Graph &g, size_t index, const std::set<std::stri
       g.removeTensor(o);
 }
 
+size_t replaceOps(ir::Ir &ir, const std::function<bool(const ir::Graph &, const ir::Op &)> &select,
+                  const std::function<size_t(ir::Graph &, size_t index, const Replaced &)> &rewrite) {
+  ir::Graph &g = ir.main;
+  const std::set<std::string> captured = namesUsedBySubgraphs(ir);
+  size_t count = 0;
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    if (!isOnnxOp(*g.ops()[i]) || !select(g, *g.ops()[i]))
+      continue;
+    Replaced r{*g.ops()[i], {}};
+    for (const std::string &o : r.op.outputs)
+      if (!o.empty() && g.hasTensor(o))
+        r.outputs[o] = g.tensor(o).info;
+    removeOpAndDeadOutputs(g, i, captured);
+    const size_t inserted = rewrite(g, i, r);
+    i = i + inserted - 1; // wraps to i - 1 when nothing was inserted: the loop's ++i lands on i
+    ++count;
+  }
+  return count;
+}
+
 size_t indexOf(const ir::Graph &g, const ir::Op *op) {
   const auto &ops = g.ops();
   for (size_t i = 0; i < ops.size(); ++i)

@@ -2,6 +2,8 @@
 #pragma once
 #include "compiler/ir/ir.h"
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -57,6 +59,20 @@ struct ChannelAffine {
 // nullopt otherwise.
 std::optional<ChannelAffine> constantBatchNormAffine(const ir::Graph &g, const ir::Op &bn,
                                                      const std::set<std::string> &captured);
+
+// What a rewrite sees of the op it replaces: a copy of the op (already removed
+// from the graph) and the TensorInfo each of its outputs had.
+struct Replaced {
+  ir::Op op;
+  std::map<std::string, ir::TensorInfo> outputs;
+  const ir::TensorInfo &output(size_t i) const { return outputs.at(op.outputs.at(i)); }
+};
+// The driver of a decomposition pass: for each main-graph ONNX op that
+// `select` accepts, removes it (and its dead outputs) and lets `rewrite`
+// insert its replacement at the same index, returning how many ops it
+// inserted. Returns the number of ops replaced.
+size_t replaceOps(ir::Ir &ir, const std::function<bool(const ir::Graph &, const ir::Op &)> &select,
+                  const std::function<size_t(ir::Graph &, size_t index, const Replaced &)> &rewrite);
 
 // An op name not used by any op of the graph: base, base_1, base_2 ...
 std::string uniqueOpName(const ir::Graph &g, const std::string &base);

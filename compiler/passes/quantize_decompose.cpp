@@ -158,21 +158,9 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const std::map<st
 size_t decomposeQuantized(ir::Ir &ir) {
   static const std::set<std::string> types{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
                                            "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"};
-  ir::Graph &g = ir.main;
-  const std::set<std::string> captured = namesUsedBySubgraphs(ir);
-  size_t count = 0;
-  for (size_t i = 0; i < g.ops().size(); ++i) {
-    if (!isOnnxOp(*g.ops()[i]) || !types.count(g.ops()[i]->type))
-      continue;
-    const ir::Op op = *g.ops()[i];
-    std::map<std::string, ir::TensorInfo> outputTypes;
-    for (const std::string &o : op.outputs)
-      if (!o.empty())
-        outputTypes[o] = g.tensor(o).info;
-    removeOpAndDeadOutputs(g, i, captured);
-    i += decompose(g, i, op, outputTypes) - 1;
-    ++count;
-  }
+  const size_t count = replaceOps(
+      ir, [](const ir::Graph &, const ir::Op &op) { return types.count(op.type) > 0; },
+      [](ir::Graph &g, size_t i, const Replaced &r) { return decompose(g, i, r.op, r.outputs); });
   if (count)
     log::get("passes")->debug("quantize-decomposition: {} quantized ops as float arithmetic", count);
   return count;

@@ -499,7 +499,7 @@ TEST_CASE("getToFile streams a verified payload to a file, a bad entry writes no
   CHECK(local->get("exe", k));
 }
 
-TEST_CASE("lockForCompute: one holder per key; a waiter times out or takes over; no file left", "[cache]") {
+TEST_CASE("lockForCompute: one holder per key, a waiter times out or takes over, no file left", "[cache]") {
   TempDir t;
   LocalStore s(t.path);
   const std::string k = keyOf("model"), other = keyOf("other");

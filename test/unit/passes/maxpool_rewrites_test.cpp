@@ -35,7 +35,7 @@ TEST_CASE("maxpool-rewrites: a dilated pool that reads every d-th element is a S
   CHECK(ir.main.tensor("y").info.shape == before);
 }
 
-TEST_CASE("maxpool-rewrites: a large 2-D kernel becomes one pool per dimension; small ones stay", "[passes]") {
+TEST_CASE("maxpool-rewrites: a large 2-D kernel becomes one pool per dimension, small ones stay", "[passes]") {
   ir::Ir ir;
   ir.main.opset = 13;
   addInput(ir.main, "x", {1, 2, 100, 100});
