@@ -53,6 +53,15 @@ int64_t oneHotDepth(const Op &op, const Graph &graph) {
 namespace detail {
 namespace {
 
+// The `reduction` attribute of ScatterElements and ScatterND.
+void checkScatterReduction(const Op &op, const TensorInfo &data) {
+  const std::string reduction = op.attrs.getString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    failOp(op, "reduction '{}' must be none, add, mul, max or min", reduction);
+  if (reduction != "none" && data.dtype == DType::F16)
+    failOp(op, "reduction '{}' is not supported for float16", reduction);
+}
+
 std::vector<TensorInfo> inferScatterElements(const Op &op, const Graph &graph) {
   const TensorInfo &data = inputInfo(op, graph, 0);
   const TensorInfo &idx = inputInfo(op, graph, 1);
@@ -69,11 +78,7 @@ std::vector<TensorInfo> inferScatterElements(const Op &op, const Graph &graph) {
     if (idx.shape[d] > data.shape[d])
       failOp(op, "indices {} exceed data {} in dim {}", shapeToString(idx.shape), shapeToString(data.shape), d);
   normalizeAxis(op, op.attrs.getInt("axis", 0), int64_t(data.shape.size()));
-  const std::string reduction = op.attrs.getString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
-    failOp(op, "reduction '{}' must be none, add, mul, max or min", reduction);
-  if (reduction != "none" && data.dtype == DType::F16)
-    failOp(op, "reduction '{}' is not supported for float16", reduction);
+  checkScatterReduction(op, data);
   return {data};
 }
 
@@ -122,9 +127,7 @@ std::vector<TensorInfo> inferScatterND(const Op &op, const Graph &graph) {
   if (updates.shape != want)
     failOp(op, "updates {} must have shape {} (indices' leading dims, then data's trailing ones)",
            shapeToString(updates.shape), shapeToString(want));
-  const std::string reduction = op.attrs.getString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
-    failOp(op, "reduction '{}' must be none, add, mul, max or min", reduction);
+  checkScatterReduction(op, data);
   return {data};
 }
 
