@@ -164,12 +164,29 @@ std::vector<TensorInfo> inferMaxUnpool(const Op &op, const Graph &graph) {
   return {TensorInfo{x.dtype, out}};
 }
 
+// GridSample (decomposed by compiler/passes/grid_sample_decompose.cpp).
+std::vector<TensorInfo> inferGridSample(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0), &grid = inputInfo(op, graph, 1);
+  if (x.dtype != DType::F32 || grid.dtype != DType::F32)
+    failOp(op, "X and grid are {} and {}; popc's GridSample takes float32", dtypeName(x.dtype), dtypeName(grid.dtype));
+  if (x.shape.size() != 4 || grid.shape.size() != 4 || grid.shape[3] != 2 || grid.shape[0] != x.shape[0])
+    failOp(op, "X {} must be [N, C, H, W] and grid {} [N, H_out, W_out, 2]", shapeToString(x.shape),
+           shapeToString(grid.shape));
+  const std::string mode = op.attrs.getString("mode", "bilinear"), padding = op.attrs.getString("padding_mode", "zeros");
+  if (mode != "bilinear" && mode != "nearest")
+    failOp(op, "mode '{}': popc's GridSample does bilinear and nearest", mode);
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    failOp(op, "padding_mode '{}' must be zeros, border or reflection", padding);
+  return {TensorInfo{x.dtype, {x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}}};
+}
+
 } // namespace
 
 void registerIndexOps(OpRegistry &reg) {
   reg.add({"ScatterElements", 3, 3, inferScatterElements});
   reg.add({"ScatterND", 3, 3, inferScatterND});
   reg.add({"MaxUnpool", 2, 3, inferMaxUnpool});
+  reg.add({"GridSample", 2, 2, inferGridSample});
   reg.add({"Scatter", 3, 3, inferScatterElements});
   reg.add({"OneHot", 3, 3, inferOneHot});
   reg.add({"TopK", 1, 2, inferTopK});

@@ -62,6 +62,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"index-decomposition", decomposeIndexOps,
        "ScatterND, MaxUnpool and run-time-index GatherND as ScatterElements/Gather on a flat view"},
       {"linalg-decomposition", decomposeLinalg, "Det as Leibniz's sum of products, DFT/STFT as MatMuls by cos/sin matrices, MelWeightMatrix as a constant"},
+      {"grid-sample-decomposition", decomposeGridSample,
+       "GridSample as coordinate arithmetic and four GatherElements of the image (bilinear) or one (nearest)"},
       {"maxpool-rewrites", rewriteMaxPools,
        "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
       {"float16-promotion", promoteFloat16,
