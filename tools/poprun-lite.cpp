@@ -215,7 +215,9 @@ void checkEveryIteration(const runtime::Engine &engine, const runtime::HostTenso
 int main(int argc, char **argv) {
   CLI::App app{"poprun-lite: run a popef executable on the simulated IPU.\n\n"
                "Example:\n  poprun-lite model.popef --inputs inputs.npz --outputs outputs.npz --report\n"
-               "  poprun-lite model.popef --preload --cache-dir ~/.cache/popc   # warm the JIT cache",
+               "  poprun-lite model.popef --preload --cache-dir ~/.cache/popc   # warm the JIT cache\n"
+               "  mpirun -np 2 poprun-lite train.popef --inputs data.npz --iterations 100   # 2 instances "
+               "(docs/distributed.md)",
                "poprun-lite"};
   std::string model, inputsPath, outputsPath, logLevel;
   uint64_t iterations = 1;
