@@ -277,7 +277,10 @@ LocalStore::LocalStore(fs::path dir, uint64_t maxSize, OpenMode mode) : dir_(std
     fail("{}: not a popc cache directory (it does not exist); {}", dir_.string(), fix);
   }
   const fs::path marker = dir_ / kCacheMarkerName;
-  if (fs::exists(fs::symlink_status(marker, ec))) {
+  // True (after checking it) when the directory carries popc's marker.
+  auto marked = [&] {
+    if (!fs::exists(fs::symlink_status(marker, ec)))
+      return false;
     const std::optional<int> version = readMarker(marker);
     if (!version)
       fail("{}: not a popc cache directory ({} is not popc's cache tag); popc will not touch it: {}",
@@ -286,13 +289,19 @@ LocalStore::LocalStore(fs::path dir, uint64_t maxSize, OpenMode mode) : dir_(std
       fail("{}: a popc cache of layout version {}, this popc uses version {}; delete the directory (popc "
            "rebuilds it) or {}",
            dir_.string(), *version, kCacheLayoutVersion, fix);
+    return true;
+  };
+  if (marked())
     return;
-  }
   if (mode == OpenMode::CreateOrOpen && isEmptyDirectory(dir_)) {
     writeFileAtomic(marker.string(), std::span(reinterpret_cast<const uint8_t *>(markerText().data()),
                                                markerText().size()));
     return;
   }
+  // Another process may have created the cache between the two looks above:
+  // its marker is renamed into place before any other file is made.
+  if (marked())
+    return;
   fail("{}: not a popc cache directory (it {} but has no {}); popc will not touch it: {}", dir_.string(),
        isEmptyDirectory(dir_) ? "is empty" : "holds other files", kCacheMarkerName, fix);
 }
