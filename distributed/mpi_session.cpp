@@ -87,14 +87,15 @@ void MpiSession::wait(void *request, const char *what) {
 }
 
 void MpiSession::broadcast(std::span<uint8_t> bytes, int root, const char *what) {
-  for (size_t at = 0; at < bytes.size() || at == 0; at += size_t(INT32_MAX)) {
+  // MPI counts are ints: 2 GiB pieces (one empty call when there are no bytes, as every rank must join).
+  size_t at = 0;
+  do {
     const int n = int(std::min<size_t>(bytes.size() - at, INT32_MAX));
     MPI_Request r;
     check(MPI_Ibcast(bytes.data() + at, n, MPI_BYTE, root, MPI_COMM_WORLD, &r), "MPI_Ibcast", what);
     wait(&r, what);
-    if (bytes.empty())
-      break;
-  }
+    at += size_t(n);
+  } while (at < bytes.size());
 }
 
 void MpiSession::scatter(const std::vector<std::vector<uint8_t>> &perRank, std::span<uint8_t> mine,

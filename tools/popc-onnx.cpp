@@ -263,25 +263,36 @@ int main(int argc, char **argv) {
     }
     auto log = log::get("popc-onnx");
     const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty() || !options.irDumpFile.empty();
-    if (store && key && !wantsDumps && profileDir.empty()) {
-      auto t0 = std::chrono::steady_clock::now();
-      if (auto size = store->getToFile("exe", key->key, output)) {
-        if (!tensorMapPath.empty())
-          profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
+    // Writes the cached executable to -o if the store has it (looked up at
+    // t0, or since t0 waiting for another compile's entry).
+    using Clock = std::chrono::steady_clock;
+    auto takeHit = [&](Clock::time_point t0, bool afterWait) {
+      auto size = store->getToFile("exe", key->key, output);
+      if (!size)
+        return false;
+      if (!tensorMapPath.empty())
+        profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
+      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (afterWait)
+        log->info("cache hit {} ({}) after waiting {:.3f} s for another compile: wrote {} bytes to {}", key->key,
+                  store->describe(), seconds, *size, output);
+      else
         log->info("cache hit {} ({}): wrote {} bytes to {} in {:.3f} s without compiling", key->key,
-                  store->describe(), *size, output,
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        if (stats)
-          fmt::print("cache hit {}: {} bytes -> {}\n", key->key, *size, output);
+                  store->describe(), *size, output, seconds);
+      if (stats)
+        fmt::print("cache hit {}: {} bytes -> {}\n", key->key, *size, output);
+      return true;
+    };
+    if (store && key && !wantsDumps && profileDir.empty()) {
+      if (takeHit(Clock::now(), false))
         return 0;
-      }
       log->info("cache miss {} ({})", key->key, store->describe());
     }
     // Concurrent compiles of one key (CI jobs, MPI ranks) compile once: the
     // first takes the key's lock, the others wait for its entry and hit.
     std::unique_ptr<cache::ComputeLock> compileLock;
     if (store && key && !wantsDumps && profileDir.empty()) {
-      auto t0 = std::chrono::steady_clock::now();
+      const auto t0 = Clock::now();
       bool waited = false;
       compileLock = store->lockForCompute(
           "exe", key->key, std::chrono::milliseconds(int64_t(cacheOptions.lockTimeout * 1000)), [&](long pid) {
@@ -289,17 +300,8 @@ int main(int argc, char **argv) {
             log->info("another popc-onnx{} is compiling the same model; waiting for its cache entry",
                       pid ? fmt::format(" (pid {})", pid) : "");
           });
-      if (waited)
-        if (auto size = store->getToFile("exe", key->key, output)) {
-          if (!tensorMapPath.empty())
-            profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
-          log->info("cache hit {} ({}) after waiting {:.3f} s for another compile: wrote {} bytes to {}", key->key,
-                    store->describe(),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), *size, output);
-          if (stats)
-            fmt::print("cache hit {}: {} bytes -> {}\n", key->key, *size, output);
-          return 0;
-        }
+      if (waited && takeHit(t0, true))
+        return 0;
     }
 
     driver::CompileStats st;
