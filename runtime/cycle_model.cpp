@@ -28,10 +28,9 @@ std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, cons
   // a multicast sends the same pattern to many tiles, so each distinct pattern
   // is expanded into its runs only once.
   std::vector<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t>> patterns;
-  std::vector<TileTraffic> received; // one entry per copy record, merged by tile below
+  std::vector<TileTraffic> received; // per tile run of records, merged by tile below
   if (step.copies()) {
     onIpu.reserve(step.copies()->size());
-    received.reserve(step.copies()->size());
     for (const auto *c : *step.copies()) {
       const bool cross = step.from_replica() >= 0 || // another replica's IPU
                          c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
@@ -41,7 +40,12 @@ std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, cons
         received.push_back({c->dst_tile(), 0, 0, 0, total});
         continue;
       }
-      received.push_back({c->dst_tile(), 0, total, 0, 0});
+      // Records come sorted by destination tile (popef.fbs): one entry per tile run.
+      if (!received.empty() && received.back().tile == c->dst_tile() && received.back().sentOn == 0 &&
+          received.back().sentX == 0 && received.back().recvX == 0)
+        received.back().recvOn += total;
+      else
+        received.push_back({c->dst_tile(), 0, total, 0, 0});
       // A strided record's sources: one range when its runs touch or repeat
       // (stride <= bytes), else each run (the gaps are not sent).
       const uint64_t tileKey = uint64_t(c->src_tile()) << 32;

@@ -122,6 +122,7 @@ struct Engine::Impl {
   std::vector<VertexFn> typeFns;
   std::vector<ComputeSetPlan> computeSets;
   std::vector<ExchangePlan> exchanges;
+  std::vector<bool> runInMain; // per exchange step: main or a function runs it (not only the load program)
   std::vector<std::vector<const fb::Check *>> checksAfter; // by compute set
   bool runChecks = true;
   std::vector<IoDesc> inputs, outputs, variables;
@@ -380,13 +381,29 @@ struct Engine::Impl {
     uint32_t n = len(root.exchanges());
     exchanges.resize(n);
     report.exchanges.resize(n);
+    // Steps only the load program runs are charged no cycles: their traffic
+    // table (a sort of every source run) is left out.
+    runInMain.assign(n, false);
+    markExchanges(root.main());
+    for (uint32_t f = 0; f < len(root.functions()); ++f)
+      markExchanges(root.functions()->Get(f));
     pool->parallelFor(n, [this](size_t e) { planExchange(uint32_t(e)); });
+  }
+
+  void markExchanges(const fb::Program *p) {
+    if (!p)
+      return;
+    if (p->kind() == fb::ProgramKind::Exchange && p->index() < runInMain.size())
+      runInMain[p->index()] = true;
+    for (uint32_t i = 0; i < len(p->children()); ++i)
+      markExchanges(p->children()->Get(i));
   }
 
   void planExchange(uint32_t e) {
     const fb::ExchangeStep *step = root.exchanges()->Get(e);
     ExchangePlan &plan = exchanges[e];
     std::vector<const fb::Copy *> local;
+    local.reserve(len(step->copies()));
     // A cross-replica step: every replica reads replica from_replica's sources,
     // all over the links (the simulated replicas are IPUs of their own).
     const int32_t fromReplica = step->from_replica();
@@ -421,13 +438,18 @@ struct Engine::Impl {
         local.push_back(c);
       }
     }
-    std::stable_sort(local.begin(), local.end(), [](const fb::Copy *a, const fb::Copy *b) {
+    // The compiler writes records sorted by destination (popef.fbs); any other order is sorted here.
+    auto byDestination = [](const fb::Copy *a, const fb::Copy *b) {
       return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
-    });
+    };
+    if (!std::is_sorted(local.begin(), local.end(), byDestination))
+      std::stable_sort(local.begin(), local.end(), byDestination);
+    plan.local.reserve(local.size() * replicas);
     uint64_t total = 0;
     // Merge copies that continue the previous one at both ends (the copy
     // list may come uncoalesced); chunk boundaries below use destination tiles.
     std::vector<const fb::Copy *> firstOfOp;
+    firstOfOp.reserve(local.size());
     for (const fb::Copy *c : local) {
       uint8_t *dst = memory->tile(c->dst_tile()) + c->dst_offset();
       const uint8_t *src = memory->tile(c->src_tile()) + c->src_offset();
@@ -446,6 +468,7 @@ struct Engine::Impl {
     local = std::move(firstOfOp);
     // Replicas: the same copies on each replica's tiles (blocks stay sorted by destination).
     std::vector<uint32_t> dstTiles;
+    dstTiles.reserve(plan.local.size() * replicas);
     for (const fb::Copy *c : local)
       dstTiles.push_back(c->dst_tile());
     const size_t oneReplica = plan.local.size();
@@ -474,7 +497,13 @@ struct Engine::Impl {
       acc += uint64_t(plan.local[i].bytes) * plan.local[i].count;
     }
     plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
-    plan.cost = exchangeCost(target, *step);
+    if (runInMain[e]) {
+      plan.cost = exchangeCost(target, *step);
+    } else {
+      for (uint32_t i = 0; i < len(step->copies()); ++i)
+        plan.cost.bytes += popef::copyTotalBytes(*step->copies()->Get(i));
+      plan.cost.interIpu = !plan.remote.empty();
+    }
     describeExchange(e, *step, false);
   }
 

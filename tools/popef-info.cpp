@@ -267,6 +267,30 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   }
   for (uint32_t i = 0; i < len(exe.constants()); ++i)
     constantBytes += len(exe.constants()->Get(i)->data());
+  // Where the file's bytes go, by section: the fixed-size records are exact,
+  // "other" is names, shapes, tables and alignment.
+  uint64_t intervals = 0, intermediates = 0, intermediateIntervals = 0, fieldOffsets = 0, bitcode = 0;
+  for (uint32_t i = 0; i < len(exe.tensors()); ++i) {
+    const fb::Tensor *x = exe.tensors()->Get(i);
+    intervals += len(x->mapping());
+    if (x->role() == fb::TensorRole::Intermediate) {
+      intermediates++;
+      intermediateIntervals += len(x->mapping());
+    }
+  }
+  for (uint32_t i = 0; i < len(exe.compute_sets()); ++i)
+    fieldOffsets += len(exe.compute_sets()->Get(i)->field_offsets());
+  for (uint32_t i = 0; i < len(exe.code()); ++i)
+    bitcode += len(exe.code()->Get(i)->bitcode());
+  const uint64_t fileBytes = file.bytes().size();
+  const uint64_t known = constantBytes + records * sizeof(fb::Copy) + intervals * sizeof(fb::TileInterval) +
+                         vertices * sizeof(fb::Vertex) + fieldOffsets * 4 + bitcode;
+  ordered_json sections = {{"constants", constantBytes},
+                           {"copy_records", records * sizeof(fb::Copy)},
+                           {"tensor_intervals", intervals * sizeof(fb::TileInterval)},
+                           {"vertices_and_fields", vertices * sizeof(fb::Vertex) + fieldOffsets * 4},
+                           {"bitcode", bitcode},
+                           {"other", fileBytes > known ? fileBytes - known : 0}};
   uint64_t contentHash = 0;
   std::memcpy(&contentHash, file.bytes().data() + file.bytes().size() - 8, 8); // the trailer's XXH64
   j["contents"] = {{"tensors", len(exe.tensors())},
@@ -278,6 +302,10 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
                    {"copy_records", records},
                    {"exchange_bytes_per_run", runBytes},
                    {"exchange_bytes_at_load", loadBytes},
+                   {"intermediate_tensors", intermediates},
+                   {"intermediate_intervals", intermediateIntervals},
+                   {"file_bytes", fileBytes},
+                   {"file_bytes_by_section", sections},
                    {"content_hash", fmt::format("{:016x}", contentHash)}};
 
   j["programs"]["main"] = programJson(exe, *exe.main());
@@ -387,6 +415,12 @@ void printText(const ordered_json &j) {
              c["vertex_types"].get<uint64_t>(), c["compute_sets"].get<uint64_t>(), c["vertices"].get<uint64_t>(),
              c["exchange_steps"].get<uint64_t>(), c["copy_records"].get<uint64_t>(),
              human(c["exchange_bytes_per_run"].get<uint64_t>()), human(c["exchange_bytes_at_load"].get<uint64_t>()));
+  std::string bySection;
+  for (const auto &[k, v] : c["file_bytes_by_section"].items())
+    bySection += fmt::format("{}{} {}", bySection.empty() ? "" : ", ", k, human(v.get<uint64_t>()));
+  fmt::print("file: {} ({}); {} of the tensors are intermediates with {} intervals\n",
+             human(c["file_bytes"].get<uint64_t>()), bySection, c["intermediate_tensors"].get<uint64_t>(),
+             c["intermediate_intervals"].get<uint64_t>());
   fmt::print("content hash (XXH64 of the file): {}\n", c["content_hash"].get<std::string>());
 
   if (j.contains("tensors")) {

@@ -347,8 +347,12 @@ int main(int argc, char **argv) {
     if (mpi && benchmark)
       fail("--benchmark times one process; under mpirun use --iterations and --report");
 
+    // Ranks on one machine share its cores: by default each takes its share.
+    if (mpi && threads == 0)
+      threads = std::max(1u, std::thread::hardware_concurrency() / unsigned(mpi->ranksOnThisHost()));
     auto t0 = std::chrono::steady_clock::now();
-    auto executable = popc::popef::Executable::open(model);
+    auto executable =
+        popc::popef::Executable::open(model, threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     runtime::checkMemoryBudget(*executable, maxMemory);
 
@@ -365,9 +369,6 @@ int main(int argc, char **argv) {
       if (ec)
         fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
     }
-    // Ranks on one machine share its cores: by default each takes its share.
-    if (mpi && threads == 0)
-      threads = std::max(1u, std::thread::hardware_concurrency() / unsigned(mpi->ranksOnThisHost()));
     runtime::EngineOptions engineOptions{threads, nullptr};
     if (mpi)
       engineOptions.replicaLink =

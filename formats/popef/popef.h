@@ -73,7 +73,8 @@ class Executable {
 public:
   // Throws popc::Error("<path>: <what is wrong>") for unreadable, truncated,
   // corrupt or semantically invalid files.
-  static std::shared_ptr<const Executable> open(const std::string &path);
+  // `threads`: host threads the semantic checks may use (the exchange steps').
+  static std::shared_ptr<const Executable> open(const std::string &path, unsigned threads = 1);
   static std::shared_ptr<const Executable> fromBytes(std::vector<uint8_t> bytes,
                                                      const std::string &label = "<memory>");
   ~Executable();
@@ -89,7 +90,7 @@ public:
 
 private:
   Executable() = default;
-  void verify();
+  void verify(unsigned threads);
   std::string label_;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;

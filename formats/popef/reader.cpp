@@ -13,7 +13,7 @@
 
 namespace popc::popef {
 
-void verifySemantics(const ::popef::fb::Executable &exe, const std::string &label); // verify.cpp
+void verifySemantics(const ::popef::fb::Executable &exe, const std::string &label, unsigned threads); // verify.cpp
 
 namespace {
 
@@ -42,7 +42,7 @@ void Executable::releaseMappedPages() const {
     ::madvise(mapping_, size_, MADV_DONTNEED);
 }
 
-std::shared_ptr<const Executable> Executable::open(const std::string &path) {
+std::shared_ptr<const Executable> Executable::open(const std::string &path, unsigned threads) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0)
     fail("{}: cannot open: {}", path, std::strerror(errno));
@@ -61,7 +61,7 @@ std::shared_ptr<const Executable> Executable::open(const std::string &path) {
     fail("{}: cannot map file: {}", path, std::strerror(errno));
   exe->mapping_ = p;
   exe->data_ = static_cast<const uint8_t *>(p);
-  exe->verify();
+  exe->verify(threads);
   return exe;
 }
 
@@ -72,11 +72,11 @@ std::shared_ptr<const Executable> Executable::fromBytes(std::vector<uint8_t> byt
   exe->owned_ = std::move(bytes);
   exe->data_ = exe->owned_.data();
   exe->size_ = exe->owned_.size();
-  exe->verify();
+  exe->verify(1);
   return exe;
 }
 
-void Executable::verify() {
+void Executable::verify(unsigned threads) {
   if (size_ < 8 + kTrailerBytes || !::popef::fb::ExecutableBufferHasIdentifier(data_))
     fail("{}: not a popef file", label_);
   if (!hasValidTrailer(data_, size_))
@@ -88,7 +88,7 @@ void Executable::verify() {
   if (!::popef::fb::VerifyExecutableBuffer(verifier))
     fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
   root_ = ::popef::fb::GetExecutable(data_);
-  verifySemantics(*root_, label_);
+  verifySemantics(*root_, label_, threads);
 }
 
 } // namespace popc::popef

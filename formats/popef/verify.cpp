@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <concepts>
+#include <exception>
+#include <thread>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -26,7 +28,8 @@ std::string str(const flatbuffers::String *s) { return s ? s->str() : std::strin
 
 class Checker {
 public:
-  Checker(const fb::Executable &exe, const std::string &label) : exe_(exe), label_(label) {}
+  Checker(const fb::Executable &exe, const std::string &label, unsigned threads)
+      : exe_(exe), label_(label), threads_(std::max(1u, threads)) {}
 
   void run() {
     checkHeader();
@@ -249,8 +252,46 @@ private:
     }
   }
 
+  // Steps are independent: checked on `threads_` threads, in contiguous
+  // groups of about equal record counts. The error reported is the first
+  // step's that fails, as a sequential check would report.
   void checkExchanges() {
-    for (uint32_t i = 0; i < len(exe_.exchanges()); ++i) {
+    const uint32_t steps = len(exe_.exchanges());
+    uint64_t records = 0;
+    for (uint32_t i = 0; i < steps; ++i)
+      records += len(exe_.exchanges()->Get(i)->copies());
+    const unsigned threads = records < (1u << 16) ? 1 : std::min<unsigned>(threads_, std::max(1u, steps));
+    std::vector<std::exception_ptr> errors(steps);
+    std::vector<uint32_t> bounds{0};
+    for (uint64_t i = 0, acc = 0; i < steps && bounds.size() < threads; ++i) {
+      acc += len(exe_.exchanges()->Get(uint32_t(i))->copies());
+      if (acc * threads >= records * bounds.size())
+        bounds.push_back(uint32_t(i + 1));
+    }
+    if (bounds.size() == 1 || bounds.back() != steps)
+      bounds.push_back(steps);
+    auto group = [&](size_t g) {
+      for (uint32_t i = bounds[g]; i < bounds[g + 1]; ++i)
+        try {
+          checkExchange(i);
+        } catch (...) {
+          errors[i] = std::current_exception();
+          return; // later steps of this group cannot come first
+        }
+    };
+    std::vector<std::thread> helpers;
+    for (size_t g = 1; g + 1 < bounds.size(); ++g)
+      helpers.emplace_back(group, g);
+    group(0);
+    for (std::thread &t : helpers)
+      t.join();
+    for (const std::exception_ptr &e : errors)
+      if (e)
+        std::rethrow_exception(e);
+  }
+
+  void checkExchange(uint32_t i) {
+    {
       const fb::ExchangeStep *ex = exe_.exchanges()->Get(i);
       uint32_t n = len(ex->copies());
       const uint32_t replicas = std::max(1u, exe_.target()->replication_factor());
@@ -294,7 +335,9 @@ private:
       if (copy(k)->bytes())
         order.push_back(k);
     auto key = [&](uint32_t k) { return std::pair(copy(k)->dst_tile(), copy(k)->dst_offset()); };
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    auto byKey = [&](uint32_t a, uint32_t b) { return key(a) < key(b); };
+    if (!std::is_sorted(order.begin(), order.end(), byKey)) // writers sort by destination (popef.fbs)
+      std::stable_sort(order.begin(), order.end(), byKey);
 
     // Every destination copy on `tile`, sorted and checked for overlaps (built on demand).
     std::map<uint32_t, std::vector<Range>> exact;
@@ -596,6 +639,7 @@ private:
 
   const fb::Executable &exe_;
   const std::string &label_;
+  const unsigned threads_;
   uint32_t numTiles_ = 0;
   uint64_t bytesPerTile_ = 0;
   std::vector<uint8_t> fnState_; // 0 unvisited, 1 on stack, 2 done
@@ -604,8 +648,8 @@ private:
 
 } // namespace
 
-void verifySemantics(const fb::Executable &exe, const std::string &label) {
-  Checker(exe, label).run();
+void verifySemantics(const fb::Executable &exe, const std::string &label, unsigned threads) {
+  Checker(exe, label, threads).run();
 }
 
 uint64_t tensorBytes(const fb::Tensor &t) {

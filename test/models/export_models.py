@@ -60,11 +60,18 @@ MODELS = {
 }
 
 
+# Large models, exported only by name (not part of the default suite or the bench set):
+# a model that compiles must also run (issue 17, "big models run").
+BIG_MODELS = {
+    "vit_b_16": _vision("vit_b_16"),
+}
+
+
 def build(name):
     """(module in eval mode, {input name: shape}, [output names], [input arrays]) with fixed seeds."""
     import torch
     torch.manual_seed(SEED)
-    module, inputs = MODELS[name]()
+    module, inputs = {**MODELS, **BIG_MODELS}[name]()
     module.eval()
     rng = np.random.default_rng(SEED)
     arrays = [rng.standard_normal(shape).astype(np.float32) for shape in inputs.values()]
@@ -97,7 +104,7 @@ def main():
         sys.exit(__doc__)
     out_root, names = sys.argv[1], sys.argv[2:] or list(MODELS)
     for name in names:
-        if name not in MODELS:
+        if name not in MODELS and name not in BIG_MODELS:
             sys.exit(f"export_models.py: unknown model '{name}' (known: {', '.join(MODELS)})")
     import torch
     torch.set_num_threads(1)
