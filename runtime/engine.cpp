@@ -291,7 +291,7 @@ struct Engine::Impl {
       const fb::Tensor *t = root.tensors()->Get(i);
       if (t->constant() >= 0 && t->mapping())
         for (uint32_t r = 0; r < replicas; ++r)
-          scatter(*t, root.constants()->Get(t->constant())->data()->data(), r);
+          scatter(*t, exe->constant(uint32_t(t->constant())).data(), r);
     }
   }
 

@@ -266,7 +266,7 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
     (atLoad.count(uint32_t(i)) ? loadBytes : runBytes) += j["exchanges"][i]["bytes"].get<uint64_t>();
   }
   for (uint32_t i = 0; i < len(exe.constants()); ++i)
-    constantBytes += len(exe.constants()->Get(i)->data());
+    constantBytes += file.constant(i).size();
   // Where the file's bytes go, by section: the fixed-size records are exact,
   // "other" is names, shapes, tables and alignment.
   uint64_t intervals = 0, intermediates = 0, intermediateIntervals = 0, fieldOffsets = 0, bitcode = 0;

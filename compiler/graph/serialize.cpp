@@ -165,6 +165,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   }
   exe.metadata = std::move(meta);
   exe.source_model = g.sourceModel;
+  std::vector<std::span<const uint8_t>> segment; // per constant: its bytes (popef data segment)
 
   for (TensorId id = 0; id < g.tensors().size(); ++id) {
     const DeviceTensor &t = g.tensor(id);
@@ -181,10 +182,10 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     if (t.filledAtLoad) {
       out->filled_at_load = true;
     } else if (t.role == TensorRole::Constant) {
-      auto data = std::make_unique<fb::ConstantDataT>();
-      data->data = t.constData;
+      // The bytes go to the data segment, straight from the graph (no copy in the object tree).
       out->constant = int32_t(exe.constants.size());
-      exe.constants.push_back(std::move(data));
+      exe.constants.push_back(std::make_unique<fb::ConstantDataT>());
+      segment.emplace_back(t.constData);
     }
     exe.tensors.push_back(std::move(out));
   }
@@ -260,8 +261,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   // The packed size, roughly: what dominates are constants, copy records,
   // tensor mappings, vertices and their field offsets.
   size_t sizeHint = 1 << 20;
-  for (const auto &c : exe.constants)
-    sizeHint += c->data.size() + 64;
+  sizeHint += exe.constants.size() * 64;
   for (const auto &ex : exe.exchanges)
     sizeHint += ex->copies.size() * sizeof(fb::Copy) + 64;
   for (const auto &t : exe.tensors)
@@ -281,7 +281,16 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     sizeHint += c.message.size() + 32;
     exe.checks.push_back(std::move(check));
   }
-  return popef::serialize(exe, sizeHint);
+  try {
+    return popef::serialize(exe, sizeHint, segment);
+  } catch (const Error &e) {
+    uint64_t records = 0;
+    for (const auto &ex : exe.exchanges)
+      records += ex->copies.size();
+    fail("{} ({} tensors, {} exchange copy records): compile with a smaller batch, or over fewer tiles "
+         "(--tiles-per-ipu), so that the work splits into fewer copies",
+         e.what(), exe.tensors.size(), records);
+  }
 }
 
 } // namespace popc::graph

@@ -13,7 +13,9 @@
 
 namespace popc::popef {
 
-constexpr uint32_t kFormatVersion = 3; // 2: load program, filled_at_load; 3: checks
+constexpr uint32_t kFormatVersion = 4; // 2: load program, filled_at_load; 3: checks; 4: data segment
+// Version 3 files read unchanged: 4 only added the data segment (inline data still reads).
+constexpr uint32_t kMinFormatVersion = 3;
 
 // Limits enforced by the reader (a file outside them is rejected as invalid).
 constexpr uint64_t kMaxTiles = 1u << 20;              // num_ipus * tiles_per_ipu
@@ -44,14 +46,28 @@ inline ::popef::fb::Copy singleCopy(uint32_t srcTile, uint32_t srcOffset, uint32
   return ::popef::fb::Copy(srcTile, srcOffset, dstTile, dstOffset, bytes, 0, 0, 0);
 }
 
+// The bytes of a constant: its inline data, or its range of `content` (the
+// whole file) in the data segment. Unchecked: for verified files, or after the
+// verifier's range check.
+std::span<const uint8_t> constantBytes(const ::popef::fb::ConstantData &c, std::span<const uint8_t> content);
+
 // Bytes of a (verified) tensor: product(shape) * dtype size.
 uint64_t tensorBytes(const ::popef::fb::Tensor &t);
 Shape tensorShape(const ::popef::fb::Tensor &t);
 
+// The flatbuffer part of a popef (everything but the data segment) must stay
+// below this: flatbuffers' offsets are 32-bit and signed.
+constexpr uint64_t kMaxScheduleBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
+
 // Packs an executable with the "POPF" identifier and the checksum of every
 // constant and code module. Deterministic.
-// `sizeHint`: the expected size in bytes, if known (saves regrowing the buffer).
-std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint = 0);
+// `segment`: bytes of constants kept out of the flatbuffer (format 4): entry i,
+// if not empty, holds constants[i]'s bytes (whose `data` must then be empty)
+// and goes to the data segment after the flatbuffer.
+// `sizeHint`: the expected size of the flatbuffer, if known (saves regrowing it).
+// Throws popc::Error when the flatbuffer part would reach kMaxScheduleBytes.
+std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint = 0,
+                               std::span<const std::span<const uint8_t>> segment = {});
 // The checksum stored beside constant data and bitcode (XXH64, seed 0).
 uint64_t checksum(std::span<const uint8_t> bytes);
 
@@ -80,6 +96,8 @@ public:
   ~Executable();
 
   const ::popef::fb::Executable &root() const { return *root_; }
+  // The bytes of constants[i] (verified: inline, or inside the data segment).
+  std::span<const uint8_t> constant(uint32_t i) const;
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string &label() const { return label_; }
   // Lets the kernel drop the mapped file's pages from this process (they stay

@@ -4,6 +4,7 @@
 
 #include "support/error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -13,7 +14,8 @@
 
 namespace popc::popef {
 
-void verifySemantics(const ::popef::fb::Executable &exe, const std::string &label, unsigned threads); // verify.cpp
+void verifySemantics(const ::popef::fb::Executable &exe, std::span<const uint8_t> content, const std::string &label,
+                     unsigned threads); // verify.cpp
 
 namespace {
 
@@ -76,19 +78,24 @@ std::shared_ptr<const Executable> Executable::fromBytes(std::vector<uint8_t> byt
   return exe;
 }
 
+std::span<const uint8_t> Executable::constant(uint32_t i) const {
+  return constantBytes(*root_->constants()->Get(i), {data_, contentSize_});
+}
+
 void Executable::verify(unsigned threads) {
   if (size_ < 8 + kTrailerBytes || !::popef::fb::ExecutableBufferHasIdentifier(data_))
     fail("{}: not a popef file", label_);
   if (!hasValidTrailer(data_, size_))
     fail("{}: checksum mismatch: the file is truncated or corrupt; recompile the model", label_);
   contentSize_ = size_ - kTrailerBytes;
-  if (contentSize_ >= FLATBUFFERS_MAX_BUFFER_SIZE)
-    fail("{}: file is larger than the 2 GiB popef limit", label_);
-  flatbuffers::Verifier verifier(data_, contentSize_, kVerifierMaxDepth, kVerifierMaxTables);
+  // The flatbuffer lies in the first 2 GiB; a data segment of weights may
+  // follow it, to any size (format 4). Its ranges are checked semantically.
+  flatbuffers::Verifier verifier(data_, std::min<uint64_t>(contentSize_, kMaxScheduleBytes), kVerifierMaxDepth,
+                                 kVerifierMaxTables);
   if (!::popef::fb::VerifyExecutableBuffer(verifier))
     fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
   root_ = ::popef::fb::GetExecutable(data_);
-  verifySemantics(*root_, label_, threads);
+  verifySemantics(*root_, {data_, contentSize_}, label_, threads);
 }
 
 } // namespace popc::popef

@@ -28,14 +28,14 @@ std::string str(const flatbuffers::String *s) { return s ? s->str() : std::strin
 
 class Checker {
 public:
-  Checker(const fb::Executable &exe, const std::string &label, unsigned threads)
-      : exe_(exe), label_(label), threads_(std::max(1u, threads)) {}
+  Checker(const fb::Executable &exe, std::span<const uint8_t> content, const std::string &label, unsigned threads)
+      : exe_(exe), content_(content), label_(label), threads_(std::max(1u, threads)) {}
 
   void run() {
     checkHeader();
     checkTarget();
+    checkChecksums(); // first: it also checks the constants' segment ranges, which checkTensors reads
     checkTensors();
-    checkChecksums();
     checkVertexTypes();
     checkComputeSets();
     checkExchanges();
@@ -64,10 +64,10 @@ private:
   }
 
   void checkHeader() {
-    if (exe_.format_version() != kFormatVersion)
-      fail("{}: format_version {} is not supported (this build reads version {}, {}): "
+    if (exe_.format_version() < kMinFormatVersion || exe_.format_version() > kFormatVersion)
+      fail("{}: format_version {} is not supported (this build reads versions {} to {}, {}): "
            "recompile the model with this popc",
-           label_, exe_.format_version(), kFormatVersion, compilerVersion());
+           label_, exe_.format_version(), kMinFormatVersion, kFormatVersion, compilerVersion());
   }
 
   void checkTarget() {
@@ -177,7 +177,7 @@ private:
       if (c < -1 || c >= static_cast<int64_t>(len(exe_.constants())))
         bad(where, "constant index {} out of range ({} constants)", c, len(exe_.constants()));
       if (c >= 0) {
-        uint64_t have = len(exe_.constants()->Get(c)->data());
+        uint64_t have = constantBytes(*exe_.constants()->Get(c), content_).size();
         if (have != bytes)
           bad(where, "constant {} holds {} bytes but the tensor has {} bytes", c, have, bytes);
       } else if (t->role() == fb::TensorRole::Constant && !t->filled_at_load()) {
@@ -200,10 +200,14 @@ private:
     }
     for (uint32_t i = 0; i < len(exe_.constants()); ++i) {
       const fb::ConstantData *c = exe_.constants()->Get(i);
-      const auto *data = c->data();
-      const std::span<const uint8_t> bytes = data ? std::span<const uint8_t>(data->data(), data->size())
-                                                  : std::span<const uint8_t>();
-      if (checksum(bytes) != c->xxh64())
+      const std::string where = fmt::format("constants[{}]", i);
+      if (c->size() && len(c->data()))
+        bad(where, "has both inline data and {} bytes in the data segment", c->size());
+      if (c->size() && (c->offset() % 64 != 0 || c->offset() > content_.size() ||
+                        c->size() > content_.size() - c->offset()))
+        bad(where, "data segment bytes [{}, {}) are not a 64-byte aligned range inside the file ({} bytes)",
+            c->offset(), c->offset() + c->size(), content_.size());
+      if (checksum(constantBytes(*c, content_)) != c->xxh64())
         bad(fmt::format("constants[{}]", i), "data checksum mismatch: the file is corrupt; recompile the model");
     }
   }
@@ -638,6 +642,7 @@ private:
   }
 
   const fb::Executable &exe_;
+  const std::span<const uint8_t> content_; // the whole file less its trailer
   const std::string &label_;
   const unsigned threads_;
   uint32_t numTiles_ = 0;
@@ -648,8 +653,15 @@ private:
 
 } // namespace
 
-void verifySemantics(const fb::Executable &exe, const std::string &label, unsigned threads) {
-  Checker(exe, label, threads).run();
+void verifySemantics(const fb::Executable &exe, std::span<const uint8_t> content, const std::string &label,
+                     unsigned threads) {
+  Checker(exe, content, label, threads).run();
+}
+
+std::span<const uint8_t> constantBytes(const fb::ConstantData &c, std::span<const uint8_t> content) {
+  if (c.size())
+    return content.subspan(c.offset(), c.size());
+  return c.data() ? std::span<const uint8_t>(c.data()->data(), c.data()->size()) : std::span<const uint8_t>();
 }
 
 uint64_t tensorBytes(const fb::Tensor &t) {

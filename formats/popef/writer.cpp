@@ -39,23 +39,53 @@ bool hasValidTrailer(const uint8_t *data, size_t size) {
   return checksum({data, size - kTrailerBytes}) == stored;
 }
 
-std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint) {
+std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
+                               std::span<const std::span<const uint8_t>> segment) {
+  auto tooLarge = [](uint64_t bytes) {
+    fail("the executable's schedule (tensors, vertices, copy records) needs {:.2f} GiB, over popef's 2 GiB "
+         "limit for it (weights do not count: they go in the data segment)",
+         bytes / double(1ull << 30));
+  };
+  if (sizeHint > kMaxScheduleBytes)
+    tooLarge(sizeHint);
   // The builder's output depends only on the object tree (no hashing of
   // pointers, no timestamps), so the same executable gives the same bytes.
   // Sized up front: growing a builder of hundreds of MB doubles and copies it
   // (and faults in fresh pages) each time.
   flatbuffers::FlatBufferBuilder fbb(std::max<size_t>(1 << 16, sizeHint));
-  fbb.ForceDefaults(true); // every checksum field is stored, so it can be patched below
+  fbb.ForceDefaults(true); // every checksum and segment field is stored, so it can be patched below
   auto root = ::popef::fb::Executable::Pack(fbb, &exe);
   ::popef::fb::FinishExecutableBuffer(fbb, root);
+  if (fbb.GetSize() > kMaxScheduleBytes)
+    tooLarge(fbb.GetSize());
+  auto align64 = [](uint64_t n) { return (n + 63) / 64 * 64; };
+  uint64_t total = align64(fbb.GetSize());
+  for (std::span<const uint8_t> s : segment)
+    total += align64(s.size());
   std::vector<uint8_t> bytes;
-  bytes.reserve(fbb.GetSize() + kTrailerBytes); // seal() appends without reallocating
+  bytes.reserve(total + kTrailerBytes); // seal() appends without reallocating
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint64_t> offsets(segment.size(), 0);
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i].empty())
+      continue;
+    bytes.resize(align64(bytes.size()), 0);
+    offsets[i] = bytes.size();
+    bytes.insert(bytes.end(), segment[i].begin(), segment[i].end());
+  }
+  bytes.resize(align64(bytes.size()), 0);
   auto *packed = ::popef::fb::GetMutableExecutable(bytes.data());
   if (auto *constants = packed->mutable_constants())
     for (flatbuffers::uoffset_t i = 0; i < constants->size(); ++i) {
       auto *c = constants->GetMutableObject(i);
-      c->mutate_xxh64(c->data() ? checksum({c->data()->data(), c->data()->size()}) : checksum({}));
+      if (i < segment.size() && !segment[i].empty()) {
+        POPC_ASSERT(!c->data() || c->data()->size() == 0);
+        c->mutate_offset(offsets[i]);
+        c->mutate_size(segment[i].size());
+        c->mutate_xxh64(checksum(segment[i]));
+      } else {
+        c->mutate_xxh64(c->data() ? checksum({c->data()->data(), c->data()->size()}) : checksum({}));
+      }
     }
   if (auto *code = packed->mutable_code())
     for (flatbuffers::uoffset_t i = 0; i < code->size(); ++i) {

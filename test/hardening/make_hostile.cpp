@@ -508,7 +508,7 @@ int main(int argc, char **argv) {
   {
     auto e = sample();
     e.format_version = popc::popef::kFormatVersion + 1;
-    w.exe("format_version_future", e, 1, "is not supported (this build reads version");
+    w.exe("format_version_future", e, 1, "is not supported (this build reads versions");
   }
   {
     // Weights changed after sealing the constant's checksum, file trailer redone.
@@ -518,6 +518,17 @@ int main(int argc, char **argv) {
     b[at] ^= 1;
     popc::popef::seal(b);
     w.bytes("constant_checksum_mismatch", b, 1, "constants[0]: data checksum mismatch");
+  }
+  {
+    // A constant in the data segment (format 4) whose range runs past the end of the file.
+    auto e = sample();
+    std::vector<uint8_t> weights = std::move(e.constants[0]->data);
+    e.constants[0]->data.clear();
+    std::vector<std::span<const uint8_t>> segment{weights};
+    auto b = popc::popef::serialize(e, 0, segment);
+    fb::GetMutableExecutable(b.data())->mutable_constants()->GetMutableObject(0)->mutate_size(uint64_t(1) << 40);
+    popc::popef::seal(b);
+    w.bytes("constant_segment_outside_file", b, 1, "constants[0]: data segment bytes");
   }
   {
     auto b = popc::popef::serialize(sample());

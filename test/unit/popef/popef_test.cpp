@@ -12,6 +12,7 @@
 
 using popc::Error;
 using popc::popef::Executable;
+using popc::popef::len;
 namespace fb = ::popef::fb;
 
 namespace {
@@ -390,4 +391,76 @@ TEST_CASE("popef step fields are checked: replicas bound the arena, host shapes 
   exe.metadata->inputs[0]->host_shape = {3, 2, 4};
   exe.metadata->outputs[0]->host_shape = {2, 4};
   CHECK_NOTHROW(Executable::fromBytes(popc::popef::serialize(exe), "ok"));
+}
+
+namespace {
+// The sample with its constants moved to the data segment (format 4).
+std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept) {
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  std::vector<std::span<const uint8_t>> segment;
+  for (auto &c : exe.constants) {
+    kept.push_back(std::move(c->data));
+    c->data.clear();
+  }
+  for (const auto &k : kept)
+    segment.emplace_back(k);
+  return popc::popef::serialize(exe, 0, segment);
+}
+} // namespace
+
+TEST_CASE("popef: constants in the data segment read back, 64-byte aligned after the flatbuffer", "[popef]") {
+  std::vector<std::vector<uint8_t>> kept;
+  const auto bytes = segmentSampleBytes(kept);
+  std::vector<std::vector<uint8_t>> again;
+  CHECK(bytes == segmentSampleBytes(again)); // deterministic
+  auto exe = Executable::fromBytes(bytes, "segment.popef");
+  REQUIRE(len(exe->root().constants()) == kept.size());
+  for (uint32_t i = 0; i < kept.size(); ++i) {
+    const fb::ConstantData *c = exe->root().constants()->Get(i);
+    CHECK(c->data() == nullptr);
+    CHECK(c->offset() % 64 == 0);
+    CHECK(c->size() == kept[i].size());
+    const auto got = exe->constant(i);
+    CHECK(std::vector<uint8_t>(got.begin(), got.end()) == kept[i]);
+  }
+}
+
+TEST_CASE("popef: a data segment range outside the file, beside inline data or with changed bytes is refused",
+          "[popef]") {
+  std::vector<std::vector<uint8_t>> kept;
+  const auto good = segmentSampleBytes(kept);
+  const fb::ConstantData *c0 = fb::GetExecutable(good.data())->constants()->Get(0);
+  auto patched = [&](auto mutate) {
+    auto b = good;
+    mutate(fb::GetMutableExecutable(b.data())->mutable_constants()->GetMutableObject(0));
+    popc::popef::seal(b);
+    return b;
+  };
+  CHECK_THROWS_WITH(Executable::fromBytes(patched([&](fb::ConstantData *c) { c->mutate_offset(good.size()); }), "x"),
+                    Catch::Contains("constants[0]: data segment bytes") && Catch::Contains("inside the file"));
+  CHECK_THROWS_WITH(Executable::fromBytes(patched([&](fb::ConstantData *c) { c->mutate_offset(c0->offset() + 8); }),
+                                          "x"),
+                    Catch::Contains("64-byte aligned"));
+  CHECK_THROWS_WITH(
+      Executable::fromBytes(patched([&](fb::ConstantData *c) { c->mutate_size(uint64_t(1) << 62); }), "x"),
+      Catch::Contains("constants[0]: data segment bytes"));
+  auto flipped = good;
+  flipped[c0->offset()] ^= 1;
+  popc::popef::seal(flipped);
+  CHECK_THROWS_WITH(Executable::fromBytes(flipped, "x"), Catch::Contains("constants[0]: data checksum mismatch"));
+
+  // Both inline data and a segment range: built by hand (the writer never does it).
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  std::vector<std::span<const uint8_t>> none;
+  auto bytes = popc::popef::serialize(exe, 0, none);
+  auto *c = fb::GetMutableExecutable(bytes.data())->mutable_constants()->GetMutableObject(0);
+  c->mutate_size(c->data()->size());
+  popc::popef::seal(bytes);
+  CHECK_THROWS_WITH(Executable::fromBytes(bytes, "x"), Catch::Contains("has both inline data"));
+}
+
+TEST_CASE("popef: a schedule that would reach 2 GiB is refused when written, not when read", "[popef]") {
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  CHECK_THROWS_WITH(popc::popef::serialize(exe, size_t(popc::popef::kMaxScheduleBytes) + 1),
+                    Catch::Contains("over popef's 2 GiB limit"));
 }
