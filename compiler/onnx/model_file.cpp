@@ -2,6 +2,7 @@
 #include "compiler/onnx/trained_model.h"
 
 #include "support/error.h"
+#include "support/file_io.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +10,12 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <climits>
+#include <fcntl.h>
 #include <fstream>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <set>
 #include <sstream>
 
@@ -23,7 +29,7 @@ namespace {
 // top-level fields (wire format only): "truncated ..." when a field runs past
 // the end of the file, "not a protobuf ..." when a field key or wire type is
 // invalid; empty when the fields are well-formed.
-std::string protobufDamage(const std::string &bytes) {
+std::string protobufDamage(std::string_view bytes) {
   const size_t n = bytes.size();
   size_t pos = 0;
   auto varint = [&](uint64_t &v) {
@@ -69,17 +75,36 @@ std::string protobufDamage(const std::string &bytes) {
   if (fs::is_directory(path, ec))
     fail("{}: is a directory, not an ONNX model file; fix: give the .onnx file in it (e.g. {})", path,
          (fs::path(path) / "model.onnx").string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  // One read into a buffer of the file's size, parsed in place: a stream
+  // (and its string) would copy a model of hundreds of MB twice more.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     fail("{}: cannot open file: {}", path, std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  const std::string bytes = buf.str();
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("{}: cannot open file: not a regular file", path);
+  }
+  const size_t size = size_t(st.st_size);
+  if (size > size_t(INT_MAX)) {
+    ::close(fd);
+    fail("{}: the model is {} bytes, over protobuf's 2 GiB limit for one message; fix: save the weights as "
+         "ONNX external data (onnx.save_model(..., save_as_external_data=True))",
+         path, size);
+  }
+  std::unique_ptr<char[]> buffer(new char[std::max<size_t>(size, 1)]);
+  errno = 0;
+  const size_t got = readFull(fd, buffer.get(), size);
+  const int readErrno = errno;
+  ::close(fd);
+  if (got != size)
+    fail("{}: cannot read file: {}", path, got < size && readErrno ? std::strerror(readErrno) : "it changed size");
+  const std::string_view bytes(buffer.get(), size);
   if (bytes.empty())
     fail("{}: not an ONNX model (the file is empty)", path);
   ::onnx::ModelProto model;
   // A few stray bytes can parse as an empty message, so also require a graph.
-  if (!model.ParseFromString(bytes) || !model.has_graph() || model.ir_version() <= 0) {
+  if (!model.ParseFromArray(bytes.data(), int(bytes.size())) || !model.has_graph() || model.ir_version() <= 0) {
     const std::string damage = protobufDamage(bytes);
     if (damage.starts_with("truncated"))
       fail("{}: ONNX model {}; fix: copy or export the file again", path, damage);
