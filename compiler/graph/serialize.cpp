@@ -29,26 +29,52 @@ std::unique_ptr<fb::TargetT> toTarget(const Target &t) {
   return out;
 }
 
-// Splits a symbolic copy at the interval boundaries of source and destination.
-void resolveCopy(const DeviceGraph &g, const MemoryPlan &plan, const Copy &c,
-                 std::vector<fb::Copy> &out) {
-  uint64_t done = 0;
-  const DeviceTensor &src = g.tensor(c.src), &dst = g.tensor(c.dst);
-  auto remainingInInterval = [](const DeviceTensor &t, uint64_t byte) {
+// Resolves symbolic copies to tile addresses. Each tensor's interval start
+// addresses are computed once, on first use (a tensor's block base on the
+// interval's tile plus the interval's offset inside the block).
+class CopyResolver {
+public:
+  CopyResolver(const DeviceGraph &g, const MemoryPlan &plan) : g_(g), plan_(plan), addrs_(g.tensors().size()) {}
+
+  // Splits `c` at the interval boundaries of source and destination.
+  void resolve(const Copy &c, std::vector<fb::Copy> &out) {
+    const DeviceTensor &src = g_.tensor(c.src), &dst = g_.tensor(c.dst);
+    const std::vector<uint32_t> &sa = addresses(c.src), &da = addresses(c.dst);
+    size_t si = intervalAt(src, c.srcByte), di = intervalAt(dst, c.dstByte);
+    uint64_t s = c.srcByte, d = c.dstByte;
+    for (uint64_t done = 0; done < c.bytes;) {
+      const Interval &sv = src.mapping[si], &dv = dst.mapping[di];
+      const uint64_t n = std::min({c.bytes - done, sv.end - s, dv.end - d});
+      const uint32_t so = uint32_t(sa[si] + (s - sv.begin)), dof = uint32_t(da[di] + (d - dv.begin));
+      if (!(sv.tile == dv.tile && so == dof))
+        out.push_back(popef::singleCopy(sv.tile, so, dv.tile, dof, uint32_t(n)));
+      done += n, s += n, d += n;
+      si += s == sv.end;
+      di += d == dv.end;
+    }
+  }
+
+private:
+  static size_t intervalAt(const DeviceTensor &t, uint64_t byte) {
     auto it = std::upper_bound(t.mapping.begin(), t.mapping.end(), byte,
                                [](uint64_t b, const Interval &iv) { return b < iv.begin; });
-    return std::prev(it)->end - byte;
-  };
-  while (done < c.bytes) {
-    const uint64_t s = c.srcByte + done, d = c.dstByte + done;
-    const uint64_t n = std::min({c.bytes - done, remainingInInterval(src, s), remainingInInterval(dst, d)});
-    auto [st, so] = plan.address(g, c.src, s);
-    auto [dt, dof] = plan.address(g, c.dst, d);
-    if (!(st == dt && so == dof))
-      out.push_back(popef::singleCopy(st, so, dt, dof, uint32_t(n)));
-    done += n;
+    POPC_ASSERT(it != t.mapping.begin());
+    return size_t(std::prev(it) - t.mapping.begin());
   }
-}
+  const std::vector<uint32_t> &addresses(TensorId id) {
+    std::vector<uint32_t> &a = addrs_[id];
+    const DeviceTensor &t = g_.tensor(id);
+    if (a.empty() && !t.mapping.empty()) {
+      a.reserve(t.mapping.size());
+      for (size_t i = 0; i < t.mapping.size(); ++i)
+        a.push_back(uint32_t(plan_.base(id, t.mapping[i].tile) + t.blockOffsets[i]));
+    }
+    return a;
+  }
+  const DeviceGraph &g_;
+  const MemoryPlan &plan_;
+  std::vector<std::vector<uint32_t>> addrs_;
+};
 
 // Sorted by destination and merged into long runs (DESIGN.md: coalesce at compile time).
 std::vector<fb::Copy> coalesce(std::vector<fb::Copy> copies) {
@@ -231,12 +257,14 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   std::vector<bool> atLoad(g.exchanges().size(), false);
   for (const Program &p : g.load().children)
     atLoad.at(p.index) = true;
+  CopyResolver resolver(g, plan);
   for (const ExchangeStep &ex : g.exchanges()) {
     auto out = std::make_unique<fb::ExchangeStepT>();
     out->name = ex.name;
     std::vector<fb::Copy> copies;
+    copies.reserve(ex.copies.size());
     for (const Copy &c : ex.copies)
-      resolveCopy(g, plan, c, copies);
+      resolver.resolve(c, copies);
     out->copies = foldStrided(coalesce(std::move(copies)));
     out->from_replica = ex.fromReplica;
     if (stats) {
