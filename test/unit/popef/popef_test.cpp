@@ -464,3 +464,30 @@ TEST_CASE("popef: a schedule that would reach 2 GiB is refused when written, not
   CHECK_THROWS_WITH(popc::popef::serialize(exe, size_t(popc::popef::kMaxScheduleBytes) + 1),
                     Catch::Contains("over popef's 2 GiB limit"));
 }
+
+TEST_CASE("popef: exchange steps checked on several threads report the first failing step", "[popef]") {
+  // Enough records (8 steps of 10000) for the verifier to split the steps over threads.
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  for (int s = 0; s < 8; ++s) {
+    auto ex = std::make_unique<fb::ExchangeStepT>();
+    ex->name = "filler" + std::to_string(s);
+    ex->copies.assign(10000, popc::popef::singleCopy(0, 0, 2, 0, 0)); // zero bytes: valid, touch nothing
+    exe.exchanges.push_back(std::move(ex));
+  }
+  const auto good = popc::popef::serialize(exe);
+  const std::string path = tempPath("threads.popef");
+  {
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(good.data()), good.size());
+  }
+  CHECK_NOTHROW(Executable::open(path, 4));
+  exe.exchanges[7]->copies[9000] = popc::popef::singleCopy(0, 0, 77, 0, 0);
+  exe.exchanges[3]->copies[5000] = popc::popef::singleCopy(0, 0, 99, 0, 0);
+  const auto bad = popc::popef::serialize(exe);
+  {
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(bad.data()), bad.size());
+  }
+  for (unsigned threads : {1u, 2u, 4u})
+    CHECK_THROWS_WITH(Executable::open(path, threads), Catch::Contains("exchanges[3].copies[5000]") &&
+                                                           Catch::Contains("99"));
+  std::remove(path.c_str());
+}
