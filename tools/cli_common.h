@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "support/allocator.h"
 #include "support/error.h"
 #include "support/log.h"
 
@@ -69,6 +70,7 @@ inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv)
 // Runs a tool's body with popc's exit codes: 0 success, 1 a user error (bad
 // input; one line "<tool>: error: ..."), 2 an internal error (a popc bug).
 inline int runTool(const std::string &tool, const std::function<int()> &body) {
+  tuneAllocatorForLargeHeaps();
   try {
     return body();
   } catch (const Error &e) {

@@ -38,6 +38,8 @@ public:
 
   // Splits `c` at the interval boundaries of source and destination.
   void resolve(const Copy &c, std::vector<fb::Copy> &out) {
+    if (c.bytes == 0) // an empty tensor has no intervals to search
+      return;
     const DeviceTensor &src = g_.tensor(c.src), &dst = g_.tensor(c.dst);
     const std::vector<uint32_t> &sa = addresses(c.src), &da = addresses(c.dst);
     size_t si = intervalAt(src, c.srcByte), di = intervalAt(dst, c.dstByte);
