@@ -92,7 +92,7 @@ uint64_t tileExchangeCycles(const ::popef::fb::Target &target, const TileTraffic
          ceilDiv(std::max(t.sentX, t.recvX), target.inter_ipu_bytes_per_cycle());
 }
 
-ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
+ExchangeCost exchangeVolume(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
   ExchangeCost cost;
   if (step.copies())
     for (const auto *c : *step.copies()) {
@@ -100,9 +100,14 @@ ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::
                        c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
       cost.bytes += popef::copyTotalBytes(*c);
     }
+  cost.sync = cost.interIpu ? target.global_sync_cycles() : target.sync_cycles();
+  return cost;
+}
+
+ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
+  ExchangeCost cost = exchangeVolume(target, step);
   for (const TileTraffic &t : exchangeTraffic(target, step))
     cost.transfer = std::max(cost.transfer, tileExchangeCycles(target, t));
-  cost.sync = cost.interIpu ? target.global_sync_cycles() : target.sync_cycles();
   return cost;
 }
 

@@ -39,6 +39,9 @@ struct ExchangeCost {
 };
 // The step takes its slowest tile (tileExchangeCycles).
 ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step);
+// The same without `transfer` (left 0): bytes, interIpu and sync only, with no
+// traffic table (for steps no run charges: the load program's).
+ExchangeCost exchangeVolume(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step);
 
 struct StreamCost {
   uint64_t sync = 0;  // global_sync_cycles

@@ -497,13 +497,7 @@ struct Engine::Impl {
       acc += uint64_t(plan.local[i].bytes) * plan.local[i].count;
     }
     plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
-    if (runInMain[e]) {
-      plan.cost = exchangeCost(target, *step);
-    } else {
-      for (uint32_t i = 0; i < len(step->copies()); ++i)
-        plan.cost.bytes += popef::copyTotalBytes(*step->copies()->Get(i));
-      plan.cost.interIpu = !plan.remote.empty();
-    }
+    plan.cost = runInMain[e] ? exchangeCost(target, *step) : exchangeVolume(target, *step);
     describeExchange(e, *step, false);
   }
 

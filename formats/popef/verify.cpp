@@ -200,7 +200,7 @@ private:
     }
     for (uint32_t i = 0; i < len(exe_.constants()); ++i) {
       const fb::ConstantData *c = exe_.constants()->Get(i);
-      const std::string where = fmt::format("constants[{}]", i);
+      auto where = [i] { return fmt::format("constants[{}]", i); };
       if (c->size() && len(c->data()))
         bad(where, "has both inline data and {} bytes in the data segment", c->size());
       if (c->size() && (c->offset() % 64 != 0 || c->offset() > content_.size() ||
@@ -208,7 +208,7 @@ private:
         bad(where, "data segment bytes [{}, {}) are not a 64-byte aligned range inside the file ({} bytes)",
             c->offset(), c->offset() + c->size(), content_.size());
       if (checksum(constantBytes(*c, content_)) != c->xxh64())
-        bad(fmt::format("constants[{}]", i), "data checksum mismatch: the file is corrupt; recompile the model");
+        bad(where, "data checksum mismatch: the file is corrupt; recompile the model");
     }
   }
 
@@ -295,26 +295,24 @@ private:
   }
 
   void checkExchange(uint32_t i) {
-    {
-      const fb::ExchangeStep *ex = exe_.exchanges()->Get(i);
-      uint32_t n = len(ex->copies());
-      const uint32_t replicas = std::max(1u, exe_.target()->replication_factor());
-      if (ex->from_replica() < -1 || ex->from_replica() >= int32_t(replicas))
-        bad(fmt::format("exchanges[{}]", i), "from_replica {} is not a replica (replication factor {})",
-            ex->from_replica(), replicas);
-      for (uint32_t j = 0; j < n; ++j) {
-        const fb::Copy *c = ex->copies()->Get(j);
-        auto where = [&] { return fmt::format("exchanges[{}].copies[{}]", i, j); };
-        checkTile(where, "src_tile", c->src_tile());
-        checkTile(where, "dst_tile", c->dst_tile());
-        if (c->repeat() && c->dst_stride() < c->bytes())
-          bad(where, "dst_stride {} is less than bytes {}: its {} copies would overlap", c->dst_stride(), c->bytes(),
-              copyCount(*c));
-        checkRange(where, "source", c->src_offset(), copySrcEnd(*c) - c->src_offset());
-        checkRange(where, "destination", c->dst_offset(), copyDstEnd(*c) - c->dst_offset());
-      }
-      checkCopyOverlaps(i, ex);
+    const fb::ExchangeStep *ex = exe_.exchanges()->Get(i);
+    uint32_t n = len(ex->copies());
+    const uint32_t replicas = std::max(1u, exe_.target()->replication_factor());
+    if (ex->from_replica() < -1 || ex->from_replica() >= int32_t(replicas))
+      bad(fmt::format("exchanges[{}]", i), "from_replica {} is not a replica (replication factor {})",
+          ex->from_replica(), replicas);
+    for (uint32_t j = 0; j < n; ++j) {
+      const fb::Copy *c = ex->copies()->Get(j);
+      auto where = [&] { return fmt::format("exchanges[{}].copies[{}]", i, j); };
+      checkTile(where, "src_tile", c->src_tile());
+      checkTile(where, "dst_tile", c->dst_tile());
+      if (c->repeat() && c->dst_stride() < c->bytes())
+        bad(where, "dst_stride {} is less than bytes {}: its {} copies would overlap", c->dst_stride(), c->bytes(),
+            copyCount(*c));
+      checkRange(where, "source", c->src_offset(), copySrcEnd(*c) - c->src_offset());
+      checkRange(where, "destination", c->dst_offset(), copyDstEnd(*c) - c->dst_offset());
     }
+    checkCopyOverlaps(i, ex);
   }
 
   // Copies of one step run in parallel: destinations must not overlap each
