@@ -33,33 +33,22 @@ namespace {
 auto logger() { return log::get("cache"); }
 
 // Closes a file descriptor on scope exit.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-};
-
 // An exclusive flock on `path` (created if missing), released on scope exit.
 class FileLock {
 public:
   FileLock(const fs::path &path, bool wait) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-    if (fd_.fd < 0)
+    if (fd_.get() < 0)
       return;
     int rc;
     do
-      rc = ::flock(fd_.fd, LOCK_EX | (wait ? 0 : LOCK_NB));
+      rc = ::flock(fd_.get(), LOCK_EX | (wait ? 0 : LOCK_NB));
     while (rc != 0 && errno == EINTR);
     locked_ = rc == 0;
   }
   bool locked() const { return locked_; }
 
 private:
-  Fd fd_;
+  UniqueFd fd_;
   bool locked_ = false;
 };
 
@@ -354,11 +343,11 @@ struct Meta {
 
 // Reads a .meta file; nullopt (errno set) if it cannot be opened.
 std::optional<Meta> readMeta(const fs::path &path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.fd < 0)
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0)
     return std::nullopt;
   uint8_t buf[kHeaderSize + kStampSize + 1];
-  const size_t got = readFull(fd.fd, buf, sizeof buf);
+  const size_t got = readFull(fd.get(), buf, sizeof buf);
   Meta m;
   m.header.assign(buf, buf + std::min(got, kHeaderSize));
   if (got == kHeaderSize + kStampSize)
@@ -369,8 +358,8 @@ std::optional<Meta> readMeta(const fs::path &path) {
 // Writes `bytes` as `path` through a temporary file and a rename; false on failure.
 bool replaceSmallFile(const fs::path &path, std::string_view key, std::span<const uint8_t> bytes, bool sync) {
   const fs::path tmp = path.parent_path() / (tempName(key) + std::string(kMetaSuffix));
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  bool ok = fd.fd >= 0 && writeAll(fd.fd, bytes.data(), bytes.size()) && (!sync || ::fsync(fd.fd) == 0);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  bool ok = fd.get() >= 0 && writeAll(fd.get(), bytes.data(), bytes.size()) && (!sync || ::fsync(fd.get()) == 0);
   ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok)
     ::unlink(tmp.c_str());
@@ -613,18 +602,18 @@ void LocalStore::put(std::string_view kind, std::string_view key, std::span<cons
   {
     // Read-only: a hard-linked output shares this file, and must not be able
     // to change the cache through it by accident.
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
-    if (fd.fd < 0)
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+    if (fd.get() < 0)
       return failWrite("create");
     const size_t half = payload.size() / 2;
-    if (!writeAll(fd.fd, payload.data(), half))
+    if (!writeAll(fd.get(), payload.data(), half))
       return failWrite("write");
     testPause("POPC_CACHE_TEST_PAUSE_MID_WRITE");
-    if (!writeAll(fd.fd, payload.data() + half, payload.size() - half))
+    if (!writeAll(fd.get(), payload.data() + half, payload.size() - half))
       return failWrite("write");
     // Data reaches the disk before the names do: after a crash the entry is
     // whole or absent.
-    if (::fsync(fd.fd) != 0)
+    if (::fsync(fd.get()) != 0)
       return failWrite("fsync");
   }
   testPause("POPC_CACHE_TEST_PAUSE_BEFORE_RENAME");
@@ -757,15 +746,15 @@ LocalStore::VerifyReport LocalStore::verify() {
   for (const auto &e : w.entries) {
     const fs::path metaPath = metaPathOf(e.path);
     auto meta = readMeta(metaPath);
-    Fd fd(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat st{};
-    if (!meta || fd.fd < 0 || ::fstat(fd.fd, &st) != 0)
+    if (!meta || fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
       continue; // evicted meanwhile
     ++r.checked;
     Digest digest;
     parseKey(e.key, digest);
     bool hashed = false;
-    if (std::string why = checkPayload(*meta, fd.fd, st, digest, nullptr, false, &hashed); !why.empty()) {
+    if (std::string why = checkPayload(*meta, fd.get(), st, digest, nullptr, false, &hashed); !why.empty()) {
       r.bad.push_back(e.path.string() + ": " + why);
       removeEntry(e.path, &st);
       corrupt[e.kind] += 1;

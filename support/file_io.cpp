@@ -2,9 +2,11 @@
 
 #include "support/error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +81,30 @@ void writeFileAtomically(const std::string &path, std::span<const uint8_t> bytes
 
 void writeFileAtomically(const std::string &path, std::string_view text) {
   writeFileAtomically(path, std::span(reinterpret_cast<const uint8_t *>(text.data()), text.size()));
+}
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+FileBytes readWholeFile(const std::string &path, uint64_t maxBytes, std::string_view tooLarge) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid())
+    fail("{}: cannot open file: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    fail("{}: cannot open file: not a regular file", path);
+  FileBytes file;
+  file.size = size_t(st.st_size);
+  if (file.size > maxBytes)
+    fail("{}: {} bytes, {}", path, file.size, tooLarge);
+  file.data.reset(new char[std::max<size_t>(file.size, 1)]);
+  errno = 0;
+  const size_t got = readFull(fd.get(), file.data.get(), file.size);
+  if (got != file.size)
+    fail("{}: cannot read file: {}", path, got < file.size && errno ? std::strerror(errno) : "it changed size");
+  return file;
 }
 
 } // namespace popc

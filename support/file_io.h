@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,5 +26,32 @@ bool writeAll(int fd, const void *data, size_t size);
 // retrying on EINTR and short reads: the bytes read.
 size_t readFull(int fd, void *data, size_t size);
 size_t preadFull(int fd, void *data, size_t size, uint64_t offset);
+
+// An owned file descriptor, closed when it goes out of scope (-1: none).
+class UniqueFd {
+public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(const UniqueFd &) = delete;
+  UniqueFd &operator=(const UniqueFd &) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+
+private:
+  int fd_;
+};
+
+// A whole file's bytes, read with one read(2) into a buffer of its size (no
+// zero-fill, no stream copies: models run to hundreds of MB).
+struct FileBytes {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+  std::string_view view() const { return {data.get(), size}; }
+};
+
+// Reads the regular file at `path` whole. Throws popc::Error naming the path:
+// "cannot open file: <reason>", "not a regular file", "cannot read file:
+// <reason>", or, when it is larger than `maxBytes`, "<size> bytes, <tooLarge>".
+FileBytes readWholeFile(const std::string &path, uint64_t maxBytes = UINT64_MAX, std::string_view tooLarge = {});
 
 } // namespace popc

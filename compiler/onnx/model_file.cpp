@@ -11,11 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <climits>
-#include <fcntl.h>
 #include <fstream>
-#include <memory>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <set>
 #include <sstream>
 
@@ -77,29 +73,11 @@ std::string protobufDamage(std::string_view bytes) {
          (fs::path(path) / "model.onnx").string());
   // One read into a buffer of the file's size, parsed in place: a stream
   // (and its string) would copy a model of hundreds of MB twice more.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail("{}: cannot open file: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("{}: cannot open file: not a regular file", path);
-  }
-  const size_t size = size_t(st.st_size);
-  if (size > size_t(INT_MAX)) {
-    ::close(fd);
-    fail("{}: the model is {} bytes, over protobuf's 2 GiB limit for one message; fix: save the weights as "
-         "ONNX external data (onnx.save_model(..., save_as_external_data=True))",
-         path, size);
-  }
-  std::unique_ptr<char[]> buffer(new char[std::max<size_t>(size, 1)]);
-  errno = 0;
-  const size_t got = readFull(fd, buffer.get(), size);
-  const int readErrno = errno;
-  ::close(fd);
-  if (got != size)
-    fail("{}: cannot read file: {}", path, got < size && readErrno ? std::strerror(readErrno) : "it changed size");
-  const std::string_view bytes(buffer.get(), size);
+  const FileBytes file =
+      readWholeFile(path, INT_MAX,
+                    "over protobuf's 2 GiB limit for one message; fix: save the weights as ONNX external data "
+                    "(onnx.save_model(..., save_as_external_data=True))");
+  const std::string_view bytes = file.view();
   if (bytes.empty())
     fail("{}: not an ONNX model (the file is empty)", path);
   ::onnx::ModelProto model;

@@ -3,6 +3,7 @@
 #include "formats/popef/popef.h"
 
 #include "support/error.h"
+#include "support/file_io.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -24,14 +25,6 @@ namespace {
 constexpr flatbuffers::uoffset_t kVerifierMaxDepth = 256;
 constexpr flatbuffers::uoffset_t kVerifierMaxTables = 1u << 26;
 
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
 } // namespace
 
 Executable::~Executable() {
@@ -45,11 +38,11 @@ void Executable::releaseMappedPages() const {
 }
 
 std::shared_ptr<const Executable> Executable::open(const std::string &path, unsigned threads) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0)
+  UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.get() < 0)
     fail("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0)
+  if (::fstat(f.get(), &st) != 0)
     fail("{}: cannot stat: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode))
     fail("{}: not a regular file", path);
@@ -58,7 +51,7 @@ std::shared_ptr<const Executable> Executable::open(const std::string &path, unsi
   exe->size_ = static_cast<size_t>(st.st_size);
   if (exe->size_ < 8)
     fail("{}: not a popef file", path);
-  void *p = ::mmap(nullptr, exe->size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  void *p = ::mmap(nullptr, exe->size_, PROT_READ, MAP_PRIVATE, f.get(), 0);
   if (p == MAP_FAILED)
     fail("{}: cannot map file: {}", path, std::strerror(errno));
   exe->mapping_ = p;
