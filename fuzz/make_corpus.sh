@@ -5,6 +5,7 @@
 #   onnx    samples/*/model.onnx + fuzz/make_seeds.py tiny models
 #   popef   popc-onnx of samples/mlp and of the tiny models
 #   bitcode the code modules inside those popef files
+#   ir      test/filecheck/*/*.ir + the mlp sample's IR dump
 #
 #   fuzz/make_corpus.sh [BIN_DIR]     # BIN_DIR holds popc-onnx (default build/bin)
 #
@@ -22,7 +23,7 @@ trap 'rm -rf "$TMP"' EXIT
 # reader), the hand-made cache_entry seeds and the hostile-* popefs (from
 # test/hardening/make_hostile, copied by hand).
 [ -d "$C" ] && find "$C" -type f ! -name 'regress-*' ! -name 'hostile-*' ! -path '*/cache_entry/*' -delete
-mkdir -p "$C"/{npy,npz,onnx,popef,bitcode,loader,cache_entry}
+mkdir -p "$C"/{npy,npz,onnx,popef,bitcode,loader,cache_entry,ir}
 "$PY" fuzz/make_seeds.py "$TMP"
 
 cp "$TMP"/npy/*.npy "$C/npy/"
@@ -61,6 +62,11 @@ done
 for name in add relu softmax_reshape gemm_tanh conv_pool; do
   [ -f "$C/popef/$name.popef" ] && cp "$C/popef/$name.popef" "$C/loader/"
 done
+
+# ir: the golden test files and the IR of the mlp sample before the passes.
+cp test/filecheck/*/*.ir "$C/ir/"
+"$BIN/popc-onnx" samples/mlp/model.onnx -o "$TMP/mlp.popef" --no-cache --dump-ir "$TMP/ir"
+cp "$TMP/ir/00_FWD0.ir.txt" "$C/ir/mlp_fwd0.ir"
 
 # Bitcode modules: each "BC\xC0\xDE" blob inside a popef is a flatbuffers
 # [ubyte] vector, whose little-endian length is the 4 bytes before it.

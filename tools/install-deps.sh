@@ -8,6 +8,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
   # LLVM 19: codegen (IRBuilder) and runtime JIT (ORC); clang-19 for fuzzers
   llvm-19-dev libzstd-dev clang-19 libclang-rt-19-dev
+  # FileCheck-19 and not: the golden IR tests (test/filecheck)
+  llvm-19-tools
   # ONNX import
   libonnx-dev libprotobuf-dev protobuf-compiler
   # formats: flatbuffers (popef), libzip + zlib (npz), xxhash (content hashes)

@@ -252,5 +252,13 @@ std::string shortDType(DType t) {
   return "?";
 }
 
+std::optional<DType> dtypeFromShort(std::string_view name) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64,
+                  DType::U8, DType::U16, DType::U32, DType::U64, DType::Bool})
+    if (shortDType(t) == name)
+      return t;
+  return std::nullopt;
+}
+
 } // namespace detail
 } // namespace popc::ir

@@ -1,6 +1,7 @@
 #include "compiler/ir/printer.h"
 
 #include "compiler/ir/op_helpers.h"
+#include "compiler/ir/text_syntax.h"
 
 #include <fmt/format.h>
 
@@ -26,19 +27,7 @@ template <typename T, typename F> std::string listStr(const std::vector<T> &v, F
   return s + "]";
 }
 
-std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '\n') { // DOT's line break escape
-      out += "\\n";
-      continue;
-    }
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+using text::quote;
 
 constexpr int64_t kMaxPrintedValues = 8;
 
@@ -70,7 +59,7 @@ std::string attrStr(const AttrValue &v) {
   return std::visit(Visitor{}, v);
 }
 
-std::string tensorRef(const std::string &name) { return name.empty() ? "_" : "%" + name; }
+std::string tensorRef(const std::string &name) { return name.empty() ? "_" : "%" + text::name(name); }
 
 std::string opLine(const Op &op, const Graph &graph) {
   std::string s;
@@ -83,7 +72,7 @@ std::string opLine(const Op &op, const Graph &graph) {
   s += " = ";
   if (!op.domain.empty())
     s += op.domain + "::";
-  s += op.type + "[name=" + op.name;
+  s += op.type + "[name=" + text::name(op.name);
   if (op.ipu != 0)
     s += fmt::format(", ipu={}", op.ipu);
   if (op.pipelineStage >= 0)
@@ -108,23 +97,24 @@ std::string opLine(const Op &op, const Graph &graph) {
 } // namespace
 
 std::string printGraph(const Graph &graph) {
-  std::string s = fmt::format("graph {} (opset {}) {{\n", graph.id(), graph.opset);
+  std::string s = fmt::format("graph {} (opset {}) {{\n", text::name(graph.id()), graph.opset);
   for (const auto &name : graph.inputs)
-    s += fmt::format("  input %{}: {}\n", name,
+    s += fmt::format("  input {}: {}\n", tensorRef(name),
                      graph.hasTensor(name) ? typeStr(graph.tensor(name).info) : "?");
   for (const auto &[name, t] : graph.tensors()) {
     if (!hasData(t.kind))
       continue;
     std::string values = valuesStr(t);
-    s += fmt::format("  {} %{}: {}{}\n", t.kind == TensorKind::Variable ? "var" : "const", name, typeStr(t.info),
+    s += fmt::format("  {} {}: {}{}\n", t.kind == TensorKind::Variable ? "var" : "const", tensorRef(name), typeStr(t.info),
                      values.empty() ? "" : " = " + values);
   }
   for (const auto &op : graph.ops())
     s += "  " + opLine(*op, graph) + "\n";
   for (const auto &name : graph.outputs)
-    s += fmt::format("  output %{}\n", name);
+    s += fmt::format("  output {}\n", tensorRef(name));
   for (const auto &u : graph.updates)
-    s += fmt::format("  update %{} = %{}{}\n", u.variable, u.value, u.phase ? fmt::format(" phase {}", u.phase) : "");
+    s += fmt::format("  update {} = {}{}\n", tensorRef(u.variable), tensorRef(u.value),
+                     u.phase ? fmt::format(" phase {}", u.phase) : "");
   return s + "}\n";
 }
 

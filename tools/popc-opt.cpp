@@ -1,0 +1,153 @@
+// popc-opt: read IR text (what popc-onnx --dump-ir writes), run named passes,
+// print the result. The driver of the golden tests in test/filecheck, as
+// mlir-opt and iree-opt are for theirs.
+#include "compiler/ir/op_registry.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/pass_manager.h"
+#include "support/error.h"
+#include "support/file_io.h"
+#include "support/version.h"
+
+#include "tools/cli_common.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace popc;
+
+constexpr std::string_view kSplitMarker = "// -----";
+
+// The pieces of `text` between lines that are exactly "// -----". Each piece
+// keeps the text before it as blank lines, so errors name the file's own lines.
+std::vector<std::string> splitInput(const std::string &text) {
+  std::vector<std::string> pieces;
+  std::string current;
+  size_t linesBefore = 0, linesInCurrent = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    const size_t next = end == std::string::npos ? text.size() : end + 1;
+    std::string_view line(text.data() + start, (end == std::string::npos ? text.size() : end) - start);
+    if (line == kSplitMarker) {
+      pieces.push_back(std::string(linesBefore, '\n') + current);
+      linesBefore += linesInCurrent + 1;
+      current.clear();
+      linesInCurrent = 0;
+    } else {
+      current.append(text, start, next - start);
+      ++linesInCurrent;
+    }
+    start = next;
+  }
+  pieces.push_back(std::string(linesBefore, '\n') + current);
+  return pieces;
+}
+
+std::vector<std::string> knownPassNames() {
+  std::vector<std::string> names;
+  for (const passes::PipelineStep &s : passes::defaultPipeline())
+    if (s.fn && std::find(names.begin(), names.end(), s.name) == names.end())
+      names.push_back(s.name);
+  return names;
+}
+
+// Parses, verifies, runs `passNames` in order and prints one piece.
+std::string process(const std::string &text, const std::string &source, const std::vector<std::string> &passNames) {
+  ir::Ir ir = ir::parseIr(text, source);
+  try {
+    ir::inferGraph(ir.main);
+    ir::verifyGraph(ir.main);
+  } catch (const Error &e) {
+    fail("{}: the IR does not verify: {}", source, e.what());
+  }
+  passes::PassManager pm;
+  for (const std::string &name : passNames) {
+    const auto &steps = passes::defaultPipeline();
+    auto it = std::find_if(steps.begin(), steps.end(),
+                           [&](const passes::PipelineStep &s) { return s.fn && name == s.name; });
+    if (it == steps.end())
+      fail("--pass {}: no such pass; valid names are {}", name, fmt::join(knownPassNames(), ", "));
+    pm.addPass(name, it->fn);
+  }
+  if (!passNames.empty())
+    pm.run(ir);
+  return ir::printIr(ir);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"popc-opt: run popc IR passes on IR text and print the result.\n\n"
+               "The text is what `popc-onnx --dump-ir DIR` writes (docs/ir-text.md); lines that start\n"
+               "with // or # are comments. Golden tests (test/filecheck) pipe the output to FileCheck.\n\n"
+               "Examples:\n"
+               "  popc-onnx model.onnx -o m.popef --dump-ir dump      # dump/00_FWD0.ir.txt, ...\n"
+               "  popc-opt dump/00_FWD0.ir.txt --pass constant-folding,noop-removal\n"
+               "  popc-opt cases.ir --split-input-file --pass conv-bn-fold | FileCheck-19 cases.ir\n"
+               "  popc-opt --list-passes",
+               "popc-opt"};
+  std::string input = "-", output;
+  std::vector<std::string> passNames;
+  bool split = false;
+  app.add_option("input", input, "IR text to read ('-' or nothing: standard input)");
+  app.add_option("--pass", passNames,
+                 "Passes to run, in order (comma-separated or repeated): names from --list-passes; none: parse, "
+                 "verify and print")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("-o,--output", output, "Write the result here instead of standard output");
+  app.add_flag("--split-input-file", split,
+               "Treat each part between lines '// -----' as its own IR: each is processed and printed on its own "
+               "(parts joined by '// -----'); an error in one part is reported and the others still run");
+  app.add_flag_callback(
+      "--list-passes",
+      [] {
+        for (const std::string &name : knownPassNames())
+          fmt::print("{}\n", name);
+        throw CLI::Success();
+      },
+      "Print the pass names --pass accepts and exit");
+  app.set_version_flag("--version", compilerVersion());
+  if (auto exitCode = popc::tools::parseCommandLine(app, argc, argv))
+    return *exitCode;
+  return popc::tools::runTool("popc-opt", [&]() -> int {
+    std::string text;
+    if (input == "-") {
+      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else {
+      text = std::string(readWholeFile(input).view());
+    }
+    const std::string source = input == "-" ? "<stdin>" : input;
+    std::string result;
+    int status = 0;
+    if (split) {
+      const std::vector<std::string> pieces = splitInput(text);
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        if (i)
+          result += std::string(kSplitMarker) + "\n";
+        try {
+          result += process(pieces[i], source, passNames);
+        } catch (const Error &e) {
+          fmt::print(stderr, "popc-opt: error: {}\n", e.what());
+          status = 1;
+        }
+      }
+    } else {
+      result = process(text, source, passNames);
+    }
+    if (output.empty())
+      fmt::print("{}", result);
+    else
+      writeFileAtomically(output, result);
+    return status;
+  });
+}
