@@ -1,9 +1,13 @@
 // popc-opt: read IR text (what popc-onnx --dump-ir writes), run named passes,
 // print the result. The driver of the golden tests in test/filecheck, as
 // mlir-opt and iree-opt are for theirs.
+#include "compiler/codegen/kernels.h"
+#include "compiler/graph/printer.h"
+#include "compiler/graph/target.h"
 #include "compiler/ir/op_registry.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
+#include "compiler/lib/lowering.h"
 #include "compiler/passes/pass_manager.h"
 #include "support/error.h"
 #include "support/file_io.h"
@@ -59,8 +63,38 @@ std::vector<std::string> knownPassNames() {
   return names;
 }
 
+// --lower: the target the lowering plans for.
+struct LowerTarget {
+  bool lower = false;
+  std::string arch = "ipu2";
+  uint32_t tilesPerIpu = 0; // 0: the arch's
+};
+
+// The main graph lowered onto `lt`'s target, as graph::printDeviceGraph text.
+std::string lowered(const ir::Ir &ir, const LowerTarget &lt) {
+  graph::Target target = graph::Target::forArch(lt.arch);
+  if (lt.tilesPerIpu) {
+    if (lt.tilesPerIpu > target.tilesPerIpu)
+      fail("--tiles-per-ipu {}: {} has {} tiles per IPU", lt.tilesPerIpu, lt.arch, target.tilesPerIpu);
+    target.tilesPerIpu = lt.tilesPerIpu;
+  }
+  for (const auto &op : ir.main.ops())
+    if (!lib::findLowering(op->type))
+      fail("op '{}' ({}) has no lowering: run the passes that decompose it first (popc-onnx runs the whole "
+           "pipeline; popc-opt --list-passes)",
+           op->name, op->type);
+  graph::DeviceGraph dg(target);
+  codegen::VertexCodegen codegen;
+  lib::lowerIr(ir, dg, codegen);
+  std::vector<std::string> names;
+  for (const auto &t : codegen.vertexTypes())
+    names.push_back(t.name);
+  return graph::printDeviceGraph(dg, names);
+}
+
 // Parses, verifies, runs `passNames` in order and prints one piece.
-std::string process(const std::string &text, const std::string &source, const std::vector<std::string> &passNames) {
+std::string process(const std::string &text, const std::string &source, const std::vector<std::string> &passNames,
+                    const LowerTarget &lt) {
   ir::Ir ir = ir::parseIr(text, source);
   try {
     ir::inferGraph(ir.main);
@@ -79,7 +113,7 @@ std::string process(const std::string &text, const std::string &source, const st
   }
   if (!passNames.empty())
     pm.run(ir);
-  return ir::printIr(ir);
+  return lt.lower ? lowered(ir, lt) : ir::printIr(ir);
 }
 
 } // namespace
@@ -92,11 +126,13 @@ int main(int argc, char **argv) {
                "  popc-onnx model.onnx -o m.popef --dump-ir dump      # dump/00_FWD0.ir.txt, ...\n"
                "  popc-opt dump/00_FWD0.ir.txt --pass constant-folding,noop-removal\n"
                "  popc-opt cases.ir --split-input-file --pass conv-bn-fold | FileCheck-19 cases.ir\n"
+               "  popc-opt matmul.ir --lower --tiles-per-ipu 16       # the device graph, as text\n"
                "  popc-opt --list-passes",
                "popc-opt"};
   std::string input = "-", output;
   std::vector<std::string> passNames;
   bool split = false;
+  LowerTarget lt;
   app.add_option("input", input, "IR text to read ('-' or nothing: standard input)");
   app.add_option("--pass", passNames,
                  "Passes to run, in order (comma-separated or repeated): names from --list-passes; none: parse, "
@@ -108,6 +144,12 @@ int main(int argc, char **argv) {
   app.add_flag("--split-input-file", split,
                "Treat each part between lines '// -----' as its own IR: each is processed and printed on its own "
                "(parts joined by '// -----'); an error in one part is reported and the others still run");
+  app.add_flag("--lower", lt.lower,
+               "After the passes, lower the main graph onto the target and print the device graph (tensors and "
+               "their tiles, compute sets and their vertices, exchanges, programs) instead of the IR");
+  app.add_option("--arch", lt.arch, "With --lower: ipu1 or ipu2 (default)")->check(CLI::IsMember({"ipu1", "ipu2"}));
+  app.add_option("--tiles-per-ipu", lt.tilesPerIpu, "With --lower: use only this many tiles (default: all)")
+      ->check(CLI::PositiveNumber);
   app.add_flag_callback(
       "--list-passes",
       [] {
@@ -135,14 +177,14 @@ int main(int argc, char **argv) {
         if (i)
           result += std::string(kSplitMarker) + "\n";
         try {
-          result += process(pieces[i], source, passNames);
+          result += process(pieces[i], source, passNames, lt);
         } catch (const Error &e) {
           fmt::print(stderr, "popc-opt: error: {}\n", e.what());
           status = 1;
         }
       }
     } else {
-      result = process(text, source, passNames);
+      result = process(text, source, passNames, lt);
     }
     if (output.empty())
       fmt::print("{}", result);
