@@ -115,4 +115,19 @@ StreamCost streamCopyCost(const ::popef::fb::Target &target, uint64_t bytes) {
   return {target.global_sync_cycles(), ceilDiv(bytes, target.host_bytes_per_cycle())};
 }
 
+uint64_t syncCycles(const ::popef::fb::Target &target) { return target.sync_cycles(); }
+
+uint64_t controlReadCycles(const ::popef::fb::Target &target) { return target.sync_cycles(); }
+
+uint64_t printTensorCycles(const ::popef::fb::Target &target) { return target.global_sync_cycles(); }
+
+ExchangeCost hostAllReduceCost(const ::popef::fb::Target &target, uint64_t bytes) {
+  ExchangeCost cost;
+  cost.bytes = bytes;
+  cost.interIpu = true;
+  cost.sync = target.global_sync_cycles();
+  cost.transfer = 2 * streamCopyCost(target, bytes).host;
+  return cost;
+}
+
 } // namespace popc::runtime

@@ -49,4 +49,15 @@ struct StreamCost {
 };
 StreamCost streamCopyCost(const ::popef::fb::Target &target, uint64_t bytes);
 
+// A Sync program: sync_cycles.
+uint64_t syncCycles(const ::popef::fb::Target &target);
+// If / RepeatWhileTrue / Switch wait for their control value: sync_cycles per read.
+uint64_t controlReadCycles(const ::popef::fb::Target &target);
+// PrintTensor brings the tensor to the host: global_sync_cycles.
+uint64_t printTensorCycles(const ::popef::fb::Target &target);
+// A cross-replica step whose replicas live in several instances (MPI ranks):
+// PopART's host all-reduce, the source bytes to the host and back over the
+// host link behind a global sync. Every instance charges the same.
+ExchangeCost hostAllReduceCost(const ::popef::fb::Target &target, uint64_t bytes);
+
 } // namespace popc::runtime

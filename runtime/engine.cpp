@@ -6,9 +6,10 @@
 #include "runtime/device_memory.h"
 #include "runtime/jit.h"
 #include "runtime/memory_sandbox.h"
+#include "runtime/step_tables.h"
+#include "runtime/tensor_text.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
-#include "support/float16.h"
 #include "support/log.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -31,73 +32,6 @@ using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-// Below these sizes a step runs on the control thread alone: waking the pool
-// costs a few microseconds, more than the work itself.
-// (A host core runs a few estimated IPU cycles of vertex work per nanosecond.)
-constexpr uint64_t kParallelCopyBytes = 256 << 10;
-constexpr uint64_t kParallelComputeCycles = 200000; // sum of vertex cycle estimates
-
-struct VertexCall {
-  VertexFn fn;
-  const uint32_t *fields; // into the executable's field_offsets
-};
-struct TileWork {
-  uint8_t *base;
-  uint32_t begin, end; // range in ComputeSetPlan::calls
-};
-struct ComputeSetPlan {
-  std::vector<VertexCall> calls; // grouped by tile, one type after another
-  std::vector<TileWork> tiles;
-  std::vector<uint32_t> chunks; // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
-  uint64_t cycles = 0;
-  std::vector<std::pair<uint32_t, uint64_t>> ipuCycles; // (IPU, its busiest tile) for the report
-};
-
-struct CopyOp {
-  uint8_t *dst;
-  const uint8_t *src;
-  uint32_t bytes;
-  uint32_t count = 1;                   // a strided record: count copies of `bytes`
-  uint32_t srcStride = 0, dstStride = 0;
-};
-// Exchange lists often hold many copies of a few bytes; a libc call each
-// would dominate, so short ones are done inline (ranges never overlap).
-inline void copyBytes(uint8_t *dst, const uint8_t *src, uint32_t n) {
-  if (n > 16) {
-    std::memcpy(dst, src, n);
-  } else if (n >= 8) {
-    uint64_t a, b;
-    std::memcpy(&a, src, 8);
-    std::memcpy(&b, src + n - 8, 8);
-    std::memcpy(dst, &a, 8);
-    std::memcpy(dst + n - 8, &b, 8);
-  } else if (n >= 4) {
-    uint32_t a, b;
-    std::memcpy(&a, src, 4);
-    std::memcpy(&b, src + n - 4, 4);
-    std::memcpy(dst, &a, 4);
-    std::memcpy(dst + n - 4, &b, 4);
-  } else {
-    for (uint32_t i = 0; i < n; ++i)
-      dst[i] = src[i];
-  }
-}
-
-struct ExchangePlan {
-  std::vector<CopyOp> local;        // on-IPU copies, sorted by destination
-  std::vector<uint32_t> chunks;     // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
-  std::vector<RemoteCopy> remote;   // cross-IPU, via IpuLink
-  // A cross-replica step whose source replica may be in another instance
-  // (ReplicaLink): the source bytes, packed in `copies` order, are broadcast
-  // from the instance holding replica `broadcastFrom`, then copied into
-  // every local replica. Tiles in `copies` are replica-relative.
-  int32_t broadcastFrom = -1;
-  std::vector<RemoteCopy> broadcastCopies;
-  std::vector<uint8_t> broadcastBuffer;
-  std::vector<std::pair<uint32_t, uint64_t>> ipuSent, ipuReceived; // per IPU, for the report
-  ExchangeCost cost;
-};
 
 std::string ioList(const std::vector<IoDesc> &list) {
   std::string s;
@@ -309,73 +243,17 @@ struct Engine::Impl {
   }
 
   void planComputeSet(uint32_t c) {
-    std::vector<uint64_t> costs;
     const fb::ComputeSet *cs = root.compute_sets()->Get(c);
     ComputeSetPlan &plan = computeSets[c];
+    plan = runtime::planComputeSet(root, c, replicaTiles(), typeFns, pool->size());
     ComputeSetReport &rep = report.computeSets[c];
     rep.name = cs->name() ? cs->name()->str() : fmt::format("cs{}", c);
-    uint32_t nv = len(cs->vertices());
-    rep.vertices = nv;
-    uint64_t work = 0;
-    std::vector<uint32_t> order(nv);
-    std::iota(order.begin(), order.end(), 0u);
-    auto key = [&](uint32_t v) {
-      const fb::Vertex *x = cs->vertices()->Get(v);
-      return std::pair(x->tile(), x->type());
-    };
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-    plan.calls.reserve(nv);
-    for (uint32_t k = 0; k < nv; ++k) {
-      const fb::Vertex *v = cs->vertices()->Get(order[k]);
-      if (plan.tiles.empty() || cs->vertices()->Get(order[k - 1])->tile() != v->tile()) {
-        if (!plan.tiles.empty())
-          plan.tiles.back().end = k;
-        plan.tiles.push_back({memory->tile(v->tile()), k, nv});
-      }
-      // Vertices without fields may come with no field_offsets vector.
-      const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + v->fields_begin() : nullptr;
-      plan.calls.push_back({typeFns[v->type()], offsets});
-    }
-    std::vector<uint64_t> tileWork;
-    for (const TileWork &tw : plan.tiles) {
-      costs.clear();
-      for (uint32_t k = tw.begin; k < tw.end; ++k)
-        costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
-      const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
-      plan.cycles = std::max(plan.cycles, tileCycles);
-      const uint32_t ipu = cs->vertices()->Get(order[tw.begin])->tile() / target.tiles_per_ipu();
-      if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
-        plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
-      plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
-      tileWork.push_back(std::accumulate(costs.begin(), costs.end(), uint64_t(0)));
-      work += tileWork.back();
-    }
-    // Replicas run the same vertices on their own tiles, at the same time.
-    const size_t oneReplica = plan.tiles.size();
-    for (uint32_t r = 1; r < replicas; ++r)
-      for (size_t i = 0; i < oneReplica; ++i) {
-        const TileWork &tw = plan.tiles[i];
-        const uint32_t tile = cs->vertices()->Get(order[tw.begin])->tile();
-        plan.tiles.push_back({memory->tile(tileOf(tile, r)), tw.begin, tw.end});
-        tileWork.push_back(tileWork[i]);
-        work += tileWork[i];
-      }
-    // Contiguous runs of tiles, a few per thread (few atomics, neighbouring
-    // tiles together); one chunk when the step is too small to share.
-    uint64_t target = work < kParallelComputeCycles ? work + 1 : work / (4 * pool->size()) + 1;
-    plan.chunks.push_back(0);
-    uint64_t acc = 0;
-    for (uint32_t i = 0; i < tileWork.size(); ++i) {
-      acc += tileWork[i];
-      if (acc >= target && i + 1 < tileWork.size()) {
-        plan.chunks.push_back(i + 1);
-        acc = 0;
-      }
-    }
-    plan.chunks.push_back(static_cast<uint32_t>(plan.tiles.size()));
-    rep.tiles = static_cast<uint32_t>(plan.tiles.size() / replicas);
+    rep.vertices = len(cs->vertices());
+    rep.tiles = plan.tilesPerReplica;
     rep.cyclesPerRun = plan.cycles;
   }
+
+  ReplicaTiles replicaTiles() const { return {*memory, replicas, tilesPerReplica}; }
 
   void planExchanges() {
     uint32_t n = len(root.exchanges());
@@ -401,104 +279,8 @@ struct Engine::Impl {
 
   void planExchange(uint32_t e) {
     const fb::ExchangeStep *step = root.exchanges()->Get(e);
-    ExchangePlan &plan = exchanges[e];
-    std::vector<const fb::Copy *> local;
-    local.reserve(len(step->copies()));
-    // A cross-replica step: every replica reads replica from_replica's sources,
-    // all over the links (the simulated replicas are IPUs of their own).
-    const int32_t fromReplica = step->from_replica();
-    if (fromReplica >= 0 && replicaLink) {
-      planBroadcast(e, *step);
-      return;
-    }
-    for (uint32_t i = 0; i < len(step->copies()); ++i) {
-      const fb::Copy *c = step->copies()->Get(i);
-      if (fromReplica >= 0) {
-        for (uint32_t r = 0; r < replicas; ++r)
-          for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
-            plan.remote.push_back({tileOf(c->src_tile(), uint32_t(fromReplica)),
-                                   uint32_t(c->src_offset() + k * c->src_stride()), tileOf(c->dst_tile(), r),
-                                   uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
-        continue;
-      }
-      if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
-        auto add = [&](auto &list, uint32_t ipu) {
-          auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
-          (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += popef::copyTotalBytes(*c) * replicas;
-        };
-        add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
-        add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
-        // The link moves single copies: a strided record is expanded (verified in range).
-        for (uint32_t r = 0; r < replicas; ++r)
-          for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
-            plan.remote.push_back({tileOf(c->src_tile(), r), uint32_t(c->src_offset() + k * c->src_stride()),
-                                   tileOf(c->dst_tile(), r), uint32_t(c->dst_offset() + k * c->dst_stride()),
-                                   c->bytes()});
-      } else if (c->bytes()) {
-        local.push_back(c);
-      }
-    }
-    // The compiler writes records sorted by destination (popef.fbs); any other order is sorted here.
-    auto byDestination = [](const fb::Copy *a, const fb::Copy *b) {
-      return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
-    };
-    if (!std::is_sorted(local.begin(), local.end(), byDestination))
-      std::stable_sort(local.begin(), local.end(), byDestination);
-    plan.local.reserve(local.size() * replicas);
-    uint64_t total = 0;
-    // Merge copies that continue the previous one at both ends (the copy
-    // list may come uncoalesced); chunk boundaries below use destination tiles.
-    std::vector<const fb::Copy *> firstOfOp;
-    firstOfOp.reserve(local.size());
-    for (const fb::Copy *c : local) {
-      uint8_t *dst = memory->tile(c->dst_tile()) + c->dst_offset();
-      const uint8_t *src = memory->tile(c->src_tile()) + c->src_offset();
-      total += popef::copyTotalBytes(*c);
-      if (!plan.local.empty() && c->repeat() == 0) {
-        CopyOp &last = plan.local.back();
-        if (last.count == 1 && firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
-            last.src + last.bytes == src && uint64_t(last.bytes) + c->bytes() <= UINT32_MAX) {
-          last.bytes += c->bytes();
-          continue;
-        }
-      }
-      plan.local.push_back({dst, src, c->bytes(), c->repeat() + 1, c->src_stride(), c->dst_stride()});
-      firstOfOp.push_back(c);
-    }
-    local = std::move(firstOfOp);
-    // Replicas: the same copies on each replica's tiles (blocks stay sorted by destination).
-    std::vector<uint32_t> dstTiles;
-    dstTiles.reserve(plan.local.size() * replicas);
-    for (const fb::Copy *c : local)
-      dstTiles.push_back(c->dst_tile());
-    const size_t oneReplica = plan.local.size();
-    for (uint32_t r = 1; r < replicas; ++r)
-      for (size_t i = 0; i < oneReplica; ++i) {
-        const fb::Copy *c = local[i];
-        CopyOp op = plan.local[i];
-        op.dst = memory->tile(tileOf(c->dst_tile(), r)) + c->dst_offset();
-        op.src = memory->tile(tileOf(c->src_tile(), r)) + c->src_offset();
-        plan.local.push_back(op);
-        dstTiles.push_back(tileOf(c->dst_tile(), r));
-      }
-    total *= replicas;
-    // Chunks of whole destination tiles, a few per thread, so one tile's
-    // memory is written by one thread.
-    uint64_t chunkBytes = total < kParallelCopyBytes
-                              ? total + 1
-                              : std::max<uint64_t>(16 << 10, total / (4 * pool->size()));
-    plan.chunks.push_back(0);
-    uint64_t acc = 0;
-    for (size_t i = 0; i < dstTiles.size(); ++i) {
-      if (acc >= chunkBytes && dstTiles[i] != dstTiles[i - 1]) {
-        plan.chunks.push_back(static_cast<uint32_t>(i));
-        acc = 0;
-      }
-      acc += uint64_t(plan.local[i].bytes) * plan.local[i].count;
-    }
-    plan.chunks.push_back(static_cast<uint32_t>(dstTiles.size()));
-    plan.cost = runInMain[e] ? exchangeCost(target, *step) : exchangeVolume(target, *step);
-    describeExchange(e, *step, false);
+    exchanges[e] = runtime::planExchange(root, e, replicaTiles(), runInMain[e], replicaLink != nullptr, pool->size());
+    describeExchange(e, *step, exchanges[e].broadcastFrom >= 0);
   }
 
   void describeExchange(uint32_t e, const fb::ExchangeStep &step, bool hostLink) {
@@ -511,29 +293,6 @@ struct Engine::Impl {
     rep.hostLink = hostLink;
     rep.syncCyclesPerRun = plan.cost.sync;
     rep.transferCyclesPerRun = plan.cost.transfer;
-  }
-
-  // A cross-replica step when replicas live in several instances. Every
-  // instance charges it the same (the step ends when the last replica has
-  // its bytes): PopART's hostAllReduce, the source bytes to the host and back
-  // over the host link, behind a global sync.
-  void planBroadcast(uint32_t e, const fb::ExchangeStep &step) {
-    ExchangePlan &plan = exchanges[e];
-    plan.broadcastFrom = step.from_replica();
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; i < len(step.copies()); ++i) {
-      const fb::Copy *c = step.copies()->Get(i);
-      for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
-        plan.broadcastCopies.push_back({c->src_tile(), uint32_t(c->src_offset() + k * c->src_stride()), c->dst_tile(),
-                                        uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
-      bytes += popef::copyTotalBytes(*c);
-    }
-    plan.broadcastBuffer.resize(bytes);
-    plan.cost.bytes = bytes;
-    plan.cost.interIpu = true;
-    plan.cost.sync = target.global_sync_cycles();
-    plan.cost.transfer = 2 * streamCopyCost(target, bytes).host;
-    describeExchange(e, step, true);
   }
 
   void performBroadcast(ExchangePlan &plan) {
@@ -598,16 +357,7 @@ struct Engine::Impl {
   void execute(uint32_t index) {
     auto t0 = Clock::now();
     ComputeSetPlan &plan = computeSets[index];
-    const TileWork *tiles = plan.tiles.data();
-    const VertexCall *calls = plan.calls.data();
-    const uint32_t *chunks = plan.chunks.data();
-    pool->parallelFor(plan.chunks.size() - 1, [tiles, calls, chunks](size_t c) {
-      for (uint32_t t = chunks[c]; t < chunks[c + 1]; ++t) {
-        const TileWork &tw = tiles[t];
-        for (uint32_t k = tw.begin; k < tw.end; ++k)
-          calls[k].fn(tw.base, calls[k].fields);
-      }
-    });
+    runComputeSet(plan, *pool);
     double s = secondsSince(t0);
     ComputeSetReport &rep = report.computeSets[index];
     for (const auto &[ipu, cycles] : plan.ipuCycles)
@@ -653,17 +403,7 @@ struct Engine::Impl {
       performBroadcast(plan);
       return;
     }
-    const CopyOp *ops = plan.local.data();
-    const uint32_t *chunks = plan.chunks.data();
-    pool->parallelFor(plan.chunks.size() - 1, [ops, chunks](size_t k) {
-      for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i) {
-        const CopyOp &op = ops[i];
-        uint8_t *dst = op.dst;
-        const uint8_t *src = op.src;
-        for (uint32_t n = 0; n < op.count; ++n, dst += op.dstStride, src += op.srcStride)
-          copyBytes(dst, src, op.bytes);
-      }
-    });
+    performLocalCopies(plan, *pool);
     if (!plan.remote.empty())
       link->exchange(plan.remote, *memory);
   }
@@ -784,7 +524,7 @@ struct Engine::Impl {
     case fb::ProgramKind::Exchange: exchange(p.index()); break;
     case fb::ProgramKind::StreamCopy: streamCopy(p.index()); break;
     case fb::ProgramKind::Call: exec(*root.functions()->Get(p.index())); break;
-    case fb::ProgramKind::Sync: report.cycles.sync += target.sync_cycles(); break;
+    case fb::ProgramKind::Sync: report.cycles.sync += syncCycles(target); break;
     case fb::ProgramKind::If:
       exec(*p.children()->Get(readScalar(p.tensor()) != 0 ? 0 : 1));
       break;
@@ -825,84 +565,16 @@ struct Engine::Impl {
     for (const fb::TileInterval *iv : *t.mapping())
       if (iv->begin() == 0)
         std::memcpy(raw, memory->tile(iv->tile()) + iv->offset(), std::min<uint64_t>(iv->bytes(), dtypeSize(dtype)));
-    report.cycles.sync += target.sync_cycles(); // the branch waits for the value
+    report.cycles.sync += controlReadCycles(target); // the branch waits for the value
     return scalarAsInt(dtype, raw);
-  }
-
-  static int64_t scalarAsInt(DType dtype, const uint8_t *raw) {
-    auto as = [&](auto v) {
-      std::memcpy(&v, raw, sizeof v);
-      return v;
-    };
-    switch (dtype) {
-    case DType::F32: { float f = as(0.0f); return f != f ? 1 : int64_t(f); }
-    case DType::F64: { double f = as(0.0); return f != f ? 1 : int64_t(f); }
-    case DType::F16: { float f = halfToFloat(as(uint16_t(0))); return f != f ? 1 : int64_t(f); }
-    case DType::BF16: { float f = bfloat16ToFloat(as(uint16_t(0))); return f != f ? 1 : int64_t(f); }
-    case DType::I8: return as(int8_t(0));
-    case DType::I16: return as(int16_t(0));
-    case DType::I32: return as(int32_t(0));
-    case DType::I64: return as(int64_t(0));
-    case DType::U8: case DType::Bool: return as(uint8_t(0));
-    case DType::U16: return as(uint16_t(0));
-    case DType::U32: return as(uint32_t(0));
-    case DType::U64: return int64_t(as(uint64_t(0)));
-    }
-    return 0;
-  }
-
-  static std::string formatElement(DType dtype, const uint8_t *raw) {
-    auto as = [&](auto v) {
-      std::memcpy(&v, raw, sizeof v);
-      return v;
-    };
-    switch (dtype) {
-    case DType::F32: return fmt::format("{:g}", as(0.0f));
-    case DType::F64: return fmt::format("{:g}", as(0.0));
-    case DType::F16: return fmt::format("0x{:04x}", as(uint16_t(0)));
-    case DType::Bool: return as(uint8_t(0)) ? "true" : "false";
-    case DType::U64: return fmt::format("{}", as(uint64_t(0)));
-    default: return fmt::format("{}", scalarAsInt(dtype, raw));
-    }
   }
 
   // Poplar's format: "name: {1,1.5,2}"; a matrix one row per line.
   void printTensor(const fb::Program &p) {
     const fb::Tensor &t = *root.tensors()->Get(p.tensor());
-    const DType dtype = static_cast<DType>(t.dtype());
     const std::vector<uint8_t> bytes = tensorBytesOf(p.tensor());
-    const Shape shape = popef::tensorShape(t);
-    const size_t es = dtypeSize(dtype);
-    std::string text;
-    std::function<void(size_t, size_t, int)> rec = [&](size_t dim, size_t offset, int indent) {
-      if (dim == shape.size()) {
-        text += formatElement(dtype, bytes.data() + offset * es);
-        return;
-      }
-      size_t inner = 1;
-      for (size_t d = dim + 1; d < shape.size(); ++d)
-        inner *= size_t(shape[d]);
-      const bool rows = dim + 2 <= shape.size();
-      text += rows ? "{\n" : "{";
-      for (int64_t i = 0; i < shape[dim]; ++i) {
-        if (rows)
-          text += std::string(size_t(indent + 1), ' ');
-        rec(dim + 1, offset + size_t(i) * inner, indent + 1);
-        if (i + 1 < shape[dim])
-          text += ",";
-        if (rows)
-          text += "\n";
-      }
-      if (rows)
-        text += std::string(size_t(indent), ' ');
-      text += "}";
-    };
-    // No elements: nothing to recurse over (a verified [2^38, 0] would loop 2^38 times).
-    if (bytes.empty())
-      text = "{}";
-    else
-      rec(0, 0, 0);
-    report.cycles.sync += target.global_sync_cycles();
+    const std::string text = formatTensor(static_cast<DType>(t.dtype()), popef::tensorShape(t), bytes);
+    report.cycles.sync += printTensorCycles(target);
     const std::string line = fmt::format("{}: {}", p.name() ? p.name()->str() : "", text);
     if (printHandler)
       printHandler(line);

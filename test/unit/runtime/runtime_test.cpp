@@ -304,6 +304,16 @@ TEST_CASE("cycle model", "[runtime]") {
   auto s = popc::runtime::streamCopyCost(*root->target(), 17);
   CHECK(s.sync == 1000);
   CHECK(s.host == 3);
+  // Control and printing: a sync per control read, a global sync per print; a host
+  // all-reduce moves the bytes to the host and back behind a global sync.
+  CHECK(popc::runtime::syncCycles(*root->target()) == 100);
+  CHECK(popc::runtime::controlReadCycles(*root->target()) == 100);
+  CHECK(popc::runtime::printTensorCycles(*root->target()) == 1000);
+  auto allReduce = popc::runtime::hostAllReduceCost(*root->target(), 17);
+  CHECK(allReduce.sync == 1000);
+  CHECK(allReduce.transfer == 6);
+  CHECK(allReduce.bytes == 17);
+  CHECK(allReduce.interIpu);
 
   SECTION("a strided record costs exactly what its single copies cost") {
     // Tile 0 rows [0,4) [16,20) [32,36) [48,52) -> tile 1 packed; and a broadcast

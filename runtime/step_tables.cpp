@@ -1,0 +1,260 @@
+#include "runtime/step_tables.h"
+
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace popc::runtime {
+
+namespace fb = ::popef::fb;
+using popef::len;
+
+namespace {
+
+// Below these sizes a step runs on the control thread alone: waking the pool
+// costs a few microseconds, more than the work itself.
+// (A host core runs a few estimated IPU cycles of vertex work per nanosecond.)
+constexpr uint64_t kParallelCopyBytes = 256 << 10;
+constexpr uint64_t kParallelComputeCycles = 200000; // sum of vertex cycle estimates
+
+// Exchange lists often hold many copies of a few bytes; a libc call each
+// would dominate, so short ones are done inline (ranges never overlap).
+inline void copyBytes(uint8_t *dst, const uint8_t *src, uint32_t n) {
+  if (n > 16) {
+    std::memcpy(dst, src, n);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    std::memcpy(&a, src, 8);
+    std::memcpy(&b, src + n - 8, 8);
+    std::memcpy(dst, &a, 8);
+    std::memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, src, 4);
+    std::memcpy(&b, src + n - 4, 4);
+    std::memcpy(dst, &a, 4);
+    std::memcpy(dst + n - 4, &b, 4);
+  } else {
+    for (uint32_t i = 0; i < n; ++i)
+      dst[i] = src[i];
+  }
+}
+
+// Chunk boundaries over `work` (per item): a new chunk once `limit` is
+// reached, only where `cut(i)` allows; the last boundary is work.size().
+template <typename Cut>
+std::vector<uint32_t> chunkBoundaries(const std::vector<uint64_t> &work, uint64_t limit, Cut cut) {
+  std::vector<uint32_t> chunks{0};
+  uint64_t acc = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (acc >= limit && i > 0 && cut(i)) {
+      chunks.push_back(uint32_t(i));
+      acc = 0;
+    }
+    acc += work[i];
+  }
+  chunks.push_back(uint32_t(work.size()));
+  return chunks;
+}
+
+// A cross-replica step when replicas live in several instances: the copies,
+// single and replica-relative, and PopART's host all-reduce cost.
+ExchangePlan planBroadcast(const fb::Target &target, const fb::ExchangeStep &step) {
+  ExchangePlan plan;
+  plan.broadcastFrom = step.from_replica();
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < len(step.copies()); ++i) {
+    const fb::Copy *c = step.copies()->Get(i);
+    for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
+      plan.broadcastCopies.push_back({c->src_tile(), uint32_t(c->src_offset() + k * c->src_stride()), c->dst_tile(),
+                                      uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
+    bytes += popef::copyTotalBytes(*c);
+  }
+  plan.broadcastBuffer.resize(bytes);
+  plan.cost = hostAllReduceCost(target, bytes);
+  return plan;
+}
+
+} // namespace
+
+ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const ReplicaTiles &tiles,
+                              std::span<const VertexFn> typeFns, size_t threads) {
+  const fb::Target &target = *root.target();
+  const fb::ComputeSet *cs = root.compute_sets()->Get(c);
+  ComputeSetPlan plan;
+  const uint32_t nv = len(cs->vertices());
+  std::vector<uint32_t> order(nv);
+  std::iota(order.begin(), order.end(), 0u);
+  auto key = [&](uint32_t v) {
+    const fb::Vertex *x = cs->vertices()->Get(v);
+    return std::pair(x->tile(), x->type());
+  };
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  plan.calls.reserve(nv);
+  for (uint32_t k = 0; k < nv; ++k) {
+    const fb::Vertex *v = cs->vertices()->Get(order[k]);
+    if (plan.tiles.empty() || cs->vertices()->Get(order[k - 1])->tile() != v->tile()) {
+      if (!plan.tiles.empty())
+        plan.tiles.back().end = k;
+      plan.tiles.push_back({tiles.base(v->tile()), k, nv});
+    }
+    // Vertices without fields may come with no field_offsets vector.
+    const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + v->fields_begin() : nullptr;
+    plan.calls.push_back({typeFns[v->type()], offsets});
+  }
+  std::vector<uint64_t> tileWork, costs;
+  uint64_t work = 0;
+  for (const TileWork &tw : plan.tiles) {
+    costs.clear();
+    for (uint32_t k = tw.begin; k < tw.end; ++k)
+      costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
+    const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
+    plan.cycles = std::max(plan.cycles, tileCycles);
+    const uint32_t ipu = cs->vertices()->Get(order[tw.begin])->tile() / target.tiles_per_ipu();
+    if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
+      plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
+    plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
+    tileWork.push_back(std::accumulate(costs.begin(), costs.end(), uint64_t(0)));
+    work += tileWork.back();
+  }
+  // Replicas run the same vertices on their own tiles, at the same time.
+  const size_t oneReplica = plan.tiles.size();
+  plan.tilesPerReplica = uint32_t(oneReplica);
+  for (uint32_t r = 1; r < tiles.replicas; ++r)
+    for (size_t i = 0; i < oneReplica; ++i) {
+      const TileWork &tw = plan.tiles[i];
+      const uint32_t tile = cs->vertices()->Get(order[tw.begin])->tile();
+      plan.tiles.push_back({tiles.base(tile, r), tw.begin, tw.end});
+      tileWork.push_back(tileWork[i]);
+      work += tileWork[i];
+    }
+  // Contiguous runs of tiles, a few per thread (few atomics, neighbouring
+  // tiles together); one chunk when the step is too small to share.
+  const uint64_t perChunk = work < kParallelComputeCycles ? work + 1 : work / (4 * threads) + 1;
+  plan.chunks = chunkBoundaries(tileWork, perChunk, [](size_t) { return true; });
+  return plan;
+}
+
+void runComputeSet(const ComputeSetPlan &plan, ThreadPool &pool) {
+  const TileWork *tiles = plan.tiles.data();
+  const VertexCall *calls = plan.calls.data();
+  const uint32_t *chunks = plan.chunks.data();
+  pool.parallelFor(plan.chunks.size() - 1, [tiles, calls, chunks](size_t c) {
+    for (uint32_t t = chunks[c]; t < chunks[c + 1]; ++t) {
+      const TileWork &tw = tiles[t];
+      for (uint32_t k = tw.begin; k < tw.end; ++k)
+        calls[k].fn(tw.base, calls[k].fields);
+    }
+  });
+}
+
+ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaTiles &tiles, bool chargedInRuns,
+                          bool acrossInstances, size_t threads) {
+  const fb::Target &target = *root.target();
+  const fb::ExchangeStep *step = root.exchanges()->Get(e);
+  // A cross-replica step: every replica reads replica from_replica's sources,
+  // all over the links (the simulated replicas are IPUs of their own).
+  const int32_t fromReplica = step->from_replica();
+  if (fromReplica >= 0 && acrossInstances)
+    return planBroadcast(target, *step);
+  ExchangePlan plan;
+  std::vector<const fb::Copy *> local;
+  local.reserve(len(step->copies()));
+  const uint32_t replicas = tiles.replicas;
+  for (uint32_t i = 0; i < len(step->copies()); ++i) {
+    const fb::Copy *c = step->copies()->Get(i);
+    if (fromReplica >= 0) {
+      for (uint32_t r = 0; r < replicas; ++r)
+        for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
+          plan.remote.push_back({tiles.tileOf(c->src_tile(), uint32_t(fromReplica)),
+                                 uint32_t(c->src_offset() + k * c->src_stride()), tiles.tileOf(c->dst_tile(), r),
+                                 uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
+      continue;
+    }
+    if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
+      auto add = [&](auto &list, uint32_t ipu) {
+        auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
+        (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += popef::copyTotalBytes(*c) * replicas;
+      };
+      add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
+      add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
+      // The link moves single copies: a strided record is expanded (verified in range).
+      for (uint32_t r = 0; r < replicas; ++r)
+        for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
+          plan.remote.push_back({tiles.tileOf(c->src_tile(), r), uint32_t(c->src_offset() + k * c->src_stride()),
+                                 tiles.tileOf(c->dst_tile(), r), uint32_t(c->dst_offset() + k * c->dst_stride()),
+                                 c->bytes()});
+    } else if (c->bytes()) {
+      local.push_back(c);
+    }
+  }
+  // The compiler writes records sorted by destination (popef.fbs); any other order is sorted here.
+  auto byDestination = [](const fb::Copy *a, const fb::Copy *b) {
+    return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
+  };
+  if (!std::is_sorted(local.begin(), local.end(), byDestination))
+    std::stable_sort(local.begin(), local.end(), byDestination);
+  plan.local.reserve(local.size() * replicas);
+  // Merge copies that continue the previous one at both ends (the copy
+  // list may come uncoalesced); chunk boundaries below use destination tiles.
+  std::vector<const fb::Copy *> firstOfOp;
+  firstOfOp.reserve(local.size());
+  for (const fb::Copy *c : local) {
+    uint8_t *dst = tiles.base(c->dst_tile()) + c->dst_offset();
+    const uint8_t *src = tiles.base(c->src_tile()) + c->src_offset();
+    if (!plan.local.empty() && c->repeat() == 0) {
+      CopyOp &last = plan.local.back();
+      if (last.count == 1 && firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
+          last.src + last.bytes == src && uint64_t(last.bytes) + c->bytes() <= UINT32_MAX) {
+        last.bytes += c->bytes();
+        continue;
+      }
+    }
+    plan.local.push_back({dst, src, c->bytes(), c->repeat() + 1, c->src_stride(), c->dst_stride()});
+    firstOfOp.push_back(c);
+  }
+  // Replicas: the same copies on each replica's tiles (blocks stay sorted by destination).
+  std::vector<uint32_t> dstTiles;
+  dstTiles.reserve(plan.local.size() * replicas);
+  for (const fb::Copy *c : firstOfOp)
+    dstTiles.push_back(c->dst_tile());
+  const size_t oneReplica = plan.local.size();
+  for (uint32_t r = 1; r < replicas; ++r)
+    for (size_t i = 0; i < oneReplica; ++i) {
+      const fb::Copy *c = firstOfOp[i];
+      CopyOp op = plan.local[i];
+      op.dst = tiles.base(c->dst_tile(), r) + c->dst_offset();
+      op.src = tiles.base(c->src_tile(), r) + c->src_offset();
+      plan.local.push_back(op);
+      dstTiles.push_back(tiles.tileOf(c->dst_tile(), r));
+    }
+  // Chunks of whole destination tiles, a few per thread, so one tile's
+  // memory is written by one thread.
+  std::vector<uint64_t> bytes(plan.local.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < plan.local.size(); ++i)
+    total += bytes[i] = uint64_t(plan.local[i].bytes) * plan.local[i].count;
+  const uint64_t perChunk =
+      total < kParallelCopyBytes ? total + 1 : std::max<uint64_t>(16 << 10, total / (4 * threads));
+  plan.chunks = chunkBoundaries(bytes, perChunk, [&](size_t i) { return dstTiles[i] != dstTiles[i - 1]; });
+  plan.cost = chargedInRuns ? exchangeCost(target, *step) : exchangeVolume(target, *step);
+  return plan;
+}
+
+void performLocalCopies(const ExchangePlan &plan, ThreadPool &pool) {
+  const CopyOp *ops = plan.local.data();
+  const uint32_t *chunks = plan.chunks.data();
+  pool.parallelFor(plan.chunks.size() - 1, [ops, chunks](size_t k) {
+    for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i) {
+      const CopyOp &op = ops[i];
+      uint8_t *dst = op.dst;
+      const uint8_t *src = op.src;
+      for (uint32_t n = 0; n < op.count; ++n, dst += op.dstStride, src += op.srcStride)
+        copyBytes(dst, src, op.bytes);
+    }
+  });
+}
+
+} // namespace popc::runtime

@@ -1,0 +1,85 @@
+// The flat tables a run executes, built once at load from the verified
+// executable (on every host thread: each step's table is independent):
+// per compute set the vertex calls grouped by tile, per exchange step the
+// resolved copies grouped by destination tile, each cut into chunks of
+// similar work for the host threads; and the step's cost from cycle_model.
+#pragma once
+#include "formats/popef/popef.h"
+#include "runtime/cycle_model.h"
+#include "runtime/device_memory.h"
+#include "runtime/ipu_link.h"
+#include "runtime/jit.h"
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace popc::runtime {
+
+class ThreadPool;
+
+// The arena as replicas see it: replica r's copy of tile t is tile
+// t + r * tilesPerReplica (docs/multi-ipu.md).
+struct ReplicaTiles {
+  const DeviceMemory &memory;
+  uint32_t replicas = 1;
+  uint32_t tilesPerReplica = 0;
+  uint32_t tileOf(uint32_t tile, uint32_t r) const { return tile + r * tilesPerReplica; }
+  uint8_t *base(uint32_t tile, uint32_t r = 0) const { return memory.tile(tileOf(tile, r)); }
+};
+
+struct VertexCall {
+  VertexFn fn;
+  const uint32_t *fields; // into the executable's field_offsets
+};
+struct TileWork {
+  uint8_t *base;
+  uint32_t begin, end; // range in ComputeSetPlan::calls
+};
+struct ComputeSetPlan {
+  std::vector<VertexCall> calls; // grouped by tile, one type after another
+  std::vector<TileWork> tiles;   // every replica's tiles
+  std::vector<uint32_t> chunks;  // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
+  uint64_t cycles = 0;           // the busiest tile (tileComputeCycles)
+  uint32_t tilesPerReplica = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> ipuCycles; // (IPU, its busiest tile) for the report
+};
+
+// Compute set `c` of `root`; typeFns[i] runs vertex type i.
+ComputeSetPlan planComputeSet(const ::popef::fb::Executable &root, uint32_t c, const ReplicaTiles &tiles,
+                              std::span<const VertexFn> typeFns, size_t threads);
+// Runs every vertex of the plan, tiles shared out over the pool's threads.
+void runComputeSet(const ComputeSetPlan &plan, ThreadPool &pool);
+
+struct CopyOp {
+  uint8_t *dst;
+  const uint8_t *src;
+  uint32_t bytes;
+  uint32_t count = 1; // a strided record: count copies of `bytes`
+  uint32_t srcStride = 0, dstStride = 0;
+};
+struct ExchangePlan {
+  std::vector<CopyOp> local;      // on-IPU copies, sorted by destination
+  std::vector<uint32_t> chunks;   // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
+  std::vector<RemoteCopy> remote; // cross-IPU, via IpuLink
+  // A cross-replica step whose source replica may be in another instance
+  // (ReplicaLink): the source bytes, packed in `broadcastCopies` order, are
+  // broadcast from the instance holding replica `broadcastFrom`, then copied
+  // into every local replica. Tiles in `broadcastCopies` are replica-relative.
+  int32_t broadcastFrom = -1;
+  std::vector<RemoteCopy> broadcastCopies;
+  std::vector<uint8_t> broadcastBuffer;
+  std::vector<std::pair<uint32_t, uint64_t>> ipuSent, ipuReceived; // per IPU, for the report
+  ExchangeCost cost;
+};
+
+// Exchange step `e`. `chargedInRuns`: main or a function runs it (else only the
+// load program does, and no traffic table is built). `acrossInstances`: some
+// replicas live in other processes, so a cross-replica step is a broadcast.
+ExchangePlan planExchange(const ::popef::fb::Executable &root, uint32_t e, const ReplicaTiles &tiles,
+                          bool chargedInRuns, bool acrossInstances, size_t threads);
+// The plan's on-IPU copies, whole destination tiles per thread.
+void performLocalCopies(const ExchangePlan &plan, ThreadPool &pool);
+
+} // namespace popc::runtime
