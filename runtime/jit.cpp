@@ -258,6 +258,29 @@ struct HostTarget {
   llvm::orc::JITTargetMachineBuilder codegenTmb{llvm::Triple()};
 };
 
+// The host CPU, its features, and the target machine builders for the O3
+// pipeline and for code generation.
+HostTarget detectHost() {
+  HostTarget host;
+  host.cpu = llvm::sys::getHostCPUName().str();
+  llvm::SubtargetFeatures features;
+  for (const auto &f : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(f.first(), f.second);
+  host.features = features.getString();
+  host.avx512 = llvm::sys::getHostCPUFeatures().lookup("avx512f");
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
+  jtmb.setCPU(host.cpu);
+  jtmb.addFeatures(features.getFeatures());
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  host.optimiseTmb = jtmb;
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  jtmb.setCodeModel(llvm::CodeModel::Small);
+  host.codegenTmb = jtmb;
+  if (auto tm = jtmb.createTargetMachine(); !tm)
+    failLlvm("JIT", "cannot create a target machine for the host", tm.takeError());
+  return host;
+}
+
 // Keeps only the partition's function bodies (and what they use) of a lazily
 // read module. Bodies are read before anything is dropped so their uses keep
 // the globals they need alive.
@@ -426,24 +449,8 @@ struct Jit::Impl {
 Jit::Jit(ThreadPool *pool) : impl_(std::make_unique<Impl>()) {
   initLlvm();
   impl_->pool = pool;
-  HostTarget &host = impl_->host;
-  host.cpu = llvm::sys::getHostCPUName().str();
-  llvm::SubtargetFeatures features;
-  for (const auto &f : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(f.first(), f.second);
-  host.features = features.getString();
-  host.avx512 = llvm::sys::getHostCPUFeatures().lookup("avx512f");
-
-  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
-  jtmb.setCPU(host.cpu);
-  jtmb.addFeatures(features.getFeatures());
-  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  host.optimiseTmb = jtmb;
-  jtmb.setRelocationModel(llvm::Reloc::PIC_);
-  jtmb.setCodeModel(llvm::CodeModel::Small);
-  host.codegenTmb = jtmb;
-  if (auto tm = jtmb.createTargetMachine(); !tm)
-    failLlvm("JIT", "cannot create a target machine for the host", tm.takeError());
+  impl_->host = detectHost();
+  llvm::orc::JITTargetMachineBuilder jtmb = impl_->host.codegenTmb;
 
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(jtmb)
@@ -555,6 +562,15 @@ VertexFn Jit::lookup(const std::string &symbol, const std::string &where) {
   if (!address)
     failLlvm(where, ("cannot compile entry function '" + symbol + "'").c_str(), address.takeError());
   return address->toPtr<VertexFn>();
+}
+
+void optimiseForHost(llvm::Module &module) {
+  initLlvm();
+  const HostTarget host = detectHost();
+  auto tm = llvm::orc::JITTargetMachineBuilder(host.optimiseTmb).createTargetMachine();
+  if (!tm)
+    failLlvm("JIT", "cannot create a target machine for the host", tm.takeError());
+  optimise(module, **tm, host);
 }
 
 } // namespace popc::runtime

@@ -56,4 +56,8 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+// The host O3 pipeline addModule runs on each partition, on a whole module
+// (for tests that read the optimised IR, e.g. to check vectorisation).
+void optimiseForHost(llvm::Module &module);
+
 } // namespace popc::runtime

@@ -85,7 +85,7 @@ TEST_CASE("host throughput of matmul and conv", "[.bench]") {
   if (const char *path = std::getenv("POPC_BENCH_BITCODE"))
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(bitcode.data()), std::streamsize(bitcode.size()));
   auto t0 = std::chrono::steady_clock::now();
-  JitModule jit(bitcode);
+  JitModule jit(bitcode, cg.vertexTypes());
   WARN("JIT (O3 + codegen) of " << runs.size() << " vertices: "
                                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
                                 << " s");

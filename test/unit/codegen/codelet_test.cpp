@@ -33,7 +33,7 @@ TEST_CASE("TopK codelet keeps the k best of each row, ties by lower index", "[co
     spec.args = {rows, cols, k, largest};
     VertexCodegen cg;
     const uint32_t type = cg.getOrCreate(spec);
-    JitModule jit(cg.finish());
+    JitModule jit(cg);
     auto out = jit.run(cg.vertexTypes()[type], {toBytes(in), Bytes(rows * k * 4), Bytes(rows * k * 8)});
     auto values = fromBytes<float>(out[1]);
     auto indices = fromBytes<int64_t>(out[2]);
@@ -61,7 +61,7 @@ TEST_CASE("ArgMax codelet on float16 rows, first and last index of ties", "[code
     spec.args = {1, 4, 1, last};
     VertexCodegen cg;
     const uint32_t type = cg.getOrCreate(spec);
-    JitModule jit(cg.finish());
+    JitModule jit(cg);
     auto out = jit.run(cg.vertexTypes()[type], {toBytes(in), Bytes(8)});
     CHECK(fromBytes<int64_t>(out[1])[0] == (last ? 2 : 1));
   }
@@ -79,7 +79,7 @@ TEST_CASE("Gather codelet reads rows by run-time index, negative and out-of-rang
   spec.args = {2, 3, 3, 2};
   VertexCodegen cg;
   const uint32_t type = cg.getOrCreate(spec);
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   auto out = fromBytes<int32_t>(jit.run(cg.vertexTypes()[type], {toBytes(data), toBytes(idx), Bytes(48)})[2]);
   CHECK(out == std::vector<int32_t>{104, 105, 100, 101, 0, 0, 110, 111, 106, 107, 0, 0});
 }

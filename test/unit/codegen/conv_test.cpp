@@ -65,7 +65,7 @@ template <typename T> void checkCases(const std::vector<ConvCase> &cases, DType 
     s.dtype = dtype;
     runs.emplace_back(s, cg.getOrCreate(s));
   }
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(5);
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const ConvCase &c = cases[ci];
@@ -207,7 +207,7 @@ TEST_CASE("conv and matmul with empty dimensions write nothing and do not crash"
   std::vector<uint32_t> mmIndex;
   for (const MatMulSpec &s : mms)
     mmIndex.push_back(cg.getOrCreate(s));
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   for (size_t i = 0; i < convs.size(); ++i) {
     const VertexTypeInfo &vt = cg.vertexTypes()[convIndex[i]];
     INFO(vt.name);

@@ -113,7 +113,7 @@ template <typename T> void runFloatOps(DType dtype, double rtol) {
       ElementwiseSpec s{op.op, dtype, n, scalar, op.params};
       runs.push_back({&op, s, cg.getOrCreate(s)});
     }
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   for (const Run &r : runs) {
     std::string mask;
     for (bool b : r.spec.scalarInput)
@@ -149,7 +149,7 @@ template <typename T> void runIntOps(DType dtype) {
       s.params = {-7, std::numeric_limits<double>::infinity()}; // no upper bound
     idx.push_back(cg.getOrCreate(s));
   }
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> dist(-20, 20);
   std::vector<T> a(n), b(n);
@@ -213,7 +213,7 @@ TEST_CASE("elementwise Copy moves any dtype bit-exactly", "[codegen][elementwise
   std::vector<uint32_t> idx;
   for (auto [t, size] : types)
     idx.push_back(cg.getOrCreate(ElementwiseSpec{"Copy", t, n, {false}, {}}));
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(3);
   for (size_t k = 0; k < types.size(); ++k) {
     Bytes in(n * types[k].second);
@@ -228,7 +228,7 @@ TEST_CASE("elementwise NaN handling: Relu and Clip keep NaN", "[codegen][element
   VertexCodegen cg;
   uint32_t relu = cg.getOrCreate(ElementwiseSpec{"Relu", DType::F32, 3, {false}, {}});
   uint32_t clip = cg.getOrCreate(ElementwiseSpec{"Clip", DType::F32, 3, {false}, {0.0, 1.0}});
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::vector<float> in = {std::nanf(""), -1.0f, 2.0f};
   auto r = fromBytes<float>(jit.run(cg.vertexTypes()[relu], {toBytes(in), Bytes(12)})[1]);
   CHECK(std::isnan(r[0]));
@@ -268,7 +268,7 @@ TEST_CASE("elementwise Sum adds any number of inputs, scalars included", "[codeg
     spec.scalarInput.back() = arity > 1;
     VertexCodegen cg;
     const uint32_t type = cg.getOrCreate(spec);
-    JitModule jit(cg.finish());
+    JitModule jit(cg);
     std::vector<std::vector<float>> ins;
     std::vector<Bytes> fields;
     for (size_t j = 0; j < arity; ++j) {

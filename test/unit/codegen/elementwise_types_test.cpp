@@ -25,7 +25,7 @@ template <typename Out, typename... Ins>
 std::vector<Out> run(ElementwiseSpec spec, const std::vector<Ins> &...ins) {
   VertexCodegen cg;
   const uint32_t type = cg.getOrCreate(spec);
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::vector<Bytes> fields = {toBytes(ins)...};
   fields.push_back(Bytes(size_t(spec.elements) * sizeof(Out)));
   return fromBytes<Out>(jit.run(cg.vertexTypes()[type], fields).back());

@@ -2,103 +2,68 @@
 
 #include <catch2/catch.hpp>
 
-#include <llvm/Bitcode/BitcodeReader.h>
-#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
-#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
-#include <llvm/IR/Module.h>
-#include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/TargetSelect.h>
-#include <llvm/Support/raw_ostream.h>
-#include <llvm/Target/TargetMachine.h>
+#include "runtime/bitcode_gate.h"
+#include "runtime/device_memory.h"
+#include "runtime/jit.h"
+#include "runtime/memory_sandbox.h"
+#include "support/error.h"
 
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <bit>
 #include <cmath>
-#include <mutex>
+#include <map>
 
 namespace popc::codegen::test {
 
 namespace {
 
-void initLLVM() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
-}
-
-template <typename T> T check(llvm::Expected<T> v) {
-  if (!v) {
-    std::string msg = llvm::toString(v.takeError());
-    FAIL("LLVM: " << msg);
-  }
-  return std::move(*v);
-}
-
-void checkErr(llvm::Error e) {
-  if (e) {
-    std::string msg = llvm::toString(std::move(e));
-    FAIL("LLVM: " << msg);
-  }
-}
-
-std::unique_ptr<llvm::Module> parse(const Bytes &bitcode, llvm::LLVMContext &ctx) {
-  llvm::StringRef data(reinterpret_cast<const char *>(bitcode.data()), bitcode.size());
-  return check(llvm::parseBitcodeFile(llvm::MemoryBufferRef(data, "vertices"), ctx));
-}
-
-// What runtime/jit.cpp does: adopt the host triple/layout/CPU, then O3 (loop and
-// SLP vectorisers on) with the host TargetMachine.
-void optimiseForHost(llvm::Module &m) {
-  auto jtmb = check(llvm::orc::JITTargetMachineBuilder::detectHost());
-  std::unique_ptr<llvm::TargetMachine> tm = check(jtmb.createTargetMachine());
-  m.setTargetTriple(tm->getTargetTriple().str());
-  m.setDataLayout(tm->createDataLayout());
-  for (llvm::Function &f : m)
-    if (!f.isDeclaration()) {
-      f.addFnAttr("target-cpu", tm->getTargetCPU());
-      f.addFnAttr("target-features", tm->getTargetFeatureString());
-    }
-  llvm::PipelineTuningOptions pto;
-  pto.SLPVectorization = true; // off by default in PassBuilder; small fully-unrolled loops need it
-  llvm::PassBuilder pb(tm.get(), pto);
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
-}
+// The fake tile's window: the sandbox confines accesses to [tile - guard,
+// tile - guard + 2 * halfStride), so the buffer spans all of it.
+constexpr uint64_t kGuard = runtime::DeviceMemory::kGuardBytes;
+constexpr uint64_t kTileBytes = 256 << 10; // more than any test vertex's fields
+constexpr uint64_t kHalfStride = std::bit_ceil(kTileBytes + kGuard);
 
 } // namespace
 
 struct JitModule::Impl {
-  std::unique_ptr<llvm::orc::LLJIT> jit;
+  runtime::Jit jit;
 };
 
-JitModule::JitModule(const Bytes &bitcode, bool optimise) : impl_(std::make_unique<Impl>()) {
-  initLLVM();
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = parse(bitcode, *ctx);
-  if (optimise)
-    optimiseForHost(*m);
-  impl_->jit = check(llvm::orc::LLJITBuilder().create());
-  char prefix = impl_->jit->getDataLayout().getGlobalPrefix();
-  impl_->jit->getMainJITDylib().addGenerator(
-      check(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix)));
-  checkErr(impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))));
+JitModule::JitModule(VertexCodegen &codegen) : JitModule(codegen.finish(), codegen.vertexTypes()) {}
+
+JitModule::JitModule(const Bytes &bitcode, const std::vector<VertexTypeInfo> &types)
+    : impl_(std::make_unique<Impl>()) {
+  runtime::MemorySandbox sandbox;
+  sandbox.halfStride = kHalfStride;
+  sandbox.guard = kGuard;
+  std::vector<std::string> entries;
+  for (const VertexTypeInfo &t : types) {
+    entries.push_back(t.symbol);
+    sandbox.entryFieldCounts[t.symbol] = unsigned(t.fields.size());
+  }
+  try {
+    auto context = std::make_unique<llvm::LLVMContext>();
+    auto module = runtime::loadCodeModule(*context, bitcode, "test module", entries);
+    impl_->jit.addModule(std::move(module), std::move(context), "test module", &sandbox);
+  } catch (const Error &e) {
+    FAIL("JIT: " << e.what());
+  }
 }
 
 JitModule::~JitModule() = default;
 
 JitModule::VertexFn JitModule::lookup(const std::string &symbol) {
-  return check(impl_->jit->lookup(symbol)).toPtr<VertexFn>();
+  try {
+    return impl_->jit.lookup(symbol, "test module");
+  } catch (const Error &e) {
+    FAIL("JIT: " << e.what());
+  }
+  return nullptr;
 }
 
 std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vector<Bytes> &fields) {
@@ -115,9 +80,11 @@ std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vecto
     offsets.push_back(static_cast<uint32_t>(pos));
     pos += fields[i].size() + kGap;
   }
-  // 64-byte aligned tile memory, filled with the canary.
-  std::vector<uint64_t> storage((pos + 64) / 8 + 8);
-  auto *tile = reinterpret_cast<uint8_t *>(storage.data());
+  REQUIRE(pos + 64 <= kTileBytes);
+  // 64-byte aligned tile memory inside its whole sandbox window, the tile's
+  // bytes filled with the canary.
+  std::vector<uint64_t> storage((kGuard + 2 * kHalfStride + 64) / 8);
+  auto *tile = reinterpret_cast<uint8_t *>(storage.data()) + kGuard;
   tile += (64 - reinterpret_cast<uintptr_t>(tile) % 64) % 64;
   std::memset(tile, kCanary, pos);
   for (size_t i = 0; i < fields.size(); ++i)
@@ -145,13 +112,15 @@ std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vecto
 }
 
 std::string hostOptimisedIR(const Bytes &bitcode) {
-  initLLVM();
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> m = parse(bitcode, ctx);
-  optimiseForHost(*m);
+  llvm::StringRef data(reinterpret_cast<const char *>(bitcode.data()), bitcode.size());
+  auto m = llvm::parseBitcodeFile(llvm::MemoryBufferRef(data, "vertices"), ctx);
+  if (!m)
+    FAIL("LLVM: " << llvm::toString(m.takeError()));
+  runtime::optimiseForHost(**m);
   std::string text;
   llvm::raw_string_ostream os(text);
-  m->print(os, nullptr);
+  (*m)->print(os, nullptr);
   return os.str();
 }
 

@@ -1,5 +1,7 @@
-// Test helper: JIT a vertex module with ORC LLJIT and run one vertex on a fake
-// tile (fields laid out with canary gaps, so stray writes are caught).
+// Test helper: JIT a vertex module exactly as poprun-lite does (the bitcode
+// gate, runtime::Jit's host O3 pipeline, the memory sandbox and its code
+// generator) and run one vertex on a fake tile (fields laid out with canary
+// gaps, so stray writes are caught).
 #pragma once
 #include "compiler/codegen/kernels.h"
 
@@ -16,8 +18,9 @@ using Bytes = std::vector<uint8_t>;
 
 class JitModule {
 public:
-  // Optionally runs the host-CPU O3 pipeline first, like the runtime does.
-  explicit JitModule(const Bytes &bitcode, bool optimiseForHost = true);
+  // The module `codegen` finishes, with its vertex types as the entries.
+  explicit JitModule(VertexCodegen &codegen);
+  JitModule(const Bytes &bitcode, const std::vector<VertexTypeInfo> &types);
   ~JitModule();
   using VertexFn = void (*)(uint8_t *tileBase, const uint32_t *fieldOffsets);
   VertexFn lookup(const std::string &symbol);
@@ -32,7 +35,8 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// Textual IR of the module after the host O3 pipeline (for vectorisation checks).
+// Textual IR of the module after the host O3 pipeline (runtime::optimiseForHost,
+// for vectorisation checks).
 std::string hostOptimisedIR(const Bytes &bitcode);
 
 template <typename T> Bytes toBytes(const std::vector<T> &v) {

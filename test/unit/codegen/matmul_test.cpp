@@ -33,7 +33,7 @@ std::vector<double> reference(const MatMulSpec &s, const std::vector<float> &A, 
 // reference; the output field starts as garbage, which the kernel must overwrite.
 void checkAgainstReference(VertexCodegen &cg, const std::vector<std::pair<MatMulSpec, uint32_t>> &runs,
                            uint32_t seed) {
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(seed);
   for (const auto &[s, index] : runs) {
     const VertexTypeInfo &vt = cg.vertexTypes()[index];
@@ -139,7 +139,7 @@ TEST_CASE("matmul float64", "[codegen][matmul]") {
   uint32_t a = cg.getOrCreate(s);
   s.transB = false;
   uint32_t b = cg.getOrCreate(s);
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(9);
   auto A = randomVector<double>(15, rng), B = randomVector<double>(35, rng);
   for (bool transB : {true, false}) {

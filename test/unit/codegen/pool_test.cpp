@@ -56,7 +56,7 @@ TEST_CASE("max and average pooling match a reference with padding and bands", "[
     s.inRows = uint32_t(last - first + 1);
     runs.emplace_back(s, cg.getOrCreate(s));
   }
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(11);
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const PoolCase &c = cases[ci];

@@ -46,7 +46,7 @@ TEST_CASE("reduce ops match a reference", "[codegen][reduce]") {
       ReduceSpec s{op, DType::F32, rows, cols};
       runs.emplace_back(s, cg.getOrCreate(s));
     }
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(13);
   for (auto &[s, index] : runs) {
     const VertexTypeInfo &vt = cg.vertexTypes()[index];
@@ -68,7 +68,7 @@ TEST_CASE("integer reduce and its errors", "[codegen][reduce]") {
   uint32_t mx = cg.getOrCreate(ReduceSpec{"Max", DType::I32, 2, 5});
   CHECK_THROWS_WITH(cg.getOrCreate(ReduceSpec{"Mean", DType::I32, 2, 5}), "codegen: ReduceMean not supported for int32");
   CHECK_THROWS_AS(cg.getOrCreate(ReduceSpec{"Median", DType::F32, 2, 5}), popc::Error);
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::vector<int64_t> a = {1, 2, 3, 4, 5, -1, -2, -3, -4, -5};
   CHECK(fromBytes<int64_t>(jit.run(cg.vertexTypes()[sum], {toBytes(a), Bytes(16)})[1]) ==
         std::vector<int64_t>{15, -15});
@@ -84,7 +84,7 @@ TEST_CASE("softmax and log-softmax are stable and match a reference", "[codegen]
       SoftmaxSpec s{DType::F32, rows, cols, log};
       runs.emplace_back(s, cg.getOrCreate(s));
     }
-  JitModule jit(cg.finish());
+  JitModule jit(cg);
   std::mt19937 rng(17);
   for (auto &[s, index] : runs) {
     const VertexTypeInfo &vt = cg.vertexTypes()[index];
