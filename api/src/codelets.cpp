@@ -1,13 +1,12 @@
 #include "codelets.h"
 
 #include "compiler/codegen/portable_optimise.h"
+#include "runtime/bitcode_gate.h"
+#include "runtime/jit.h"
 #include "support/error.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
-#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Metadata.h>
@@ -402,38 +401,26 @@ uint64_t CodeletLibrary::estimate(const CodeletClass &c, const std::vector<uint3
   auto key = std::make_pair(c.name, bytes);
   if (auto it = estimates_.find(key); it != estimates_.end())
     return it->second;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
   using EstimateFn = uint64_t (*)(void *const *, const uint32_t *);
   auto fit = estimateFns_.find(c.name);
   if (fit == estimateFns_.end()) {
-    // One JIT per codelet file, holding its generic estimators (called with null field pointers).
+    // One JIT per codelet file, holding its generic estimators (called with
+    // null field pointers). The file passes the same bitcode gate and JIT as
+    // vertex code (runtime/): allow-listed calls only, no process symbols.
     if (jits_.size() <= c.module)
       jits_.resize(c.module + 1);
+    const std::string symbol = "__popc_estimate_" + c.name;
     if (!jits_[c.module]) {
       auto ctx = std::make_unique<llvm::LLVMContext>();
-      auto m = parse(*ctx, modules_[c.module], c.name);
-      auto jit = llvm::orc::LLJITBuilder().create();
-      if (!jit)
-        fail("{}: cannot create a JIT for getCycleEstimate: {}", c.name, llvm::toString(jit.takeError()));
-      auto gen =
-          llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
-      if (gen)
-        (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-      else
-        llvm::consumeError(gen.takeError());
-      m->setDataLayout((*jit)->getDataLayout());
-      if (auto e = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-        fail("{}: getCycleEstimate does not compile: {}", c.name, llvm::toString(std::move(e)));
-      jits_[c.module] = std::move(*jit);
+      auto m = runtime::loadCodeModule(*ctx, modules_[c.module], c.name + ": getCycleEstimate", {});
+      auto jit = std::make_unique<runtime::Jit>();
+      jit->addModule(std::move(m), std::move(ctx), c.name + ": getCycleEstimate");
+      jits_[c.module] = std::move(jit);
     }
-    auto sym = jits_[c.module]->lookup("__popc_estimate_" + c.name);
-    if (!sym)
-      fail("{}: getCycleEstimate does not link: {}", c.name, llvm::toString(sym.takeError()));
-    fit = estimateFns_.emplace(c.name, sym->toPtr<void *>()).first;
+    // (The gate checks vertex entries' types; an estimator is called as EstimateFn.)
+    fit = estimateFns_
+              .emplace(c.name, reinterpret_cast<void *>(jits_[c.module]->lookup(symbol, c.name + ": getCycleEstimate")))
+              .first;
   }
   std::vector<void *> nulls(std::max<size_t>(1, bytes.size()), nullptr);
   const uint64_t cycles = reinterpret_cast<EstimateFn>(fit->second)(nulls.data(), bytes.data());

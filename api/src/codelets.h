@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-namespace llvm::orc {
-class LLJIT;
+namespace popc::runtime {
+class Jit;
 }
 
 namespace popc::api::detail {
@@ -69,7 +69,7 @@ private:
   std::vector<std::vector<uint8_t>> modules_;
   std::vector<CodeletClass> classes_;
   std::map<std::pair<std::string, std::vector<uint32_t>>, uint64_t> estimates_;
-  std::vector<std::unique_ptr<llvm::orc::LLJIT>> jits_; // per module, for getCycleEstimate
+  std::vector<std::unique_ptr<runtime::Jit>> jits_; // per module, for getCycleEstimate
   std::map<std::string, void *> estimateFns_;
 };
 
