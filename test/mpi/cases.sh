@@ -94,7 +94,9 @@ errors)
 
 faults)
   "$BIN/popc-onnx" "$MLP" -o r4.popef --replication-factor 4 || die "compile"
-  ranks() { pgrep -f "poprun-lite r4.popef --fill random --iterations 100000000"; }
+  # The ranks only: their command line starts with the binary (mpirun's, and
+  # that of any process mpirun forks, starts with "mpirun" and holds the same words).
+  ranks() { pgrep -f "^$BIN/poprun-lite r4.popef --fill random --iterations 100000000"; }
   wait_ranks() {
     for _ in $(seq 300); do [ "$(ranks | wc -l)" -ge 2 ] && return 0; sleep 0.1; done
     die "the ranks did not start"
