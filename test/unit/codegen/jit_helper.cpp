@@ -15,6 +15,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <bit>
+#include <sys/mman.h>
 #include <cmath>
 #include <map>
 
@@ -23,15 +24,26 @@ namespace popc::codegen::test {
 namespace {
 
 // The fake tile's window: the sandbox confines accesses to [tile - guard,
-// tile - guard + 2 * halfStride), so the buffer spans all of it.
+// tile - guard + 2 * halfStride), so a JitModule reserves all of it once
+// (pages are only mapped where a test writes). Tiles up to 16 MiB: the
+// benchmark runs whole layers as one vertex.
 constexpr uint64_t kGuard = runtime::DeviceMemory::kGuardBytes;
-constexpr uint64_t kTileBytes = 256 << 10; // more than any test vertex's fields
+constexpr uint64_t kTileBytes = 16 << 20;
 constexpr uint64_t kHalfStride = std::bit_ceil(kTileBytes + kGuard);
+constexpr uint64_t kWindowBytes = 2 * kHalfStride + kGuard;
 
 } // namespace
 
 struct JitModule::Impl {
   runtime::Jit jit;
+  uint8_t *window = nullptr;
+  Impl() {
+    void *p = ::mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    window = static_cast<uint8_t *>(p);
+  }
+  ~Impl() { ::munmap(window, kWindowBytes); }
+  uint8_t *tile() const { return window + kGuard; } // page aligned
 };
 
 JitModule::JitModule(VertexCodegen &codegen) : JitModule(codegen.finish(), codegen.vertexTypes()) {}
@@ -80,12 +92,8 @@ std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vecto
     offsets.push_back(static_cast<uint32_t>(pos));
     pos += fields[i].size() + kGap;
   }
-  REQUIRE(pos + 64 <= kTileBytes);
-  // 64-byte aligned tile memory inside its whole sandbox window, the tile's
-  // bytes filled with the canary.
-  std::vector<uint64_t> storage((kGuard + 2 * kHalfStride + 64) / 8);
-  auto *tile = reinterpret_cast<uint8_t *>(storage.data()) + kGuard;
-  tile += (64 - reinterpret_cast<uintptr_t>(tile) % 64) % 64;
+  REQUIRE(pos <= kTileBytes);
+  uint8_t *tile = impl_->tile();
   std::memset(tile, kCanary, pos);
   for (size_t i = 0; i < fields.size(); ++i)
     if (!fields[i].empty())
