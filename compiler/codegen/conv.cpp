@@ -1,4 +1,5 @@
 // Direct 2-D convolution of a band of output rows (+bias, optional relu).
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
 #include "compiler/codegen/window.h"
 #include "support/error.h"
@@ -33,13 +34,8 @@ KernelDesc describe(const ConvSpec &s) {
     d.fields.push_back({"bias", fieldBytes("bias", {s.outChannels}, s.dtype), FieldAccess::Input});
   d.fields.push_back(
       {"out", fieldBytes("out", {s.outChannels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
-  // Each output is a dot product of length inChannels*kernelH*kernelW (the
-  // tutorial's 5 + (n+1)/2), plus a cycle per output for the fused relu.
-  uint64_t outputs = uint64_t(s.outChannels) * s.outRows * s.outWidth;
-  uint64_t n = uint64_t(s.inChannels) * s.kernelH * s.kernelW;
-  d.cycles = 10 + outputs * (5 + (n + 1) / 2) + (s.relu ? outputs : 0);
-  if (s.dtype == DType::F64)
-    d.cycles *= 2;
+  const uint64_t outputs = uint64_t(s.outChannels) * s.outRows * s.outWidth;
+  d.cycles = cycles::conv(outputs, uint64_t(s.inChannels) * s.kernelH * s.kernelW, s.relu, s.dtype == DType::F64);
   return d;
 }
 

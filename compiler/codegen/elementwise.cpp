@@ -1,6 +1,7 @@
 // Elementwise kernels: out[i] = op(in0[i], ...), scalar inputs broadcast.
 // The op table and type rules live here; the math in elementwise_math.cpp.
 #include "compiler/codegen/elementwise_math.h"
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
 #include "support/error.h"
 
@@ -183,7 +184,7 @@ KernelDesc describe(const ElementwiseSpec &s) {
     perElem *= s.scalarInput.size();
   if (dtypeSize(s.dtype) == 8)
     perElem *= 2;
-  d.cycles = s.op == "Copy" ? 10 + (n * dtypeSize(s.dtype) + 7) / 8 : 10 + n * perElem;
+  d.cycles = s.op == "Copy" ? cycles::copy(n * dtypeSize(s.dtype)) : cycles::kVertexOverhead + n * perElem;
   return d;
 }
 

@@ -1,4 +1,5 @@
 // Batched matrix multiply: out = alpha * A·B + beta * C.
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
 #include "support/error.h"
 
@@ -47,12 +48,7 @@ KernelDesc describe(const MatMulSpec &s) {
   if (s.hasC)
     d.fields.push_back({"C", fieldBytes("C", {s.batch, s.m, s.n}, s.dtype), FieldAccess::Input});
   d.fields.push_back({"out", fieldBytes("out", {s.batch, s.m, s.n}, s.dtype), FieldAccess::Output});
-  // The Graphcore tutorial's dot-product vertex: 5 + (k+1)/2 cycles per output
-  // (2 f32 MACs per cycle), plus one cycle per output to add beta*C.
-  uint64_t outputs = uint64_t(s.batch) * s.m * s.n;
-  d.cycles = 10 + outputs * (5 + (uint64_t(s.k) + 1) / 2) + (s.hasC ? outputs : 0);
-  if (s.dtype == DType::F64)
-    d.cycles *= 2;
+  d.cycles = cycles::matmul(uint64_t(s.batch) * s.m * s.n, s.k, s.hasC, s.dtype == DType::F64);
   return d;
 }
 

@@ -1,4 +1,5 @@
 // Max and average pooling of a band of output rows.
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
 #include "compiler/codegen/window.h"
 #include "support/error.h"
@@ -26,12 +27,8 @@ KernelDesc describe(const PoolSpec &s) {
     d.name += "_inclpad";
   d.fields.push_back({"in", fieldBytes("in", {s.channels, s.inRows, s.inWidth}, s.dtype), FieldAccess::Input});
   d.fields.push_back({"out", fieldBytes("out", {s.channels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
-  // One compare/add per window element, a few cycles per output for setup and
-  // (average) the divide.
-  uint64_t outputs = uint64_t(s.channels) * s.outRows * s.outWidth;
-  d.cycles = 10 + outputs * (3 + uint64_t(s.kernelH) * s.kernelW);
-  if (s.dtype == DType::F64)
-    d.cycles *= 2;
+  const uint64_t outputs = uint64_t(s.channels) * s.outRows * s.outWidth;
+  d.cycles = cycles::pool(outputs, uint64_t(s.kernelH) * s.kernelW, s.dtype == DType::F64);
   return d;
 }
 

@@ -1,4 +1,5 @@
 // Row reductions: each of `rows` contiguous rows of `cols` elements → one value.
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
 #include "support/error.h"
 
@@ -44,7 +45,7 @@ KernelDesc describe(const ReduceSpec &s) {
     perRow += cols + 10 * cols + 20;
   else
     perRow += (cols + 1) / 2 + (s.op == "L2" ? 10 : 0);
-  d.cycles = 10 + uint64_t(s.rows) * perRow;
+  d.cycles = cycles::kVertexOverhead + uint64_t(s.rows) * perRow;
   if (dtypeSize(s.dtype) == 8)
     d.cycles *= 2;
   return d;

@@ -1,4 +1,5 @@
 // Numerically stable (log-)softmax of each row: exp(x - max) / sum.
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
 #include "support/error.h"
 
@@ -19,11 +20,7 @@ KernelDesc describe(const SoftmaxSpec &s) {
   d.name = fmt::format("{}_r{}_c{}_{}", op, s.rows, s.cols, dtypeName(s.dtype));
   d.fields.push_back({"in", fieldBytes("in", {s.rows, s.cols}, s.dtype), FieldAccess::Input});
   d.fields.push_back({"out", fieldBytes("out", {s.rows, s.cols}, s.dtype), FieldAccess::Output});
-  // Three passes per row: max (1/elem), exp and sum (~10/elem), scale (1/elem);
-  // plus a divide or log per row.
-  d.cycles = 10 + uint64_t(s.rows) * (20 + 12 * uint64_t(s.cols));
-  if (s.dtype == DType::F64)
-    d.cycles *= 2;
+  d.cycles = cycles::softmax(s.rows, s.cols, s.dtype == DType::F64);
   return d;
 }
 

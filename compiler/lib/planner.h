@@ -1,6 +1,7 @@
 // Shared pieces of the work planners (matmul, conv, pooling): enumerate the
 // distinct ways to split a dimension and compare plans by estimated cycles.
 #pragma once
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/graph/target.h"
 
 #include <algorithm>
@@ -26,7 +27,7 @@ constexpr uint64_t kMinMacsPerTile = 4096;
 
 // Cycles of `dots` dot products of length `k` on one worker (2 f32 MACs per
 // cycle plus loop overhead, as in the Graphcore tutorials' cost model).
-inline uint64_t dotCycles(uint64_t dots, uint64_t k) { return dots * (5 + (k + 1) / 2); }
+inline uint64_t dotCycles(uint64_t dots, uint64_t k) { return dots * codegen::cycles::dotProduct(k); }
 
 // Tile cycles while its busiest worker runs `perWorker` cycles: the tile issues
 // for its workers round-robin, as the runtime's cycle model counts it.
