@@ -21,6 +21,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -31,7 +32,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <cstring>
 #include <sstream>
@@ -69,75 +69,185 @@ std::string readFile(const std::string &path) {
   return ss.str();
 }
 
-std::optional<Type> typeFromCpp(std::string t) {
-  t = std::regex_replace(t, std::regex("\\bconst\\b|\\bstd::|\\bpoplar::"), "");
-  t = std::regex_replace(t, std::regex("\\s+"), " ");
-  t = std::regex_replace(t, std::regex("^ | $"), "");
+std::optional<Type> typeFromCpp(const std::string &t) {
   static const std::map<std::string, Type> names = {
       {"float", Type::FLOAT}, {"double", Type::DOUBLE}, {"half", Type::HALF},
-      {"int", Type::INT}, {"signed", Type::INT}, {"signed int", Type::INT}, {"int32_t", Type::INT},
-      {"unsigned", Type::UNSIGNED_INT}, {"unsigned int", Type::UNSIGNED_INT}, {"uint32_t", Type::UNSIGNED_INT},
-      {"short", Type::SHORT}, {"int16_t", Type::SHORT}, {"unsigned short", Type::UNSIGNED_SHORT},
-      {"uint16_t", Type::UNSIGNED_SHORT}, {"char", Type::CHAR}, {"signed char", Type::CHAR}, {"int8_t", Type::CHAR},
-      {"unsigned char", Type::UNSIGNED_CHAR}, {"uint8_t", Type::UNSIGNED_CHAR}, {"bool", Type::BOOL},
-      {"long long", Type::LONGLONG}, {"long", Type::LONGLONG}, {"int64_t", Type::LONGLONG},
-      {"unsigned long long", Type::UNSIGNED_LONGLONG}, {"unsigned long", Type::UNSIGNED_LONGLONG},
-      {"uint64_t", Type::UNSIGNED_LONGLONG}};
+      {"int", Type::INT}, {"unsigned int", Type::UNSIGNED_INT},
+      {"short", Type::SHORT}, {"unsigned short", Type::UNSIGNED_SHORT}, {"char", Type::CHAR},
+      {"signed char", Type::CHAR}, {"unsigned char", Type::UNSIGNED_CHAR}, {"bool", Type::BOOL},
+      {"long long", Type::LONGLONG}, {"long", Type::LONGLONG},
+      {"unsigned long long", Type::UNSIGNED_LONGLONG}, {"unsigned long", Type::UNSIGNED_LONGLONG}};
   auto it = names.find(t);
   if (it == names.end())
     return std::nullopt;
   return it->second;
 }
 
-// Vertex classes of a source: `class X : public [poplar::]Vertex { ... }` and
-// their Input/Output/InOut fields, in declaration order.
-std::vector<CodeletClass> parseClasses(std::string src, const std::string &path) {
-  // Blank out comments, keeping line structure.
-  src = std::regex_replace(src, std::regex("//[^\\n]*"), "");
-  src = std::regex_replace(src, std::regex("/\\*[\\s\\S]*?\\*/"), " ");
-  std::vector<CodeletClass> out;
-  const std::regex head("\\b(class|struct)\\s+(\\w+)\\s*(final\\s*)?:\\s*(public\\s+)?(::)?(poplar::|popc::)?Vertex\\b");
-  const std::regex fieldRe("\\b(Input|Output|InOut)\\s*<\\s*(?:(?:poplar::)?(Vector|VectorList)\\s*<\\s*([\\w:\\s]+?)\\s*"
-                           "(?:,[^>]*)?>|([\\w:\\s]+?))\\s*>\\s*(\\w+)\\s*;");
-  for (std::sregex_iterator it(src.begin(), src.end(), head), end; it != end; ++it) {
-    CodeletClass c;
-    c.name = (*it)[2];
-    size_t open = src.find('{', size_t(it->position() + it->length()));
-    if (open == std::string::npos)
-      continue;
-    int depth = 0;
-    size_t close = open;
-    for (; close < src.size(); ++close) {
-      depth += src[close] == '{' ? 1 : src[close] == '}' ? -1 : 0;
-      if (depth == 0)
-        break;
+// A C++ type as clang spells it, e.g. "popc::Input<popc::Vector<float>>":
+// its template name without namespaces ("Input") and its arguments.
+struct TypeTerm {
+  std::string name;
+  std::vector<TypeTerm> args;
+};
+
+TypeTerm parseTypeTerm(const std::string &text, size_t &pos) {
+  TypeTerm t;
+  const size_t start = pos;
+  while (pos < text.size() && text[pos] != '<' && text[pos] != '>' && text[pos] != ',')
+    ++pos;
+  t.name = text.substr(start, pos - start);
+  while (!t.name.empty() && t.name.back() == ' ')
+    t.name.pop_back();
+  while (!t.name.empty() && t.name.front() == ' ')
+    t.name.erase(0, 1);
+  if (t.name.starts_with("const "))
+    t.name.erase(0, 6);
+  if (const size_t colon = t.name.rfind("::"); colon != std::string::npos)
+    t.name = t.name.substr(colon + 2);
+  if (pos < text.size() && text[pos] == '<') {
+    ++pos;
+    for (;;) {
+      t.args.push_back(parseTypeTerm(text, pos));
+      if (pos < text.size() && text[pos] == ',') {
+        ++pos;
+        continue;
+      }
+      if (pos < text.size() && text[pos] == '>')
+        ++pos;
+      break;
     }
-    const std::string body = src.substr(open, close - open);
-    for (std::sregex_iterator f(body.begin(), body.end(), fieldRe); f != end; ++f) {
-      CodeletField fd;
-      const std::string kind = (*f)[1];
-      fd.access = kind == "Input" ? codegen::FieldAccess::Input
-                  : kind == "Output" ? codegen::FieldAccess::Output : codegen::FieldAccess::InOut;
-      if ((*f)[2] == "VectorList")
-        fail("{}: class {} field '{}': VectorList fields are not supported; use one Vector field per list entry",
-             path, c.name, std::string((*f)[5]));
-      fd.vector = (*f)[2].matched;
-      const std::string elem = fd.vector ? (*f)[3] : (*f)[4];
-      auto t = typeFromCpp(elem);
-      if (!t || *t == Type::HALF)
-        fail("{}: class {} field '{}': element type '{}' is not supported (use float, double, int, unsigned, "
-             "short, char, bool, long long and their unsigned forms)", path, c.name, std::string((*f)[5]), elem);
-      fd.elemType = *t;
-      fd.name = (*f)[5];
-      c.fields.push_back(fd);
-    }
-    c.hasEstimate = std::regex_search(body, std::regex("\\bgetCycleEstimate\\s*\\("));
-    out.push_back(std::move(c));
   }
-  if (out.empty())
-    fail("{}: no vertex class found: a codelet is `class Name : public poplar::Vertex {{ ... bool compute(); }};`", path);
-  return out;
+  return t;
 }
+
+TypeTerm parseTypeTerm(const std::string &text) {
+  size_t pos = 0;
+  return parseTypeTerm(text, pos);
+}
+
+using Json = nlohmann::json;
+
+// Walks clang's JSON AST in print order, tracking the file of the current
+// location (the dump names a file only where it changes), and describes the
+// classes deriving from Vertex that `userFile` defines.
+class VertexClassFinder {
+public:
+  VertexClassFinder(std::string userFile, std::string path) : userFile_(std::move(userFile)), path_(std::move(path)) {}
+
+  std::vector<CodeletClass> classes;
+
+  void walk(const Json &node) {
+    noteLocation(node);
+    const std::string kind = node.value("kind", "");
+    if (kind == "CXXRecordDecl" && file_ == userFile_ && node.value("completeDefinition", false) &&
+        derivesFromVertex(node))
+      classes.push_back(describe(node));
+    const bool isNamespace = kind == "NamespaceDecl";
+    if (isNamespace)
+      scope_.push_back(node.value("name", ""));
+    if (auto inner = node.find("inner"); inner != node.end() && inner->is_array())
+      for (const Json &child : *inner)
+        walk(child);
+    if (isNamespace)
+      scope_.pop_back();
+  }
+
+private:
+  void noteFile(const Json &loc) {
+    if (!loc.is_object())
+      return;
+    if (auto f = loc.find("file"); f != loc.end() && f->is_string())
+      file_ = f->get<std::string>();
+    for (const char *k : {"spellingLoc", "expansionLoc"})
+      if (auto sub = loc.find(k); sub != loc.end())
+        noteFile(*sub);
+  }
+  void noteLocation(const Json &node) {
+    if (auto loc = node.find("loc"); loc != node.end())
+      noteFile(*loc);
+    if (auto range = node.find("range"); range != node.end() && range->is_object())
+      for (const char *k : {"begin", "end"})
+        if (auto at = range->find(k); at != range->end())
+          noteFile(*at);
+  }
+
+  // Typedefs resolved: clang's desugared spelling when it has one.
+  static std::string typeText(const Json &type) {
+    if (auto d = type.find("desugaredQualType"); d != type.end() && d->is_string())
+      return d->get<std::string>();
+    return type.value("qualType", "");
+  }
+
+  static bool derivesFromVertex(const Json &record) {
+    auto bases = record.find("bases");
+    if (bases == record.end() || !bases->is_array())
+      return false;
+    for (const Json &b : *bases)
+      if (b.contains("type") && parseTypeTerm(typeText(b["type"])).name == "Vertex")
+        return true;
+    return false;
+  }
+
+  CodeletClass describe(const Json &record) {
+    CodeletClass c;
+    c.name = record.value("name", "");
+    for (const std::string &ns : scope_)
+      c.cppName += ns + "::";
+    c.cppName += c.name;
+    // Members before any access specifier are private in a class, public in a struct.
+    std::string access = record.value("tagUsed", "class") == "struct" ? "public" : "private";
+    // The generated entry constructs the class, binds its fields and calls
+    // compute() (and getCycleEstimate()): they must be public.
+    auto requirePublic = [&](const std::string &what) {
+      if (access != "public")
+        fail("{}: class {}: {} is {}; declare the fields, compute() and getCycleEstimate() under `public:`", path_,
+             c.name, what, access);
+    };
+    if (auto inner = record.find("inner"); inner != record.end() && inner->is_array())
+      for (const Json &member : *inner) {
+        const std::string kind = member.value("kind", "");
+        const std::string name = member.value("name", "");
+        if (kind == "AccessSpecDecl")
+          access = member.value("access", access);
+        if (kind == "CXXMethodDecl" && (name == "compute" || name == "getCycleEstimate"))
+          requirePublic(name + "()");
+        if (kind == "CXXMethodDecl" && name == "getCycleEstimate")
+          c.hasEstimate = true;
+        if (kind == "FieldDecl" && member.contains("type") && addField(c, name, typeText(member["type"])))
+          requirePublic(fmt::format("field '{}'", name));
+      }
+    return c;
+  }
+
+  // Adds an Input/Output/InOut member as a field; false for any other member.
+  bool addField(CodeletClass &c, const std::string &name, const std::string &type) {
+    const TypeTerm t = parseTypeTerm(type);
+    if ((t.name != "Input" && t.name != "Output" && t.name != "InOut") || t.args.size() != 1)
+      return false; // a plain member: not a field the graph connects
+    CodeletField f;
+    f.name = name;
+    f.access = t.name == "Input"    ? codegen::FieldAccess::Input
+               : t.name == "Output" ? codegen::FieldAccess::Output
+                                    : codegen::FieldAccess::InOut;
+    const TypeTerm &arg = t.args[0];
+    if (arg.name == "VectorList")
+      fail("{}: class {} field '{}': VectorList fields are not supported; use one Vector field per list entry", path_,
+           c.name, name);
+    f.vector = arg.name == "Vector" && !arg.args.empty();
+    const std::string elem = f.vector ? arg.args[0].name : arg.name;
+    auto et = typeFromCpp(elem);
+    if (!et || *et == Type::HALF)
+      fail("{}: class {} field '{}': element type '{}' is not supported (use float, double, int, unsigned, "
+           "short, char, bool, long long and their unsigned forms)",
+           path_, c.name, name, elem);
+    f.elemType = *et;
+    c.fields.push_back(f);
+    return true;
+  }
+
+  std::string userFile_, path_, file_;
+  std::vector<std::string> scope_; // enclosing namespaces
+};
 
 std::string encodeClass(const CodeletClass &c) {
   std::string s = c.name + "|" + (c.hasEstimate ? "1" : "0") + "|";
@@ -190,12 +300,14 @@ std::string clangPath() {
   return "clang++-19";
 }
 
-// Runs argv; returns exit status, stderr in `err`.
-int run(const std::vector<std::string> &argv, std::string &err, const fs::path &errFile) {
+// Runs argv; returns exit status, stderr in `err` (written through errFile),
+// stdout into `outFile`.
+int run(const std::vector<std::string> &argv, std::string &err, const fs::path &errFile,
+        const fs::path &outFile = "/dev/null") {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 2, errFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, outFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<char *> args;
   for (const std::string &a : argv)
     args.push_back(const_cast<char *>(a.c_str()));
@@ -292,45 +404,83 @@ llvm::Function *addCaller(llvm::Module &m, const std::string &name, llvm::Functi
 
 // ------------------------------------------------------------------ compile
 
+namespace {
+
+// clang++ with the codelet flags (and the user's --flags) on `inputs`.
+std::vector<std::string> clangCommand(const std::string &path, const std::string &flags,
+                                      const std::vector<std::string> &inputs) {
+  std::vector<std::string> argv = {clangPath(), "-std=c++20", "-O2", "-ffreestanding", "-fno-exceptions", "-fno-rtti",
+                                   "-fno-math-errno", "-fno-stack-protector", "-fno-unwind-tables",
+                                   "-fno-asynchronous-unwind-tables", "-fno-vectorize", "-fno-slp-vectorize",
+                                   "-fno-unroll-loops", "-fno-color-diagnostics", "-I" + includeDir(),
+                                   "-I" + fs::absolute(path).parent_path().string()};
+  std::istringstream extra(flags);
+  for (std::string f; extra >> f;)
+    argv.push_back(f);
+  argv.insert(argv.end(), inputs.begin(), inputs.end());
+  return argv;
+}
+
+// Runs a clang command; on failure, clang's first error line (it names the
+// user's file and line), then all of its diagnostics.
+void runClang(const std::vector<std::string> &argv, const std::string &path, const TempDir &tmp,
+              const fs::path &outFile = "/dev/null") {
+  std::string err;
+  if (run(argv, err, tmp.path / "stderr.txt", outFile) == 0)
+    return;
+  std::string first;
+  std::istringstream lines(err);
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("error:") != std::string::npos) {
+      first = l;
+      break;
+    }
+  fail("{}\n{}: codelet compile failed (clang's diagnostics above)", first.empty() ? err : first + "\n" + err, path);
+}
+
+// The vertex classes of the user's file, as clang's AST describes them:
+// classes deriving from Vertex, their Input/Output/InOut fields in order, and
+// whether they declare getCycleEstimate.
+std::vector<CodeletClass> describeClasses(const std::string &path, const std::string &flags, const TempDir &tmp) {
+  const std::string userFile = fs::absolute(path).string();
+  const fs::path tuPath = tmp.path / "codelet_ast.cpp", astPath = tmp.path / "codelet_ast.json";
+  std::ofstream(tuPath) << "#include \"popc/Vertex.hpp\"\n#include \"" + userFile + "\"\n";
+  runClang(clangCommand(path, flags, {"-fsyntax-only", "-Xclang", "-ast-dump=json", tuPath.string()}), path, tmp,
+           astPath);
+  Json ast;
+  try {
+    ast = Json::parse(readFile(astPath.string()));
+  } catch (const Json::exception &e) {
+    fail("{}: cannot read clang's description of the codelet classes: {}", path, e.what());
+  }
+  VertexClassFinder finder(userFile, path);
+  finder.walk(ast);
+  if (finder.classes.empty())
+    fail("{}: no vertex class found: a codelet is `class Name : public poplar::Vertex {{ ... bool compute(); }};`", path);
+  return std::move(finder.classes);
+}
+
+} // namespace
+
 std::vector<uint8_t> compileCodeletFile(const std::string &path, const std::string &flags) {
-  const std::string source = readFile(path);
-  std::vector<CodeletClass> classes = parseClasses(source, path);
+  (void)readFile(path); // a clear error for a missing file, before clang's
   TempDir tmp;
+  std::vector<CodeletClass> classes = describeClasses(path, flags, tmp);
   // The user's file is #included (not copied) so diagnostics name it and its lines.
   std::string tu = "#include \"popc/Vertex.hpp\"\n#include \"" + fs::absolute(path).string() + "\"\n";
   for (const CodeletClass &c : classes) {
     std::string binds;
     for (size_t i = 0; i < c.fields.size(); ++i)
       binds += fmt::format("  popc_codelet::bind(v.{}, p[{}], b[{}]);\n", c.fields[i].name, i, i);
-    tu += fmt::format("extern \"C\" void __popc_run_{0}(void *const *p, const uint32_t *b) {{\n  {0} v;\n{1}"
-                      "  (void)v.compute();\n}}\n", c.name, binds);
+    tu += fmt::format("extern \"C\" void __popc_run_{0}(void *const *p, const uint32_t *b) {{\n  {2} v;\n{1}"
+                      "  (void)v.compute();\n}}\n", c.name, binds, c.cppName);
     if (c.hasEstimate)
-      tu += fmt::format("extern \"C\" uint64_t __popc_estimate_{0}(void *const *p, const uint32_t *b) {{\n  {0} v;\n{1}"
-                        "  return (uint64_t)v.getCycleEstimate();\n}}\n", c.name, binds);
+      tu += fmt::format("extern \"C\" uint64_t __popc_estimate_{0}(void *const *p, const uint32_t *b) {{\n  {2} v;\n{1}"
+                        "  return (uint64_t)v.getCycleEstimate();\n}}\n", c.name, binds, c.cppName);
   }
   const fs::path tuPath = tmp.path / "codelet_entries.cpp", bcPath = tmp.path / "codelet.bc";
   std::ofstream(tuPath) << tu;
-  std::vector<std::string> argv = {clangPath(), "-std=c++20", "-O2", "-emit-llvm", "-c", "-ffreestanding",
-                                   "-fno-exceptions", "-fno-rtti", "-fno-math-errno", "-fno-stack-protector",
-                                   "-fno-unwind-tables", "-fno-asynchronous-unwind-tables", "-fno-vectorize",
-                                   "-fno-slp-vectorize", "-fno-unroll-loops", "-fno-color-diagnostics",
-                                   "-I" + includeDir(), "-I" + fs::absolute(path).parent_path().string()};
-  std::istringstream extra(flags);
-  for (std::string f; extra >> f;)
-    argv.push_back(f);
-  argv.insert(argv.end(), {tuPath.string(), "-o", bcPath.string()});
-  std::string err;
-  if (run(argv, err, tmp.path / "stderr.txt") != 0) {
-    // First line with "error:" first: it names the user's file and line.
-    std::string first;
-    std::istringstream lines(err);
-    for (std::string l; std::getline(lines, l);)
-      if (l.find("error:") != std::string::npos) {
-        first = l;
-        break;
-      }
-    fail("{}\n{}: codelet compile failed (clang's diagnostics above)", first.empty() ? err : first + "\n" + err, path);
-  }
+  runClang(clangCommand(path, flags, {"-emit-llvm", "-c", tuPath.string(), "-o", bcPath.string()}), path, tmp);
   const std::string bc = readFile(bcPath.string());
   llvm::LLVMContext ctx;
   auto m = parse(ctx, std::vector<uint8_t>(bc.begin(), bc.end()), path);

@@ -29,6 +29,7 @@ struct CodeletField {
 
 struct CodeletClass {
   std::string name;
+  std::string cppName; // with its namespaces, for the generated entries (compile time only, not in the .gp)
   std::vector<CodeletField> fields; // declaration order
   bool hasEstimate = false;
   size_t module = 0;

@@ -108,3 +108,48 @@ TEST_CASE("codelet errors point at the user's file and line", "[api]") {
   CHECK_THROWS_WITH(graph.connect(v["in"], i), Catch::Contains("holds float, the tensor is int"));
   CHECK_THROWS_WITH(graph.connect(v["scale"], graph.addVariable(FLOAT, {2})), Catch::Contains("scalar field"));
 }
+
+TEST_CASE("codelet classes are read from clang's AST", "[api]") {
+  // Namespaces, typedef'd element types, plain members, a struct's default
+  // public access and a class only in a comment: clang sees what the compiler sees.
+  const char *source = "#include <poplar/Vertex.hpp>\n"
+                       "using Real = float;\n"
+                       "namespace mine {\n"
+                       "struct Twice : public poplar::Vertex {\n"
+                       "  poplar::Input<poplar::Vector<Real>> in;\n"
+                       "  poplar::Output<poplar::Vector<float>> out;\n"
+                       "  float factor = 2; // not a field\n"
+                       "  bool compute() { for (unsigned i = 0; i < in.size(); ++i) out[i] = factor * in[i]; return true; }\n"
+                       "  uint64_t getCycleEstimate() const { return 42; }\n"
+                       "};\n"
+                       "} // namespace mine\n"
+                       "/* class Ghost : public poplar::Vertex { poplar::Input<float> x; }; */\n";
+  Graph graph(Target::createIPUTarget(1, "ipu2", 4));
+  graph.addCodeletsFromString(source, "twice.cpp");
+  CHECK(graph.estimateCycles("Twice", {{"in", 16}, {"out", 16}}) == 42);
+  ComputeSet cs = graph.addComputeSet();
+  CHECK_THROWS_WITH(graph.addVertex(cs, "Ghost"), Catch::Contains("no vertex class 'Ghost'"));
+  Tensor in = graph.addConstant<float>(FLOAT, {3}, {1, 2, 3});
+  Tensor out = graph.addVariable(FLOAT, {3}, "out");
+  graph.setTileMapping(in, 0);
+  graph.setTileMapping(out, 0);
+  VertexRef v = graph.addVertex(cs, "Twice", {{"in", in}, {"out", out}});
+  graph.setTileMapping(v, 0);
+  CHECK_THROWS_WITH(graph.connect(v["factor"], out), Catch::Contains("has no field 'factor'"));
+  graph.createHostRead("out", out);
+  Engine engine(graph, Execute(cs));
+  engine.run(0);
+  std::vector<float> o(3);
+  engine.readTensor("out", o.data());
+  CHECK(o == std::vector<float>{2, 4, 6});
+
+  // The generated entry binds fields and calls compute(): private ones are named.
+  const char *hidden = "#include <poplar/Vertex.hpp>\n"
+                       "class Hidden : public poplar::Vertex {\n"
+                       "  poplar::Input<float> x;\n"
+                       "public:\n"
+                       "  bool compute() { return true; }\n"
+                       "};\n";
+  CHECK_THROWS_WITH(graph.addCodeletsFromString(hidden, "hidden.cpp"),
+                    Catch::Contains("hidden.cpp: class Hidden: field 'x' is private"));
+}
