@@ -53,13 +53,13 @@ private:
 };
 
 
-// Test hook: POPC_CACHE_TEST_PAUSE_<what>=SECONDS sleeps there, so a test can
-// SIGKILL a writer at that point.
-void testPause(const char *var) {
-  if (const char *s = std::getenv(var)) {
-    std::fprintf(stderr, "cache: test pause %s\n", var);
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(s)));
-  }
+// Test hook (LocalStore::setTestPauses): sleeps there, so a test can SIGKILL a
+// writer at that point.
+void testPause(double seconds, const char *where) {
+  if (seconds <= 0)
+    return;
+  std::fprintf(stderr, "cache: test pause %s\n", where);
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
 std::string tempName(std::string_view key) {
@@ -608,7 +608,7 @@ void LocalStore::put(std::string_view kind, std::string_view key, std::span<cons
     const size_t half = payload.size() / 2;
     if (!writeAll(fd.get(), payload.data(), half))
       return failWrite("write");
-    testPause("POPC_CACHE_TEST_PAUSE_MID_WRITE");
+    testPause(pauseMidWrite_, "POPC_CACHE_TEST_PAUSE_MID_WRITE");
     if (!writeAll(fd.get(), payload.data() + half, payload.size() - half))
       return failWrite("write");
     // Data reaches the disk before the names do: after a crash the entry is
@@ -616,7 +616,7 @@ void LocalStore::put(std::string_view kind, std::string_view key, std::span<cons
     if (::fsync(fd.get()) != 0)
       return failWrite("fsync");
   }
-  testPause("POPC_CACHE_TEST_PAUSE_BEFORE_RENAME");
+  testPause(pauseBeforeRename_, "POPC_CACHE_TEST_PAUSE_BEFORE_RENAME");
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return failWrite("rename");
   const auto header = encodeHeader(digest, payload);

@@ -78,6 +78,12 @@ public:
                                               const std::function<void(long pid)> &onWait) override;
   // false: getToFile() always copies (the output is then independent of the cache).
   void setLinkOutputs(bool link) { linkOutputs_ = link; }
+  // Test hooks: seconds to sleep in the middle of writing an entry and just
+  // before renaming it into place, so a test can kill a writer there.
+  void setTestPauses(double midWrite, double beforeRename) {
+    pauseMidWrite_ = midWrite;
+    pauseBeforeRename_ = beforeRename;
+  }
 
   // Adds `delta` to counter "<kind>.<name>" (hits, misses, writes, evictions,
   // corrupt, remote_hits, remote_misses, bytes, entries) under the stats lock.
@@ -119,6 +125,7 @@ private:
   std::filesystem::path dir_;
   uint64_t maxSize_;
   bool linkOutputs_ = true;
+  double pauseMidWrite_ = 0, pauseBeforeRename_ = 0;
 };
 
 } // namespace popc::cache

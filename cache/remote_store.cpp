@@ -68,9 +68,6 @@ RemoteStore::RemoteStore(std::string url, RemoteOptions options) : url_(std::mov
     url_.pop_back();
   if (!url_.starts_with("http://") && !url_.starts_with("https://"))
     fail("--remote-cache '{}': expected an http:// or https:// URL (POPC_REMOTE_CACHE)", redact(url_));
-  if (const char *t = std::getenv("POPC_REMOTE_CACHE_TIMEOUT"))
-    if (double s = std::atof(t); s > 0)
-      options_.timeoutMs = long(s * 1000);
 }
 
 std::string RemoteStore::describe() const { return "remote " + redact(url_); }

@@ -15,7 +15,7 @@ namespace popc::cache {
 
 struct RemoteOptions {
   long connectTimeoutMs = 2000;
-  long timeoutMs = 60000; // whole request; POPC_REMOTE_CACHE_TIMEOUT (seconds) overrides
+  long timeoutMs = 60000; // whole request (the tools: --remote-cache-timeout, POPC_REMOTE_CACHE_TIMEOUT)
 };
 
 class RemoteStore : public Store {

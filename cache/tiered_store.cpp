@@ -103,16 +103,16 @@ std::string TieredStore::describe() const {
   return s;
 }
 
-std::shared_ptr<Store> openStore(const std::string &dir, uint64_t maxSize, const std::string &remoteUrl,
-                                 bool linkOutputs) {
+std::shared_ptr<Store> openStore(const StoreOptions &options) {
   std::shared_ptr<LocalStore> local;
   std::shared_ptr<Store> remote;
-  if (!dir.empty()) {
-    local = std::make_shared<LocalStore>(dir, maxSize);
-    local->setLinkOutputs(linkOutputs);
+  if (!options.dir.empty()) {
+    local = std::make_shared<LocalStore>(options.dir, options.maxSize);
+    local->setLinkOutputs(options.linkOutputs);
+    local->setTestPauses(options.testPauseMidWrite, options.testPauseBeforeRename);
   }
-  if (!remoteUrl.empty())
-    remote = std::make_shared<RemoteStore>(remoteUrl);
+  if (!options.remoteUrl.empty())
+    remote = std::make_shared<RemoteStore>(options.remoteUrl, options.remote);
   if (!local && !remote)
     return nullptr;
   if (local && !remote)

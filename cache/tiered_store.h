@@ -2,6 +2,7 @@
 // remote hits are copied into the local store, results go to both.
 #pragma once
 #include "cache/local_store.h"
+#include "cache/remote_store.h"
 #include "cache/store.h"
 
 #include <memory>
@@ -25,10 +26,19 @@ private:
   std::shared_ptr<Store> remote_;
 };
 
-// The store the tools use: LocalStore at `dir` (if not empty) with `maxSize`,
-// RemoteStore at `remoteUrl` (if not empty). Null when both are empty.
-// linkOutputs: local hits written by getToFile() are hard links (false: copies).
-std::shared_ptr<Store> openStore(const std::string &dir, uint64_t maxSize, const std::string &remoteUrl,
-                                 bool linkOutputs = true);
+// How the tools open their store. The library reads no environment: the tools
+// fill this from their flags and POPC_* variables (tools/cache_options.h).
+struct StoreOptions {
+  std::string dir;         // LocalStore here, if not empty
+  uint64_t maxSize = kDefaultMaxSize;
+  std::string remoteUrl;   // RemoteStore here, if not empty
+  RemoteOptions remote;
+  bool linkOutputs = true; // local hits written by getToFile() are hard links (false: copies)
+  double testPauseMidWrite = 0, testPauseBeforeRename = 0; // LocalStore::setTestPauses
+};
+
+// The store the tools use: the local store, the remote one, or both tiered.
+// Null when neither is asked for.
+std::shared_ptr<Store> openStore(const StoreOptions &options);
 
 } // namespace popc::cache

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,7 @@ namespace popc::tools {
 
 struct CacheOptions {
   std::string dir, maxSize = "5G", remote;
+  double remoteTimeout = 60; // seconds per remote request
   bool disabled = false;
   bool copyHits = false; // popc-onnx --cache-copy
   double lockTimeout = 600; // popc-onnx --cache-lock-timeout
@@ -27,14 +29,31 @@ struct CacheOptions {
                    "Shared HTTP cache (WebDAV/nginx or bazel-remote style) consulted after --cache-dir; "
                    "failures only warn")
         ->envname("POPC_REMOTE_CACHE");
+    app.add_option("--remote-cache-timeout", remoteTimeout, "Seconds for one remote cache request (default 60)")
+        ->envname("POPC_REMOTE_CACHE_TIMEOUT")
+        ->check(CLI::PositiveNumber);
     app.add_flag("--no-cache", disabled, "Neither read nor write any cache");
+  }
+
+  static double seconds(const char *var) {
+    const char *v = std::getenv(var);
+    return v ? std::atof(v) : 0;
   }
 
   // The configured store, or null when no cache is asked for.
   std::shared_ptr<cache::Store> open() const {
     if (disabled || (dir.empty() && remote.empty()))
       return nullptr;
-    return cache::openStore(dir, cache::parseSize(maxSize, "--cache-max-size"), remote, !copyHits);
+    cache::StoreOptions options;
+    options.dir = dir;
+    options.maxSize = cache::parseSize(maxSize, "--cache-max-size");
+    options.remoteUrl = remote;
+    options.remote.timeoutMs = long(remoteTimeout * 1000);
+    options.linkOutputs = !copyHits;
+    // Test hooks of the cache tests (test/e2e/cache): a writer sleeps there.
+    options.testPauseMidWrite = seconds("POPC_CACHE_TEST_PAUSE_MID_WRITE");
+    options.testPauseBeforeRename = seconds("POPC_CACHE_TEST_PAUSE_BEFORE_RENAME");
+    return cache::openStore(options);
   }
 };
 
