@@ -43,4 +43,35 @@ constexpr uint64_t softmax(uint64_t rows, uint64_t cols, bool is64Bit) {
 // Copy: 8 bytes per cycle.
 constexpr uint64_t copy(uint64_t bytes) { return kVertexOverhead + (bytes + 7) / 8; }
 
+// --- the C++ codelet vertices compiler/lib builds (compiler/codelets) ---
+
+// N-d transposed conv: a MAC per kernel tap reaching the output, plus 4 per output.
+constexpr uint64_t convTransposeNd(uint64_t outputs, uint64_t macsPerOutput) {
+  return kVertexOverhead + outputs * (macsPerOutput + 4);
+}
+// N-d pooling: one compare/add per window element plus 4 per output.
+constexpr uint64_t poolNd(uint64_t outputs, uint64_t window) { return kVertexOverhead + outputs * (window + 4); }
+// TopK over `cols` per row: an insertion into the k best per element.
+constexpr uint64_t topK(uint64_t rows, uint64_t cols, uint64_t k) {
+  return kVertexOverhead + rows * cols * (4 + 2 * k);
+}
+// OneHot: a row of `depth` per index.
+constexpr uint64_t oneHot(uint64_t rows, uint64_t depth) { return kVertexOverhead + rows * (6 + depth); }
+// ScatterElements: copy the data, then an index check and store per update.
+constexpr uint64_t scatterElements(uint64_t dataElements, uint64_t indices) {
+  return kVertexOverhead + 2 * dataElements + 12 * indices;
+}
+// GatherElements: an index check and load per output.
+constexpr uint64_t gatherElements(uint64_t indices) { return kVertexOverhead + 12 * indices; }
+// Gather of rows of `inner` elements: per (outer, index) a check and a row copy.
+constexpr uint64_t gatherRows(uint64_t outer, uint64_t indices, uint64_t inner) {
+  return kVertexOverhead + outer * indices * (6 + inner);
+}
+// ArgMax/ArgMin: a compare and select per element.
+constexpr uint64_t argReduce(uint64_t rows, uint64_t cols) { return kVertexOverhead + rows * (4 + 2 * cols); }
+// A row-wise codelet (LpNormalization, Hardmax, ...) at `perElement` cycles per element.
+constexpr uint64_t rowWise(uint64_t rows, uint64_t cols, uint64_t perElement) {
+  return kVertexOverhead + rows * cols * perElement;
+}
+
 } // namespace popc::codegen::cycles

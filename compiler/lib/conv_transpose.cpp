@@ -3,6 +3,7 @@
 // over (n, output channel) planes. Each tile holds the whole input and
 // weights once; fine for decoder heads, 1-D/3-D layers of modest size and the
 // ONNX tests — a real planner (like conv.cpp's for 2-D) is future work.
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/lib/ops.h"
 #include "compiler/lib/rows.h"
 
@@ -45,7 +46,7 @@ void lowerWindowCodelet(const ir::Op &op, const ir::Graph &g, Lowering &L, const
                                   codeletField("y", n * outPlane, t, codegen::FieldAccess::Output)};
                    spec.args = {int64_t(n), int64_t(first), channels, outChannels, p.group};
                    spec.args.insert(spec.args.end(), geometry.begin(), geometry.end());
-                   spec.cycles = 10 + uint64_t(n) * outPlane * (macsPerOutput + 4);
+                   spec.cycles = codegen::cycles::convTransposeNd(uint64_t(n) * outPlane, macsPerOutput);
                    return codegen::KernelSpec{spec};
                  });
 }

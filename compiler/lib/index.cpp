@@ -1,6 +1,7 @@
 // Lowerings of ops driven by run-time indices (TopK, OneHot, ScatterElements,
 // and Gather/GatherElements when their indices are only known at run time).
 // Their vertices are codelets (compiler/codelets).
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/lib/ops.h"
 #include "compiler/lib/planner.h"
 #include "compiler/lib/rows.h"
@@ -56,7 +57,7 @@ void lowerTopK(const ir::Op &op, const ir::Graph &g, Lowering &L) {
                                 codeletField("values", n * uint64_t(k), t, FieldAccess::Output),
                                 codeletField("indices", n * uint64_t(k), DType::I64, FieldAccess::Output)};
                  spec.args = {int64_t(n), int64_t(cols), k, largest ? 1 : 0};
-                 spec.cycles = 10 + uint64_t(n) * cols * (4 + 2 * uint64_t(k));
+                 spec.cycles = codegen::cycles::topK(n, cols, uint64_t(k));
                  return codegen::KernelSpec{spec};
                });
 }
@@ -82,7 +83,7 @@ void lowerOneHot(const ir::Op &op, const ir::Graph &g, Lowering &L) {
                                 codeletField("values", 2, t, FieldAccess::Input),
                                 codeletField("out", n * uint64_t(depth), t, FieldAccess::Output)};
                  spec.args = {int64_t(n), depth};
-                 spec.cycles = 10 + uint64_t(n) * (6 + uint64_t(depth));
+                 spec.cycles = codegen::cycles::oneHot(n, uint64_t(depth));
                  return codegen::KernelSpec{spec};
                });
 }
@@ -110,7 +111,7 @@ void lowerScatterElements(const ir::Op &op, const ir::Graph &g, Lowering &L) {
     spec.args.push_back(d);
   for (int64_t d : dims8(indices.info.shape))
     spec.args.push_back(d);
-  spec.cycles = 10 + 2 * uint64_t(data.info.elements()) + 12 * uint64_t(indices.info.elements());
+  spec.cycles = codegen::cycles::scatterElements(uint64_t(data.info.elements()), uint64_t(indices.info.elements()));
   lowerOnOneTile(L, op.name, {data, indices, updates}, {out}, spec);
 }
 
@@ -173,7 +174,7 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
                      {"indices", uint32_t((j1 - j0) * ies), FieldAccess::Input},
                      {"out", uint32_t(outRuns.totalBytes()), FieldAccess::Output}};
       spec.args = {int64_t(ob - oa), int64_t(axisDim), int64_t(j1 - j0), int64_t(inner)};
-      spec.cycles = 10 + (ob - oa) * (j1 - j0) * (6 + inner);
+      spec.cycles = codegen::cycles::gatherRows(ob - oa, j1 - j0, inner);
       std::vector<graph::FieldRef> fields{table, builder.gather(indices.tensor, idxRuns, tile, "indices"),
                                           builder.scatter(out.tensor, outRuns, tile, "out")};
       if (status) {
@@ -213,7 +214,7 @@ void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &
     spec.args.push_back(d);
   for (int64_t d : dims8(indices.info.shape))
     spec.args.push_back(d);
-  spec.cycles = 10 + 12 * uint64_t(indices.info.elements());
+  spec.cycles = codegen::cycles::gatherElements(uint64_t(indices.info.elements()));
   lowerOnOneTile(L, op.name, {data, indices}, {out}, spec);
 }
 

@@ -1,5 +1,6 @@
 // Pooling the generated 2-D kernels do not cover — 1-D and 3-D windows,
 // MaxPool's Indices output, integer inputs — as a codelet over (n, c) planes.
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/lib/ops.h"
 #include "compiler/lib/rows.h"
 
@@ -44,7 +45,7 @@ void lowerPoolNd(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax) 
     spec.args = {int64_t(n), int64_t(first), isMax ? 1 : 0, p.countIncludePad ? 1 : 0, storageOrder,
                  wantIndices ? 1 : 0};
     spec.args.insert(spec.args.end(), geometry.begin(), geometry.end());
-    spec.cycles = 10 + uint64_t(n) * outPlane * (kernelVolume + 4);
+    spec.cycles = codegen::cycles::poolNd(uint64_t(n) * outPlane, kernelVolume);
     return codegen::KernelSpec{spec};
   });
 }

@@ -1,6 +1,7 @@
 // Lowerings of reductions (Reduce*, ArgMax/ArgMin): the reduced axes become
 // the innermost dims of rows; one vertex reduces a block of rows (generated
 // reduce kernels; ArgMax/ArgMin are codelets).
+#include "compiler/codegen/cycle_estimates.h"
 #include "compiler/lib/ops.h"
 #include "compiler/lib/rows.h"
 
@@ -46,7 +47,7 @@ void lowerArgReduce(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMa
     spec.fields = {codeletField("in", n * cols, t, codegen::FieldAccess::Input),
                    codeletField("out", n, DType::I64, codegen::FieldAccess::Output)};
     spec.args = {int64_t(n), int64_t(cols), isMax ? 1 : 0, p.selectLast ? 1 : 0};
-    spec.cycles = 10 + uint64_t(n) * (4 + 2 * cols);
+    spec.cycles = codegen::cycles::argReduce(n, cols);
     return codegen::KernelSpec{spec};
   });
 }
@@ -75,7 +76,7 @@ void lowerAlongAxis(const ir::Op &op, Lowering &L, const std::string &function, 
     spec.args = {int64_t(n), int64_t(cols)};
     for (int64_t a : args(first))
       spec.args.push_back(a);
-    spec.cycles = 10 + uint64_t(n) * cols * cyclesPerElement;
+    spec.cycles = codegen::cycles::rowWise(n, cols, cyclesPerElement);
     return codegen::KernelSpec{spec};
   });
 }
