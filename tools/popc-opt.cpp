@@ -7,6 +7,7 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/text_syntax.h"
 #include "compiler/lib/lowering.h"
 #include "compiler/passes/pass_manager.h"
 #include "support/error.h"
@@ -18,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -53,6 +55,25 @@ std::vector<std::string> splitInput(const std::string &text) {
   }
   pieces.push_back(std::string(linesBefore, '\n') + current);
   return pieces;
+}
+
+// "<source>:<line>:<column>" of the op an op error names ("<Type> '<name>':
+// ..."), found by its `[name=` field in the text; just <source> otherwise.
+std::string opLocation(const std::string &text, const std::string &source, const std::string &error) {
+  const size_t open = error.find('\''), close = open == std::string::npos ? open : error.find('\'', open + 1);
+  if (close == std::string::npos)
+    return source;
+  const std::string field = "[name=" + ir::text::name(error.substr(open + 1, close - open - 1));
+  for (size_t at = text.find(field); at != std::string::npos; at = text.find(field, at + 1)) {
+    const char next = at + field.size() < text.size() ? text[at + field.size()] : '\0';
+    if (next != ',' && next != ']')
+      continue;
+    const size_t lineStart = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+    const size_t line = size_t(std::count(text.begin(), text.begin() + std::ptrdiff_t(lineStart), '\n')) + 1;
+    const size_t first = text.find_first_not_of(" \t", lineStart);
+    return fmt::format("{}:{}:{}", source, line, first - lineStart + 1);
+  }
+  return source;
 }
 
 std::vector<std::string> knownPassNames() {
@@ -100,7 +121,7 @@ std::string process(const std::string &text, const std::string &source, const st
     ir::inferGraph(ir.main);
     ir::verifyGraph(ir.main);
   } catch (const Error &e) {
-    fail("{}: the IR does not verify: {}", source, e.what());
+    fail("{}: the IR does not verify: {}", opLocation(text, source, e.what()), e.what());
   }
   passes::PassManager pm;
   for (const std::string &name : passNames) {

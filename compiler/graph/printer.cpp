@@ -64,7 +64,8 @@ public:
         ++count;
         typeTiles.insert(v.tile);
       }
-      out_ += fmt::format("compute-set {}: {} vertices on {}\n", cs.name, cs.vertices.size(), tilesText(tiles));
+      out_ += fmt::format("compute-set {}: {} {} on {}\n", cs.name, cs.vertices.size(),
+                          cs.vertices.size() == 1 ? "vertex" : "vertices", tilesText(tiles));
       for (const auto &[type, entry] : byType)
         out_ += fmt::format("  {} x{} on {}\n", type < names_.size() ? names_[type] : fmt::format("type{}", type),
                             entry.first, tilesText(entry.second));
@@ -77,7 +78,8 @@ public:
         sources.insert(c.src);
         destinations.insert(c.dst);
       }
-      out_ += fmt::format("exchange {}: {} copies, {} bytes{}\n", ex.name, ex.copies.size(), bytes,
+      out_ += fmt::format("exchange {}: {} {}, {} bytes{}\n", ex.name, ex.copies.size(),
+                          ex.copies.size() == 1 ? "copy" : "copies", bytes,
                           ex.fromReplica >= 0 ? fmt::format(", from replica {}", ex.fromReplica) : "");
       out_ += "  from " + tensorList(sources) + "\n  into " + tensorList(destinations) + "\n";
     }

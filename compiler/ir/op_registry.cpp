@@ -119,8 +119,12 @@ void inferGraph(Graph &graph) {
       defined.insert(name);
   for (const auto &op : graph.ops()) {
     for (size_t i = 0; i < op->inputs.size(); ++i)
-      if (!op->inputs[i].empty() && !defined.count(op->inputs[i]))
-        detail::failOp(*op, "input {} '{}' is used before it is produced", i, op->inputs[i]);
+      if (!op->inputs[i].empty() && !defined.count(op->inputs[i])) {
+        if (graph.producer(op->inputs[i]))
+          detail::failOp(*op, "input {} '{}' is used before it is produced", i, op->inputs[i]);
+        detail::failOp(*op, "input {} '{}' is not defined: no graph input, constant or op output has that name", i,
+                       op->inputs[i]);
+      }
     inferAndSetOutputs(*op, graph);
     for (const auto &out : op->outputs)
       if (!out.empty())

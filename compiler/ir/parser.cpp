@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -56,7 +57,7 @@ public:
       g.opset = opsetClause();
       expect("{", "after the graph's opset");
       endLine();
-      graphBody(g);
+      graphBody(g, at);
       if (first) {
         ir.main = std::move(g);
         first = false;
@@ -84,6 +85,9 @@ private:
       }
     }
     fail("{}:{}:{}: {}; {}", source_, line, column, what, fix);
+  }
+  size_t lineOf(size_t at) const {
+    return size_t(std::count(text_.begin(), text_.begin() + std::ptrdiff_t(std::min(at, text_.size())), '\n')) + 1;
   }
   std::string found() const {
     if (atEnd())
@@ -412,12 +416,14 @@ private:
     g.addTensor(std::move(t));
   }
 
-  void graphBody(Graph &g) {
+  void graphBody(Graph &g, size_t opened) {
     for (;;) {
       skipLines();
       const size_t at = pos_;
       if (atEnd())
-        error(at, fmt::format("graph '{}' has no closing '}}'", g.id()), "end the graph with '}' on its own line");
+        error(at, fmt::format("the text ends inside graph '{}' (opened on line {}): it has no closing '}}'", g.id(),
+                              lineOf(opened)),
+              "end the graph with '}' on its own line");
       if (accept("}")) {
         endLine();
         return;

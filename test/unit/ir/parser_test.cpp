@@ -140,7 +140,7 @@ TEST_CASE("parseIr: errors name the file, line and column, and the fix", "[ir][p
              Contains("bad.ir:2:22: %c has 2 values for 3 elements"));
   CHECK_THAT(parseError("graph main (opset 13) {\n  input %x: f32[2]\n  input %x: f32[2]\n}\n"),
              Contains("bad.ir:3:3: tensor %x is defined twice in graph 'main'"));
-  CHECK_THAT(parseError("graph main (opset 13) {\n  input %x: f32[2]\n"), Contains("graph 'main' has no closing '}'"));
+  CHECK_THAT(parseError("graph main (opset 13) {\n  input %x: f32[2]\n"), Contains("bad.ir:3:1: the text ends inside graph 'main' (opened on line 1): it has no closing '}'"));
   CHECK_THAT(parseError("graph main (opset 13) {\n  bogus %x\n}\n"), Contains("bad.ir:2:3: expected a graph line"));
   CHECK_THAT(parseError("graph main (opset 13) {\n  %y: f32[2] = Relu[name=r, gpu=1](%x)\n}\n"),
              Contains("bad.ir:2:29: unknown op field 'gpu' of op 'r'"));
