@@ -195,7 +195,7 @@ struct Engine::Impl {
 
   // A tensor without bytes has no mapping vector at all (flatbuffers omits empty ones).
   // Replica r's copy of a tile.
-  uint32_t tileOf(uint32_t tile, uint32_t r) const { return tile + r * tilesPerReplica; }
+  uint32_t tileOf(uint32_t tile, uint32_t r) const { return replicaTiles().tileOf(tile, r); }
   void scatter(const fb::Tensor &t, const uint8_t *host, uint32_t r = 0) {
     if (!t.mapping())
       return;

@@ -10,9 +10,11 @@ namespace {
 constexpr int kSpinIterations = 1000;
 } // namespace
 
+unsigned defaultThreadCount() { return std::max(1u, std::thread::hardware_concurrency()); }
+
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = defaultThreadCount();
   for (unsigned i = 1; i < threads; ++i)
     workers_.emplace_back([this] { workerLoop(); });
 }

@@ -12,6 +12,10 @@
 
 namespace popc::runtime {
 
+// The host threads a run uses unless told otherwise: the hardware
+// concurrency, at least 1.
+unsigned defaultThreadCount();
+
 class ThreadPool {
 public:
   // `threads` counts the calling thread; 0 means the hardware concurrency.

@@ -17,6 +17,7 @@
 #include "runtime/engine.h"
 #include "runtime/memory_budget.h"
 #include "runtime/object_cache.h"
+#include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/limits.h"
 #include "support/log.h"
@@ -349,10 +350,10 @@ int main(int argc, char **argv) {
 
     // Ranks on one machine share its cores: by default each takes its share.
     if (mpi && threads == 0)
-      threads = std::max(1u, std::thread::hardware_concurrency() / unsigned(mpi->ranksOnThisHost()));
+      threads = std::max(1u, runtime::defaultThreadCount() / unsigned(mpi->ranksOnThisHost()));
     auto t0 = std::chrono::steady_clock::now();
     auto executable =
-        popc::popef::Executable::open(model, threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
+        popc::popef::Executable::open(model, threads ? threads : runtime::defaultThreadCount());
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     runtime::checkMemoryBudget(*executable, maxMemory);
 

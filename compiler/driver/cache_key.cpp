@@ -2,6 +2,7 @@
 
 #include "cache/hash.h"
 #include "support/error.h"
+#include "support/file_io.h"
 #include "support/log.h"
 #include "support/version.h"
 
@@ -32,26 +33,21 @@ struct MappedFile {
 };
 
 std::optional<MappedFile> mapFile(const fs::path &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid())
     return std::nullopt;
   struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return std::nullopt;
-  }
   MappedFile f;
   size_t size = size_t(st.st_size);
   if (size) {
-    void *m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      ::close(fd);
+    void *m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (m == MAP_FAILED)
       return std::nullopt;
-    }
     f.mapping = std::shared_ptr<void>(m, [size](void *p) { ::munmap(p, size); });
     f.bytes = {static_cast<const uint8_t *>(m), size};
   }
-  ::close(fd);
   return f;
 }
 

@@ -32,12 +32,7 @@ std::string tilesText(const std::set<uint32_t> &tiles) {
   return fmt::format("{} tiles in {}-{}", tiles.size(), lo, hi);
 }
 
-std::string typeText(const DeviceTensor &t) {
-  std::string s = fmt::format("{}[", dtypeName(t.dtype));
-  for (size_t i = 0; i < t.shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(t.shape[i]);
-  return s + "]";
-}
+std::string typeText(const DeviceTensor &t) { return std::string(dtypeName(t.dtype)) + shapeToString(t.shape); }
 
 class GraphPrinter {
 public:

@@ -3,7 +3,7 @@
 #include "compiler/ir/op_helpers.h"
 #include "compiler/ir/text_syntax.h"
 #include "support/error.h"
-#include "support/float16.h"
+#include "support/element.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 namespace popc::ir {
 
@@ -165,11 +164,15 @@ private:
   }
   int64_t integer(const std::string &what) {
     const std::string tok = numberToken(what);
+    return wholeNumber(tok, pos_ - tok.size(), fmt::format("expected {} (an integer), found '{}'", what, tok),
+                       "write a whole number such as 3 or -1");
+  }
+  // `tok` (which starts at `at`) as an int64, or the error `what` with `fix`.
+  int64_t wholeNumber(const std::string &tok, size_t at, const std::string &what, const char *fix) {
     int64_t v = 0;
     auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
     if (ec != std::errc() || end != tok.data() + tok.size())
-      error(pos_ - tok.size(), fmt::format("expected {} (an integer), found '{}'", what, tok),
-            "write a whole number such as 3 or -1");
+      error(at, what, fix);
     return v;
   }
   std::string numberToken(const std::string &what) {
@@ -311,33 +314,14 @@ private:
       const std::string &tok = toks[i].first;
       const size_t tokAt = toks[i].second - tok.size();
       uint8_t *dst = t.data.data() + i * es;
-      auto put = [&](auto v) { std::memcpy(dst, &v, sizeof v); };
-      if (isFloatingPoint(t.info.dtype)) {
-        const double d = floating(tok, tokAt);
-        switch (t.info.dtype) {
-        case DType::F64: put(d); break;
-        case DType::F16: put(floatToHalf(float(d))); break;
-        case DType::BF16: put(floatToBfloat16(float(d))); break;
-        default: put(float(d)); break;
-        }
-        continue;
-      }
-      int64_t v = 0;
-      auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-      if (ec != std::errc() || end != tok.data() + tok.size())
-        error(tokAt, fmt::format("'{}' is not an integer, in {} of dtype {}", tok, what, dtypeName(t.info.dtype)),
-              "write whole numbers for integer and bool constants");
-      switch (t.info.dtype) {
-      case DType::I8: put(int8_t(v)); break;
-      case DType::I16: put(int16_t(v)); break;
-      case DType::I32: put(int32_t(v)); break;
-      case DType::I64: put(v); break;
-      case DType::U8: case DType::Bool: put(uint8_t(v)); break;
-      case DType::U16: put(uint16_t(v)); break;
-      case DType::U32: put(uint32_t(v)); break;
-      case DType::U64: put(uint64_t(v)); break;
-      default: break;
-      }
+      if (isFloatingPoint(t.info.dtype))
+        storeElement(t.info.dtype, dst, floating(tok, tokAt));
+      else
+        storeElement(t.info.dtype, dst,
+                     wholeNumber(tok, tokAt,
+                                 fmt::format("'{}' is not an integer, in {} of dtype {}", tok, what,
+                                             dtypeName(t.info.dtype)),
+                                 "write whole numbers for integer and bool constants"));
     }
   }
 
@@ -387,25 +371,16 @@ private:
         return v;
       }
       std::vector<int64_t> v;
-      for (const auto &[tok, end] : toks) {
-        int64_t x = 0;
-        auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), x);
-        if (ec != std::errc() || p != tok.data() + tok.size())
-          error(end - tok.size(), fmt::format("'{}' is not a number, in attribute {}", tok, key),
-                "write integers such as 1 or -1, or floats such as 0.5");
-        v.push_back(x);
-      }
+      for (const auto &[tok, end] : toks)
+        v.push_back(wholeNumber(tok, end - tok.size(), fmt::format("'{}' is not a number, in attribute {}", tok, key),
+                                "write integers such as 1 or -1, or floats such as 0.5"));
       return v;
     }
     const std::string tok = numberToken("the value of attribute " + key);
     if (looksFloat(tok))
       return floating(tok, at);
-    int64_t v = 0;
-    auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-    if (ec != std::errc() || p != tok.data() + tok.size())
-      error(at, fmt::format("'{}' is not a value for attribute {}", tok, key),
-            "write an integer, a float, a \"string\", a [list] or tensor<TYPE>[values]");
-    return v;
+    return wholeNumber(tok, at, fmt::format("'{}' is not a value for attribute {}", tok, key),
+                       "write an integer, a float, a \"string\", a [list] or tensor<TYPE>[values]");
   }
 
   // --- graph lines ---------------------------------------------------------------
