@@ -91,7 +91,7 @@ std::vector<Tensor> OpCall::op(const std::string &opType, const std::vector<Tens
   return out;
 }
 
-Tensor OpCall::elementwise(const std::string &kernelOp, const std::vector<Tensor> &inputs, Type outType,
+Tensor OpCall::elementwise(ops::Elementwise kernelOp, const std::vector<Tensor> &inputs, Type outType,
                            const std::vector<std::size_t> &outShape, const std::vector<double> &params) {
   std::vector<lib::Value> values;
   for (const Tensor &t : inputs)

@@ -4,6 +4,7 @@
 #include "graph_impl.h"
 
 #include "compiler/ir/ir.h"
+#include "compiler/ops/elementwise.h"
 
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ public:
   std::vector<Tensor> op(const std::string &opType, const std::vector<Tensor> &inputs, ir::Attributes attrs = {},
                          int64_t opset = 13, size_t numOutputs = 1);
   // Elementwise through lib::lowerElementwise (with kernel params).
-  Tensor elementwise(const std::string &kernelOp, const std::vector<Tensor> &inputs, Type outType,
+  Tensor elementwise(ops::Elementwise kernelOp, const std::vector<Tensor> &inputs, Type outType,
                      const std::vector<std::size_t> &outShape, const std::vector<double> &params = {});
   // A one-element constant.
   Tensor scalarConstant(Type type, double value);

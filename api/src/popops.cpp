@@ -4,6 +4,7 @@
 #include "lower_op.h"
 
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/elementwise.h"
 #include "support/error.h"
 
 namespace popc::api::popops {
@@ -21,7 +22,15 @@ Tensor map(Graph &g, const std::string &op, const std::vector<Tensor> &inputs, p
     Shape s = ir::broadcastShapes(Shape(shape.begin(), shape.end()), Shape(t.shape().begin(), t.shape().end()));
     shape.assign(s.begin(), s.end());
   }
-  return call.elementwise(op, inputs, inputs.at(0).elementType(), shape, params);
+  const auto kernel = ops::elementwiseFromName(op);
+  if (!kernel || ops::info(*kernel).arity == ops::kNoKernel) {
+    std::vector<std::string_view> names;
+    for (ops::Elementwise e : ops::allElementwise())
+      if (ops::info(e).arity != ops::kNoKernel)
+        names.push_back(ops::name(e));
+    fail("popops::map: '{}' is not an elementwise op with parameters: use one of {}", op, fmt::join(names, " "));
+  }
+  return call.elementwise(*kernel, inputs, inputs.at(0).elementType(), shape, params);
 }
 
 #define POPC_BINARY(fn, op)                                                                                            \
@@ -92,7 +101,7 @@ Tensor reduce(Graph &g, const Tensor &in, const std::vector<std::size_t> &dims, 
   const char *type = types[static_cast<int>(op)];
   OpCall call(g, prog, name, type);
   if (dims.empty()) { // nothing reduced: a copy
-    return call.elementwise("Copy", {in}, in.elementType(), in.shape());
+    return call.elementwise(ops::Elementwise::Copy, {in}, in.elementType(), in.shape());
   }
   ir::Attributes attrs;
   std::vector<int64_t> axes;
@@ -109,7 +118,7 @@ Tensor reduce(Graph &g, const Tensor &in, const std::vector<std::size_t> &dims, 
 void fill(Graph &g, const Tensor &t, double value, program::Sequence &prog, const std::string &name) {
   OpCall call(g, prog, name, "fill");
   Tensor c = call.scalarConstant(t.elementType(), value);
-  Tensor r = call.elementwise("Copy", {c}, t.elementType(), t.shape());
+  Tensor r = call.elementwise(ops::Elementwise::Copy, {c}, t.elementType(), t.shape());
   call.copy(r, t);
 }
 
@@ -119,7 +128,7 @@ void zero(Graph &g, const Tensor &t, program::Sequence &prog, const std::string 
 
 Tensor cast(Graph &g, const Tensor &in, Type to, program::Sequence &prog, const std::string &name) {
   OpCall call(g, prog, name, "cast");
-  return call.elementwise(in.elementType() == to ? "Copy" : "Cast", {in}, to, in.shape());
+  return call.elementwise(in.elementType() == to ? ops::Elementwise::Copy : ops::Elementwise::Cast, {in}, to, in.shape());
 }
 
 } // namespace popc::api::popops

@@ -1,5 +1,6 @@
 // Elementwise kernels: out[i] = op(in0[i], ...), scalar inputs broadcast.
-// The op table and type rules live here; the math in elementwise_math.cpp.
+// Validation, names, fields and cycles from the op's line in
+// compiler/ops/elementwise.def; the math in elementwise_math.cpp.
 #include "compiler/codegen/elementwise_math.h"
 #include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
@@ -8,110 +9,43 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <map>
-
 namespace popc::codegen::detail {
 
 using namespace llvm;
 
 namespace {
 
-enum class Class { Cheap, Slow, Transcendental }; // cycle cost per element: 1, 4, 10
-
-// dtype classes an op accepts for `dtype`.
-enum : unsigned { kF = 1, kS = 2, kU = 4, kB = 8, kNum = kF | kS | kU, kInt = kS | kU, kAll = 15 };
-
-// How the input and output dtypes relate to `dtype`.
-enum class Sig {
-  Same,   // every input and the output are dtype
-  ToBool, // inputs dtype, output bool
-  Where,  // in0 bool, in1/in2/out dtype
-  Pow,    // in0/out dtype, in1 any numeric
-  Cast,   // in0 dtype, out any
-};
-
-struct OpInfo {
-  unsigned arity;  // 0: any number of inputs (at least one)
-  unsigned params; // required size of spec.params
-  Class cost;
-  unsigned types; // classes allowed for dtype
-  Sig sig = Sig::Same;
-};
-
-const std::map<std::string, OpInfo> &ops() {
-  using C = Class;
-  static const std::map<std::string, OpInfo> table = [] {
-    std::map<std::string, OpInfo> t = {
-        {"Copy", {1, 0, C::Cheap, kAll}},      {"Relu", {1, 0, C::Cheap, kNum}},
-        {"Neg", {1, 0, C::Cheap, kNum}},       {"Abs", {1, 0, C::Cheap, kNum}},
-        {"Sign", {1, 0, C::Cheap, kNum}},      {"Clip", {1, 2, C::Cheap, kNum}},
-        {"Not", {1, 0, C::Cheap, kB | kInt}},  {"Sqrt", {1, 0, C::Slow, kF}},
-        {"Reciprocal", {1, 0, C::Slow, kF}},   {"Floor", {1, 0, C::Cheap, kF}},
-        {"Ceil", {1, 0, C::Cheap, kF}},        {"Round", {1, 0, C::Cheap, kF}},
-        {"LeakyRelu", {1, 1, C::Cheap, kF}},   {"ThresholdedRelu", {1, 1, C::Cheap, kF}},
-        {"HardSigmoid", {1, 2, C::Cheap, kF}}, {"HardSwish", {1, 0, C::Cheap, kF}},
-        {"Softsign", {1, 0, C::Slow, kF}},     {"Shrink", {1, 2, C::Cheap, kF}},
-        {"Elu", {1, 1, C::Transcendental, kF}}, {"Selu", {1, 2, C::Transcendental, kF}},
-        {"Celu", {1, 1, C::Transcendental, kF}},
-        {"Add", {2, 0, C::Cheap, kNum}},       {"Sub", {2, 0, C::Cheap, kNum}},
-        {"Mul", {2, 0, C::Cheap, kNum}},       {"Div", {2, 0, C::Slow, kNum}},
-        {"Mod", {2, 1, C::Slow, kNum}},        {"PRelu", {2, 0, C::Cheap, kF | kS}},
-        {"ClipLow", {2, 0, C::Cheap, kNum}},   {"ClipHigh", {2, 0, C::Cheap, kNum}},
-        {"And", {2, 0, C::Cheap, kB | kInt}},  {"Or", {2, 0, C::Cheap, kB | kInt}},
-        {"Xor", {2, 0, C::Cheap, kB | kInt}},  {"ShiftLeft", {2, 0, C::Cheap, kInt}},
-        {"ShiftRight", {2, 0, C::Cheap, kInt}},
-        {"Sum", {0, 0, C::Cheap, kNum}},       {"Mean", {0, 0, C::Cheap, kF}},
-        {"Max", {0, 0, C::Cheap, kNum}},       {"Min", {0, 0, C::Cheap, kNum}},
-        {"Equal", {2, 0, C::Cheap, kAll, Sig::ToBool}},
-        {"IsNaN", {1, 0, C::Cheap, kF, Sig::ToBool}},
-        {"IsInf", {1, 2, C::Cheap, kF, Sig::ToBool}},
-        {"Where", {3, 0, C::Cheap, kAll, Sig::Where}},
-        {"Pow", {2, 0, C::Transcendental, kNum, Sig::Pow}},
-        {"Cast", {1, 0, C::Cheap, kAll, Sig::Cast}},
-    };
-    for (const char *op : {"Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
-      t[op] = {2, 0, C::Cheap, kNum, Sig::ToBool};
-    for (const char *op : {"Sigmoid", "Tanh", "Exp", "Log", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
-                           "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus"})
-      t[op] = {1, 0, C::Transcendental, kF};
-    return t;
-  }();
-  return table;
-}
-
-unsigned dtypeClass(DType t) {
-  if (isFloatingPoint(t)) return kF;
-  if (isSignedDType(t)) return kS;
-  return t == DType::Bool ? kB : kU;
-}
+using ops::Elementwise;
+using ops::Signature;
+using Op = Elementwise;
 
 // The dtypes of every input and of the output; throws for a bad combination.
-ElementTypes elementTypes(const ElementwiseSpec &s, const OpInfo &info, size_t arity) {
+ElementTypes elementTypes(const ElementwiseSpec &s, const ops::ElementwiseInfo &info, size_t arity) {
   ElementTypes types;
   types.in.assign(arity, s.dtype);
-  if (info.sig == Sig::Where)
+  if (info.signature == Signature::Where)
     types.in[0] = DType::Bool;
-  types.out = info.sig == Sig::ToBool ? DType::Bool : s.dtype;
+  types.out = info.signature == Signature::ToBool ? DType::Bool : s.dtype;
   if (!s.inputDTypes.empty()) {
     if (s.inputDTypes.size() != arity)
-      fail("codegen: elementwise {} has {} input(s) but inputDTypes has {} entries: give one per input", s.op,
+      fail("codegen: elementwise {} has {} input(s) but inputDTypes has {} entries: give one per input", ops::name(s.op),
            arity, s.inputDTypes.size());
     for (size_t j = 0; j < arity; ++j) {
       const DType want = types.in[j];
       const DType got = s.inputDTypes[j];
-      const bool free = info.sig == Sig::Pow && j == 1 && (dtypeClass(got) & kNum);
+      const bool free = info.signature == Signature::Pow && j == 1 && (ops::typeClass(got) & ops::kNum);
       if (got != want && !free)
-        fail("codegen: elementwise {} of {}: input {} must be {}, not {}", s.op, dtypeName(s.dtype), j,
+        fail("codegen: elementwise {} of {}: input {} must be {}, not {}", ops::name(s.op), dtypeName(s.dtype), j,
              dtypeName(want), dtypeName(got));
       types.in[j] = got;
     }
   }
   if (s.outDType) {
-    if (info.sig != Sig::Cast && *s.outDType != types.out)
-      fail("codegen: elementwise {} of {} produces {}, not {}", s.op, dtypeName(s.dtype), dtypeName(types.out),
+    if (info.signature != Signature::Cast && *s.outDType != types.out)
+      fail("codegen: elementwise {} of {} produces {}, not {}", ops::name(s.op), dtypeName(s.dtype), dtypeName(types.out),
            dtypeName(*s.outDType));
     types.out = *s.outDType;
-  } else if (info.sig == Sig::Cast) {
+  } else if (info.signature == Signature::Cast) {
     fail("codegen: elementwise Cast needs outDType (the target type)");
   }
   return types;
@@ -125,8 +59,8 @@ std::string scalarMask(const ElementwiseSpec &s) {
 }
 
 // Copy and Where's data inputs move bits: no widening of float16, no bool normalisation.
-bool rawInput(const ElementwiseSpec &s, size_t j) { return s.op == "Copy" || (s.op == "Where" && j > 0); }
-bool rawOutput(const ElementwiseSpec &s) { return s.op == "Copy" || s.op == "Where"; }
+bool rawInput(const ElementwiseSpec &s, size_t j) { return s.op == Op::Copy || (s.op == Op::Where && j > 0); }
+bool rawOutput(const ElementwiseSpec &s) { return s.op == Op::Copy || s.op == Op::Where; }
 
 std::string typesSuffix(const ElementwiseSpec &s) {
   std::string r;
@@ -144,26 +78,21 @@ std::string typesSuffix(const ElementwiseSpec &s) {
 } // namespace
 
 KernelDesc describe(const ElementwiseSpec &s) {
-  auto it = ops().find(s.op);
-  if (it == ops().end()) {
-    std::vector<std::string> names;
-    for (const auto &[name, info] : ops())
-      names.push_back(name);
-    fail("codegen: unknown elementwise op '{}': use one of {}", s.op, fmt::join(names, " "));
-  }
-  const OpInfo &info = it->second;
-  if (!(dtypeClass(s.dtype) & info.types))
-    unsupported(s.op, s.dtype);
-  if (info.arity == 0 ? s.scalarInput.empty() : s.scalarInput.size() != info.arity)
+  const ops::ElementwiseInfo &info = ops::info(s.op);
+  if (info.arity == ops::kNoKernel)
+    fail("codegen: {} has no elementwise kernel of its own (compiler/lib lowers it onto others)", info.name);
+  if (!(ops::typeClass(s.dtype) & info.types))
+    unsupported(std::string(info.name), s.dtype);
+  if (info.arity == ops::kVariadic ? s.scalarInput.empty() : s.scalarInput.size() != info.arity)
     fail("codegen: elementwise {} takes {} input(s) but scalarInput has {} entries: give one per input",
-         s.op, info.arity == 0 ? "one or more" : std::to_string(info.arity), s.scalarInput.size());
-  if (s.params.size() != info.params)
-    fail("codegen: elementwise {} needs {} param(s), got {}", s.op, info.params, s.params.size());
+         info.name, info.arity == ops::kVariadic ? "one or more" : std::to_string(info.arity), s.scalarInput.size());
+  if (s.params.size() != info.params.size())
+    fail("codegen: elementwise {} needs {} param(s), got {}", info.name, info.params.size(), s.params.size());
   const ElementTypes types = elementTypes(s, info, s.scalarInput.size());
 
   KernelDesc d;
   d.kind = "elementwise";
-  std::string name = fmt::format("{}_{}{}_n{}", s.op, dtypeName(s.dtype), typesSuffix(s), s.elements);
+  std::string name = fmt::format("{}_{}{}_n{}", info.name, dtypeName(s.dtype), typesSuffix(s), s.elements);
   if (scalarMask(s).find('1') != std::string::npos)
     name += "_s" + scalarMask(s);
   for (double p : s.params)
@@ -179,18 +108,18 @@ KernelDesc describe(const ElementwiseSpec &s) {
   // ~10 for transcendental functions; 64-bit types have no vector unit: x2.
   // Copy moves 8 bytes per cycle.
   uint64_t n = s.elements;
-  uint64_t perElem = info.cost == Class::Cheap ? 1 : info.cost == Class::Slow ? 4 : 10;
-  if (info.arity == 0)
+  uint64_t perElem = info.cost == ops::Cost::Cheap ? 1 : info.cost == ops::Cost::Slow ? 4 : 10;
+  if (info.arity == ops::kVariadic)
     perElem *= s.scalarInput.size();
   if (dtypeSize(s.dtype) == 8)
     perElem *= 2;
-  d.cycles = s.op == "Copy" ? cycles::copy(n * dtypeSize(s.dtype)) : cycles::kVertexOverhead + n * perElem;
+  d.cycles = s.op == Op::Copy ? cycles::copy(n * dtypeSize(s.dtype)) : cycles::kVertexOverhead + n * perElem;
   return d;
 }
 
 void emit(Emitter &em, const ElementwiseSpec &s) {
   const size_t arity = s.scalarInput.size();
-  const ElementTypes types = elementTypes(s, ops().at(s.op), arity);
+  const ElementTypes types = elementTypes(s, ops::info(s.op), arity);
   auto load = [&](size_t j, Value *i) {
     return rawInput(s, j) ? em.load(types.in[j], em.field(j), i) : loadValue(em, types.in[j], em.field(j), i);
   };
@@ -212,7 +141,7 @@ void emit(Emitter &em, const ElementwiseSpec &s) {
 }
 
 std::string key(const ElementwiseSpec &s) {
-  return fmt::format("elementwise:op={},dtype={}{},elements={},scalar={},params=[{}]", s.op, dtypeName(s.dtype),
+  return fmt::format("elementwise:op={},dtype={}{},elements={},scalar={},params=[{}]", ops::name(s.op), dtypeName(s.dtype),
                      typesSuffix(s), s.elements, scalarMask(s), fmt::join(s.params, ","));
 }
 

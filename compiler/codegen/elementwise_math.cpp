@@ -13,6 +13,7 @@
 namespace popc::codegen::detail {
 
 using namespace llvm;
+using Op = ops::Elementwise;
 
 bool isSignedDType(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
 DType computeDType(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
@@ -197,9 +198,10 @@ Value *clipConst(Emitter &em, DType t, Value *x, double v, bool lower) {
   return b.CreateSelect(lower ? less(em, t, x, c) : less(em, t, c, x), c, x);
 }
 
+// The float-only ops, and the float forms of ops that also take integers
+// (nullptr: applyOp has the form shared with integers).
 Value *floatOp(Emitter &em, const ElementwiseSpec &s, const std::vector<Value *> &in) {
   IRBuilder<> &b = em.b();
-  const std::string &op = s.op;
   const DType t = s.dtype;
   const auto &p = s.params;
   Value *x = in[0];
@@ -208,71 +210,67 @@ Value *floatOp(Emitter &em, const ElementwiseSpec &s, const std::vector<Value *>
   auto clamp01 = [&](Value *v) { // NaN stays NaN
     return select(b.CreateFCmpOLT(v, zero), zero, select(b.CreateFCmpOGT(v, one), one, v));
   };
-  if (op == "Sigmoid")
-    return b.CreateFDiv(one, b.CreateFAdd(one, em.exp(b.CreateFNeg(x))));
-  if (op == "Tanh") return em.libm("tanhf", {x});
-  if (op == "Erf") return em.libm("erff", {x});
-  if (op == "Exp") return em.exp(x);
-  if (op == "Log") return em.log(x);
-  if (op == "Sqrt") return em.unaryIntrinsic(Intrinsic::sqrt, x);
-  if (op == "Reciprocal") return b.CreateFDiv(one, x);
-  if (op == "Floor") return em.unaryIntrinsic(Intrinsic::floor, x);
-  if (op == "Ceil") return em.unaryIntrinsic(Intrinsic::ceil, x);
-  if (op == "Round") return em.unaryIntrinsic(Intrinsic::roundeven, x);
-  if (op == "Sin") return em.unaryIntrinsic(Intrinsic::sin, x);
-  if (op == "Cos") return em.unaryIntrinsic(Intrinsic::cos, x);
-  for (const char *fn : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
-    if (op == fn) {
-      std::string name = fn;
-      name[0] = char(std::tolower(name[0]));
-      return em.libm(name + "f", {x});
-    }
-  if (op == "LeakyRelu")
-    return select(b.CreateFCmpOLT(x, zero), b.CreateFMul(x, fconst(em, t, p[0])), x);
-  if (op == "Elu")
+  switch (s.op) {
+  case Op::Sigmoid: return b.CreateFDiv(one, b.CreateFAdd(one, em.exp(b.CreateFNeg(x))));
+  case Op::Tanh: return em.libm("tanhf", {x});
+  case Op::Erf: return em.libm("erff", {x});
+  case Op::Exp: return em.exp(x);
+  case Op::Log: return em.log(x);
+  case Op::Sqrt: return em.unaryIntrinsic(Intrinsic::sqrt, x);
+  case Op::Reciprocal: return b.CreateFDiv(one, x);
+  case Op::Floor: return em.unaryIntrinsic(Intrinsic::floor, x);
+  case Op::Ceil: return em.unaryIntrinsic(Intrinsic::ceil, x);
+  case Op::Round: return em.unaryIntrinsic(Intrinsic::roundeven, x);
+  case Op::Sin: return em.unaryIntrinsic(Intrinsic::sin, x);
+  case Op::Cos: return em.unaryIntrinsic(Intrinsic::cos, x);
+  case Op::Tan: case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Asinh:
+  case Op::Acosh: case Op::Atanh: { // the libm function of the op's name: tanf, asinf, ...
+    std::string name(ops::name(s.op));
+    name[0] = char(std::tolower(name[0]));
+    return em.libm(name + "f", {x});
+  }
+  case Op::LeakyRelu: return select(b.CreateFCmpOLT(x, zero), b.CreateFMul(x, fconst(em, t, p[0])), x);
+  case Op::Elu:
     return select(b.CreateFCmpOLT(x, zero), b.CreateFMul(fconst(em, t, p[0]), em.libm("expm1f", {x})), x);
-  if (op == "Selu") {
+  case Op::Selu: {
     Value *neg = b.CreateFMul(fconst(em, t, p[0]), em.libm("expm1f", {x}));
     return b.CreateFMul(fconst(em, t, p[1]), select(b.CreateFCmpOGT(x, zero), x, neg));
   }
-  if (op == "Celu") { // max(0,x) + min(0, alpha*(exp(x/alpha)-1))
+  case Op::Celu: { // max(0,x) + min(0, alpha*(exp(x/alpha)-1))
     Value *alpha = fconst(em, t, p[0]);
     Value *neg = b.CreateFMul(alpha, em.libm("expm1f", {b.CreateFDiv(x, alpha)}));
     return select(b.CreateFCmpOLT(x, zero), neg, x);
   }
-  if (op == "ThresholdedRelu")
-    return select(b.CreateFCmpOGT(x, fconst(em, t, p[0])), x, zero);
-  if (op == "HardSigmoid")
-    return clamp01(b.CreateFAdd(b.CreateFMul(x, fconst(em, t, p[0])), fconst(em, t, p[1])));
-  if (op == "HardSwish")
+  case Op::ThresholdedRelu: return select(b.CreateFCmpOGT(x, fconst(em, t, p[0])), x, zero);
+  case Op::HardSigmoid: return clamp01(b.CreateFAdd(b.CreateFMul(x, fconst(em, t, p[0])), fconst(em, t, p[1])));
+  case Op::HardSwish:
     return b.CreateFMul(x, clamp01(b.CreateFAdd(b.CreateFMul(x, fconst(em, t, 1.0 / 6)), fconst(em, t, 0.5))));
-  if (op == "Softplus") { // log(1+exp(x)) = max(x,0) + log1p(exp(-|x|)), no overflow
+  case Op::Softplus: { // log(1+exp(x)) = max(x,0) + log1p(exp(-|x|)), no overflow
     Value *ax = em.unaryIntrinsic(Intrinsic::fabs, x);
     Value *pos = select(b.CreateFCmpOGT(x, zero), x, zero);
     return b.CreateFAdd(pos, em.libm("log1pf", {em.exp(b.CreateFNeg(ax))}));
   }
-  if (op == "Softsign")
-    return b.CreateFDiv(x, b.CreateFAdd(one, em.unaryIntrinsic(Intrinsic::fabs, x)));
-  if (op == "Shrink") {
+  case Op::Softsign: return b.CreateFDiv(x, b.CreateFAdd(one, em.unaryIntrinsic(Intrinsic::fabs, x)));
+  case Op::Shrink: {
     Value *bias = fconst(em, t, p[0]), *lambd = fconst(em, t, p[1]);
     return select(b.CreateFCmpOLT(x, b.CreateFNeg(lambd)), b.CreateFAdd(x, bias),
                   select(b.CreateFCmpOGT(x, lambd), b.CreateFSub(x, bias), zero));
   }
-  if (op == "IsNaN")
-    return b.CreateFCmpUNO(x, x);
-  if (op == "IsInf") {
+  case Op::IsNaN: return b.CreateFCmpUNO(x, x);
+  case Op::IsInf: {
     Value *inf = fconst(em, t, std::numeric_limits<double>::infinity());
     Value *pos = p[0] != 0 ? b.CreateFCmpOEQ(x, inf) : b.getFalse();
     Value *neg = p[1] != 0 ? b.CreateFCmpOEQ(x, b.CreateFNeg(inf)) : b.getFalse();
     return b.CreateOr(pos, neg);
   }
-  if (op == "Mean") {
+  case Op::Mean: {
     Value *acc = x;
     for (size_t j = 1; j < in.size(); ++j)
       acc = b.CreateFAdd(acc, in[j]);
     return b.CreateFDiv(acc, fconst(em, t, double(in.size())));
   }
-  return nullptr;
+  default: return nullptr;
+  }
 }
 
 } // namespace
@@ -325,16 +323,9 @@ Value *convert(Emitter &em, Value *v, DType from, DType to) {
 
 Value *applyOp(Emitter &em, const ElementwiseSpec &s, const ElementTypes &types, const std::vector<Value *> &in) {
   IRBuilder<> &b = em.b();
-  const std::string &op = s.op;
   const DType t = s.dtype;
   const bool fp = isFloatingPoint(t);
   Value *x = in[0];
-  if (op == "Copy")
-    return x;
-  if (op == "Cast")
-    return convert(em, x, t, types.out);
-  if (op == "Where")
-    return b.CreateSelect(x, in[1], in[2]);
   if (fp)
     if (Value *v = floatOp(em, s, in))
       return v;
@@ -345,49 +336,48 @@ Value *applyOp(Emitter &em, const ElementwiseSpec &s, const ElementTypes &types,
       acc = f(acc, in[j]);
     return acc;
   };
-  if (op == "Sum")
-    return fold([&](Value *a, Value *c) { return fp ? b.CreateFAdd(a, c) : b.CreateAdd(a, c); });
-  if (op == "Max" || op == "Min")
-    return fold([&](Value *a, Value *c) { return umaxOrSmax(em, t, a, c, op == "Max"); });
-  if (op == "Add") return fp ? b.CreateFAdd(x, in[1]) : b.CreateAdd(x, in[1]);
-  if (op == "Sub") return fp ? b.CreateFSub(x, in[1]) : b.CreateSub(x, in[1]);
-  if (op == "Mul") return fp ? b.CreateFMul(x, in[1]) : b.CreateMul(x, in[1]);
-  if (op == "Div") return fp ? b.CreateFDiv(x, in[1]) : intDivRem(em, t, x, in[1], false);
-  if (op == "Mod") return mod(em, t, x, in[1], s.params[0] != 0);
-  if (op == "Neg") return fp ? b.CreateFNeg(x) : b.CreateSub(zero, x);
-  if (op == "Abs") {
+  switch (s.op) {
+  case Op::Copy: return x;
+  case Op::Cast: return convert(em, x, t, types.out);
+  case Op::Where: return b.CreateSelect(x, in[1], in[2]);
+  case Op::Sum: return fold([&](Value *a, Value *c) { return fp ? b.CreateFAdd(a, c) : b.CreateAdd(a, c); });
+  case Op::Max: case Op::Min:
+    return fold([&](Value *a, Value *c) { return umaxOrSmax(em, t, a, c, s.op == Op::Max); });
+  case Op::Add: return fp ? b.CreateFAdd(x, in[1]) : b.CreateAdd(x, in[1]);
+  case Op::Sub: return fp ? b.CreateFSub(x, in[1]) : b.CreateSub(x, in[1]);
+  case Op::Mul: return fp ? b.CreateFMul(x, in[1]) : b.CreateMul(x, in[1]);
+  case Op::Div: return fp ? b.CreateFDiv(x, in[1]) : intDivRem(em, t, x, in[1], false);
+  case Op::Mod: return mod(em, t, x, in[1], s.params[0] != 0);
+  case Op::Neg: return fp ? b.CreateFNeg(x) : b.CreateSub(zero, x);
+  case Op::Abs:
     if (fp) return em.unaryIntrinsic(Intrinsic::fabs, x);
     return isSignedDType(t) ? b.CreateBinaryIntrinsic(Intrinsic::abs, x, b.getFalse()) : x;
-  }
-  if (op == "Relu") // x < 0 ? 0 : x keeps NaN, like PyTorch and ONNX Runtime
+  case Op::Relu: // x < 0 ? 0 : x keeps NaN, like PyTorch and ONNX Runtime
     return b.CreateSelect(less(em, t, x, zero), zero, x);
-  if (op == "Sign") {
+  case Op::Sign: {
     Value *one = fp ? fconst(em, t, 1) : intConst(em, t, 1);
     if (!fp && !isSignedDType(t))
       return b.CreateSelect(b.CreateICmpNE(x, zero), one, zero);
     Value *minusOne = fp ? fconst(em, t, -1) : intConst(em, t, -1);
     return b.CreateSelect(less(em, t, zero, x), one, b.CreateSelect(less(em, t, x, zero), minusOne, x));
   }
-  if (op == "Clip")
-    return clipConst(em, t, clipConst(em, t, x, s.params[0], true), s.params[1], false);
-  if (op == "ClipLow") return b.CreateSelect(less(em, t, x, in[1]), in[1], x);
-  if (op == "ClipHigh") return b.CreateSelect(less(em, t, in[1], x), in[1], x);
-  if (op == "PRelu")
+  case Op::Clip: return clipConst(em, t, clipConst(em, t, x, s.params[0], true), s.params[1], false);
+  case Op::ClipLow: return b.CreateSelect(less(em, t, x, in[1]), in[1], x);
+  case Op::ClipHigh: return b.CreateSelect(less(em, t, in[1], x), in[1], x);
+  case Op::PRelu:
     return b.CreateSelect(less(em, t, x, zero), fp ? b.CreateFMul(x, in[1]) : b.CreateMul(x, in[1]), x);
-  if (op == "Not") return b.CreateNot(x);
-  if (op == "And") return b.CreateAnd(x, in[1]);
-  if (op == "Or") return b.CreateOr(x, in[1]);
-  if (op == "Xor") return b.CreateXor(x, in[1]);
-  if (op == "ShiftLeft" || op == "ShiftRight") return shift(em, t, x, in[1], op == "ShiftLeft");
-  if (op == "Equal")
-    return fp ? b.CreateFCmpOEQ(x, in[1]) : b.CreateICmpEQ(x, in[1]);
-  if (op == "Less") return less(em, t, x, in[1]);
-  if (op == "Greater") return less(em, t, in[1], x);
-  if (op == "LessOrEqual") // !(y < x) is wrong for NaN: compare explicitly
+  case Op::Not: return b.CreateNot(x);
+  case Op::And: return b.CreateAnd(x, in[1]);
+  case Op::Or: return b.CreateOr(x, in[1]);
+  case Op::Xor: return b.CreateXor(x, in[1]);
+  case Op::ShiftLeft: case Op::ShiftRight: return shift(em, t, x, in[1], s.op == Op::ShiftLeft);
+  case Op::Equal: return fp ? b.CreateFCmpOEQ(x, in[1]) : b.CreateICmpEQ(x, in[1]);
+  case Op::Less: return less(em, t, x, in[1]);
+  case Op::Greater: return less(em, t, in[1], x);
+  case Op::LessOrEqual: // !(y < x) is wrong for NaN: compare explicitly
     return fp ? b.CreateFCmpOLE(x, in[1]) : b.CreateNot(less(em, t, in[1], x));
-  if (op == "GreaterOrEqual")
-    return fp ? b.CreateFCmpOGE(x, in[1]) : b.CreateNot(less(em, t, x, in[1]));
-  if (op == "Pow") {
+  case Op::GreaterOrEqual: return fp ? b.CreateFCmpOGE(x, in[1]) : b.CreateNot(less(em, t, x, in[1]));
+  case Op::Pow: {
     const DType et = types.in[1];
     if (fp)
       return em.binaryIntrinsic(Intrinsic::pow, x, convert(em, in[1], et, computeDType(t)));
@@ -396,6 +386,16 @@ Value *applyOp(Emitter &em, const ElementwiseSpec &s, const ElementTypes &types,
     // Integer base, float exponent: in double, truncated back like numpy's astype.
     Value *r = em.binaryIntrinsic(Intrinsic::pow, convert(em, x, t, DType::F64), convert(em, in[1], et, DType::F64));
     return convert(em, r, DType::F64, t);
+  }
+  // Float-only ops (floatOp above; describe() refused other dtypes), and the
+  // ONNX ops that lower onto other kernels (describe() refused them).
+  case Op::Sqrt: case Op::Reciprocal: case Op::Softsign: case Op::Floor: case Op::Ceil: case Op::Round:
+  case Op::HardSwish: case Op::LeakyRelu: case Op::ThresholdedRelu: case Op::HardSigmoid: case Op::Shrink:
+  case Op::Elu: case Op::Selu: case Op::Celu: case Op::Sigmoid: case Op::Tanh: case Op::Exp: case Op::Log:
+  case Op::Erf: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Asin: case Op::Acos: case Op::Atan:
+  case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Softplus: case Op::Mean:
+  case Op::IsNaN: case Op::IsInf: case Op::BitShift: case Op::CastLike:
+    break;
   }
   POPC_ASSERT(false && "op validated by describe()");
   return nullptr;

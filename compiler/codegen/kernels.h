@@ -7,6 +7,7 @@
 // Field i lives at tile_base + field_offsets[i] and has fields[i].bytes bytes.
 // The code touches only those bytes.
 #pragma once
+#include "compiler/ops/elementwise.h"
 #include "support/dtype.h"
 
 #include <cstdint>
@@ -54,7 +55,7 @@ struct FieldInfo {
 //           out-of-range saturates at the int32/int64 range, then wraps to 8/16 bits),
 //           to bool is != 0 (NaN → true), from bool is 0/1.
 struct ElementwiseSpec {
-  std::string op;
+  ops::Elementwise op; // compiler/ops/elementwise.def
   DType dtype = DType::F32;
   uint32_t elements = 0;
   std::vector<bool> scalarInput; // one per input

@@ -2,6 +2,7 @@
 
 #include "compiler/ir/index_map.h"
 #include "compiler/ir/op_attrs.h"
+#include "compiler/ops/elementwise.h"
 #include "support/element.h"
 #include "support/error.h"
 #include "support/float16.h"
@@ -9,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -63,52 +66,106 @@ int64_t normAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(r
 
 bool hasData(const Tensor *t) { return t && t->data.size() == t->info.bytes(); }
 
-// --- elementwise ---------------------------------------------------------
+// --- elementwise: the Host column of compiler/ops/elementwise.def --------
 
-const std::set<std::string> kArith = {"Add", "Sub", "Mul", "Div", "Min", "Max", "Mod"};
-const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
-const std::set<std::string> kLogical = {"And", "Or", "Xor"};
+struct HostFn {
+  double (*real)(double, double) = nullptr;       // float types, in double
+  int64_t (*integer)(int64_t, int64_t) = nullptr; // integers and bool, in int64
+  bool divides = false;                           // integers: refused for a 0 divisor
+  bool custom = false;                            // code of its own below
+};
 
-Result binary(const Op &op, const Tensor &a, const Tensor &b, const TensorInfo &out) {
-  const std::string &t = op.type;
-  const bool cmp = kCompare.count(t) != 0, logical = kLogical.count(t) != 0;
-  if (a.info.dtype != b.info.dtype || (!cmp && a.info.dtype != out.dtype))
+#define POPC_HOST_LAMBDA(T, e) []([[maybe_unused]] T x, [[maybe_unused]] T y) -> T { return T(e); }
+#define HOST_NONE HostFn{}
+#define HOST_CUSTOM HostFn{nullptr, nullptr, false, true}
+#define HOST_FLOAT(e) HostFn{POPC_HOST_LAMBDA(double, e)}
+#define HOST_ANY(e) HostFn{POPC_HOST_LAMBDA(double, e), POPC_HOST_LAMBDA(int64_t, e)}
+#define HOST_DIVIDE(e) HostFn{POPC_HOST_LAMBDA(double, e), POPC_HOST_LAMBDA(int64_t, e), true}
+
+const HostFn &hostFn(ops::Elementwise op) {
+  static const std::vector<HostFn> fns = {
+#define POPC_ELEMENTWISE(Name, Arity, Types, Sig, Cost, Params, Infer, MinIn, MaxIn, Grad, Host, Lower) Host,
+#include "compiler/ops/elementwise.def"
+  };
+  return fns.at(size_t(op));
+}
+
+#undef HOST_NONE
+#undef HOST_CUSTOM
+#undef HOST_FLOAT
+#undef HOST_ANY
+#undef HOST_DIVIDE
+#undef POPC_HOST_LAMBDA
+
+// out = op(inputs...) with numpy broadcasting (a variadic op folds from the
+// left). Floats are evaluated in double and rounded once to the output type;
+// integers stay exact in int64.
+Result elementwise(ops::Elementwise e, const std::vector<const Tensor *> &ins, const TensorInfo &out) {
+  const HostFn &fn = hostFn(e);
+  const ops::ElementwiseInfo &info = ops::info(e);
+  if (ins.empty() || (info.arity != ops::kVariadic && ins.size() != info.arity))
     return std::nullopt;
-  if (t == "Mod" && (op.attrs.getInt("fmod", 0) != 0 || isFloatingPoint(a.info.dtype)))
+  const DType t = ins[0]->info.dtype;
+  for (const Tensor *in : ins)
+    if (!in || in->info.dtype != t)
+      return std::nullopt;
+  if (info.signature != ops::Signature::ToBool && out.dtype != t)
     return std::nullopt;
-  std::vector<int64_t> ia = broadcastIndex(a.info.shape, out.shape);
-  std::vector<int64_t> ib = broadcastIndex(b.info.shape, out.shape);
-  size_t n = ia.size();
-  if (isFloatingPoint(a.info.dtype) && !logical) {
-    // Evaluate in double, round once to the output type.
-    std::vector<double> x = decodeDoubles(a.info.dtype, a.data), y = decodeDoubles(b.info.dtype, b.data);
-    std::vector<double> r(n);
+  const bool real = isFloatingPoint(t);
+  if (real ? !fn.real : !fn.integer)
+    return std::nullopt;
+  std::vector<std::vector<int64_t>> index;
+  for (const Tensor *in : ins)
+    index.push_back(broadcastIndex(in->info.shape, out.shape));
+  const size_t n = size_t(out.elements());
+  auto apply = [&](auto decode, auto f, auto refuse) -> std::optional<std::vector<decltype(f(0, 0))>> {
+    using V = decltype(f(0, 0));
+    std::vector<std::vector<V>> values;
+    for (const Tensor *in : ins)
+      values.push_back(decode(t, in->data));
+    std::vector<V> r(n);
     for (size_t i = 0; i < n; ++i) {
-      double u = x[size_t(ia[i])], v = y[size_t(ib[i])];
-      r[i] = t == "Add" ? u + v : t == "Sub" ? u - v : t == "Mul" ? u * v : t == "Div" ? u / v
-           : t == "Min" ? std::min(u, v) : t == "Max" ? std::max(u, v)
-           : t == "Equal" ? u == v : t == "Less" ? u < v : t == "Greater" ? u > v
-           : t == "LessOrEqual" ? u <= v : u >= v;
+      V acc = values[0][size_t(index[0][i])];
+      if (ins.size() == 1)
+        acc = f(acc, V(0));
+      for (size_t k = 1; k < ins.size(); ++k) {
+        const V v = values[k][size_t(index[k][i])];
+        if (refuse(acc, v))
+          return std::nullopt;
+        acc = f(acc, v);
+      }
+      r[i] = acc;
     }
-    return std::vector<Bytes>{encodeDoubles(out.dtype, r)};
+    return r;
+  };
+  if (real) {
+    auto r = apply(decodeDoubles, fn.real, [](double, double) { return false; });
+    return std::vector<Bytes>{encodeDoubles(out.dtype, *r)};
   }
-  // Integers stay exact in int64; ONNX integer Div truncates toward zero.
-  std::vector<int64_t> x = decodeInt64s(a.info.dtype, a.data), y = decodeInt64s(b.info.dtype, b.data);
-  std::vector<int64_t> r(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t u = x[size_t(ia[i])], v = y[size_t(ib[i])];
-    if ((t == "Div" || t == "Mod") && v == 0)
-      return std::nullopt; // leave the division by zero to run time
-    if (t == "Mod") { // the sign of the divisor, like Python
-      int64_t m = u % v;
-      r[i] = m != 0 && ((m < 0) != (v < 0)) ? m + v : m;
-      continue;
-    }
-    r[i] = t == "Add" ? u + v : t == "Sub" ? u - v : t == "Mul" ? u * v : t == "Div" ? u / v
-         : t == "Min" ? std::min(u, v) : t == "Max" ? std::max(u, v)
-         : t == "Equal" ? u == v : t == "Less" ? u < v : t == "Greater" ? u > v
-         : t == "LessOrEqual" ? u <= v : t == "GreaterOrEqual" ? u >= v
-         : t == "And" ? (u && v) : t == "Or" ? (u || v) : (!u != !v);
+  // Leave a division by zero (and the one quotient that overflows) to run time.
+  auto refuse = [&](int64_t x, int64_t y) {
+    return fn.divides && (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min()));
+  };
+  auto r = apply(decodeInt64s, fn.integer, refuse);
+  if (!r)
+    return std::nullopt;
+  return std::vector<Bytes>{encodeInt64s(out.dtype, *r)};
+}
+
+// Integer Mod with the divisor's sign (Python); fmod = 1 and floats are left to run time.
+Result mod(const Op &op, const Tensor &a, const Tensor &b, const TensorInfo &out) {
+  if (op.attrs.getInt("fmod", 0) != 0 || isFloatingPoint(a.info.dtype) || a.info.dtype != b.info.dtype ||
+      a.info.dtype != out.dtype)
+    return std::nullopt;
+  const std::vector<int64_t> ia = broadcastIndex(a.info.shape, out.shape), ib = broadcastIndex(b.info.shape, out.shape);
+  const std::vector<int64_t> x = decodeInt64s(a.info.dtype, a.data), y = decodeInt64s(b.info.dtype, b.data);
+  std::vector<int64_t> r(ia.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    const int64_t u = x[size_t(ia[i])], v = y[size_t(ib[i])];
+    if (v == 0 || v == -1)
+      return std::nullopt; // 0: left to run time; -1: always 0, but u % -1 may trap
+    const int64_t m = u % v;
+    r[i] = m != 0 && ((m < 0) != (v < 0)) ? m + v : m;
   }
   return std::vector<Bytes>{encodeInt64s(out.dtype, r)};
 }
@@ -128,45 +185,6 @@ Result where(const Tensor &c, const Tensor &a, const Tensor &b, const TensorInfo
     std::memcpy(&r[i * es], &src.data[at * es], es);
   }
   return std::vector<Bytes>{r};
-}
-
-Result unary(const Op &op, const Tensor &a, const TensorInfo &out) {
-  const std::string &t = op.type;
-  if (t == "Not") {
-    std::vector<int64_t> x = decodeInt64s(a.info.dtype, a.data);
-    for (int64_t &v : x)
-      v = !v;
-    return std::vector<Bytes>{encodeInt64s(out.dtype, x)};
-  }
-  if (a.info.dtype != out.dtype || out.dtype == DType::Bool)
-    return std::nullopt;
-  if (!isFloatingPoint(out.dtype)) {
-    if (t != "Neg" && t != "Abs" && t != "Relu" && t != "Sign")
-      return std::nullopt;
-    std::vector<int64_t> x = decodeInt64s(a.info.dtype, a.data);
-    for (int64_t &v : x)
-      v = t == "Neg" ? -v : t == "Abs" ? (v < 0 ? -v : v) : t == "Sign" ? (v > 0) - (v < 0) : (v < 0 ? 0 : v);
-    return std::vector<Bytes>{encodeInt64s(out.dtype, x)};
-  }
-  static const std::map<std::string, std::function<double(double)>> fns = {
-      {"Neg", [](double v) { return -v; }},
-      {"Abs", [](double v) { return std::fabs(v); }},
-      {"Relu", [](double v) { return v < 0 ? 0.0 : v; }},
-      {"Sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
-      {"Tanh", [](double v) { return std::tanh(v); }},
-      {"Sqrt", [](double v) { return std::sqrt(v); }},
-      {"Exp", [](double v) { return std::exp(v); }},
-      {"Log", [](double v) { return std::log(v); }},
-      {"Reciprocal", [](double v) { return 1.0 / v; }},
-      {"Floor", [](double v) { return std::floor(v); }},
-      {"Ceil", [](double v) { return std::ceil(v); }},
-      {"Sign", [](double v) { return double((v > 0) - (v < 0)); }},
-  };
-  const auto &fn = fns.at(t);
-  std::vector<double> x = decodeDoubles(a.info.dtype, a.data);
-  for (double &v : x)
-    v = fn(v);
-  return std::vector<Bytes>{encodeDoubles(out.dtype, x)};
 }
 
 Result cast(const Tensor &a, const TensorInfo &out) {
@@ -370,19 +388,23 @@ Result eyeLike(const Op &op, const TensorInfo &out) {
   return std::vector<Bytes>{encodeDoubles(out.dtype, v)};
 }
 
-const std::set<std::string> kUnary = {"Neg",  "Abs", "Relu",       "Sigmoid", "Tanh", "Sqrt", "Exp",
-                                      "Log", "Reciprocal", "Floor", "Ceil",   "Sign", "Not"};
 // Ops whose output bytes equal their first input's bytes.
 const std::set<std::string> kCopy = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
 const std::set<std::string> kInfoOnly = {"Shape", "Size", "EyeLike"};
-const std::set<std::string> kOther = {"Constant", "Cast", "CastLike", "Transpose", "Concat",
-                                      "Where", "ConstantOfShape", "Range", "Dropout"};
+const std::set<std::string> kOther = {"Constant", "Transpose", "Concat", "ConstantOfShape", "Range", "Dropout"};
+
+bool foldsElementwise(const std::string &t) {
+  const auto e = ops::elementwiseFromName(t);
+  if (!e || !ops::info(*e).isOnnxOp)
+    return false;
+  const HostFn &fn = hostFn(*e);
+  return fn.real || fn.integer || fn.custom;
+}
 
 } // namespace
 
 bool hostEvalSupports(const std::string &t) {
-  return kArith.count(t) || kCompare.count(t) || kLogical.count(t) || kUnary.count(t) || kCopy.count(t) ||
-         kInfoOnly.count(t) || kOther.count(t) || isMovementOp(t);
+  return foldsElementwise(t) || kCopy.count(t) || kInfoOnly.count(t) || kOther.count(t) || isMovementOp(t);
 }
 
 bool hostEvalNeedsOnlyInfo(const std::string &t) { return kInfoOnly.count(t) != 0; }
@@ -423,10 +445,15 @@ Result hostEvaluate(const Op &op, const Graph &graph, const std::vector<const Te
       return std::nullopt;
     return std::vector<Bytes>{a.data};
   }
-  if (kUnary.count(t))
-    return unary(op, a, out);
   if (t == "Cast" || t == "CastLike")
     return cast(a, out);
+  if (t == "Where")
+    return inputs.size() == 3 && hasData(inputs[1]) && hasData(inputs[2]) ? where(a, *inputs[1], *inputs[2], out)
+                                                                          : std::nullopt;
+  if (t == "Mod")
+    return inputs.size() == 2 && hasData(inputs[1]) ? mod(op, a, *inputs[1], out) : std::nullopt;
+  if (auto e = ops::elementwiseFromName(t))
+    return elementwise(*e, inputs, out);
   if (t == "Transpose")
     return transpose(op, a, out);
   if (t == "Concat")
@@ -435,11 +462,7 @@ Result hostEvaluate(const Op &op, const Graph &graph, const std::vector<const Te
     return constantOfShape(op, out);
   if (t == "Range")
     return inputs.size() == 3 && hasData(inputs[1]) && hasData(inputs[2]) ? range(inputs, out) : std::nullopt;
-  if (inputs.size() < 2 || !hasData(inputs[1]))
-    return std::nullopt;
-  if (t == "Where")
-    return inputs.size() == 3 && hasData(inputs[2]) ? where(a, *inputs[1], *inputs[2], out) : std::nullopt;
-  return binary(op, a, *inputs[1], out);
+  return std::nullopt;
 }
 
 Result hostEvaluate(const Op &op, const std::vector<const Tensor *> &inputs,

@@ -324,47 +324,43 @@ void gradLeakyRelu(GradContext &c) { // slope alpha below 0
   c.addGrad(0, c.emit("Mul", {c.outputGrad(0), slope}));
 }
 
-GradFn elementwiseGrad(const std::string &type) {
-  using S = std::string;
-  auto one = [](GradContext &c) { return c.scalar(1.0, c.inputInfo(0).dtype); };
-  if (type == "Sigmoid") // Y (1 - Y)
-    return unaryGrad([one](GradContext &c, const S &, const S &y) { return c.emit("Mul", {y, c.emit("Sub", {one(c), y})}); });
-  if (type == "Tanh") // 1 - Y^2
-    return unaryGrad([one](GradContext &c, const S &, const S &y) { return c.emit("Sub", {one(c), c.emit("Mul", {y, y})}); });
-  if (type == "Exp")
-    return unaryGrad([](GradContext &, const S &, const S &y) { return y; });
-  if (type == "Log")
-    return unaryGrad([one](GradContext &c, const S &x, const S &) { return c.emit("Div", {one(c), x}); });
-  if (type == "Sqrt") // 1 / (2 Y)
-    return unaryGrad([](GradContext &c, const S &, const S &y) {
-      return c.emit("Div", {c.scalar(0.5, c.inputInfo(0).dtype), y});
-    });
-  if (type == "Reciprocal") // -Y^2
-    return unaryGrad([](GradContext &c, const S &, const S &y) { return c.emit("Neg", {c.emit("Mul", {y, y})}); });
-  if (type == "Sin")
-    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Cos", {x}); });
-  if (type == "Cos")
-    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Neg", {c.emit("Sin", {x})}); });
-  if (type == "Erf") // 2/sqrt(pi) exp(-X^2): exact GELU
-    return unaryGrad([](GradContext &c, const S &x, const S &) {
+using S = std::string;
+std::string one(GradContext &c) { return c.scalar(1.0, c.inputInfo(0).dtype); }
+
+const GradFn gradSigmoid = // Y (1 - Y)
+    unaryGrad([](GradContext &c, const S &, const S &y) { return c.emit("Mul", {y, c.emit("Sub", {one(c), y})}); });
+const GradFn gradTanh = // 1 - Y^2
+    unaryGrad([](GradContext &c, const S &, const S &y) { return c.emit("Sub", {one(c), c.emit("Mul", {y, y})}); });
+const GradFn gradExp = unaryGrad([](GradContext &, const S &, const S &y) { return y; });
+const GradFn gradLog = unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Div", {one(c), x}); });
+const GradFn gradSqrt = // 1 / (2 Y)
+    unaryGrad([](GradContext &c, const S &, const S &y) { return c.emit("Div", {c.scalar(0.5, c.inputInfo(0).dtype), y}); });
+const GradFn gradReciprocal = // -Y^2
+    unaryGrad([](GradContext &c, const S &, const S &y) { return c.emit("Neg", {c.emit("Mul", {y, y})}); });
+const GradFn gradSin = unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Cos", {x}); });
+const GradFn gradCos =
+    unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Neg", {c.emit("Sin", {x})}); });
+const GradFn gradErf = // 2/sqrt(pi) exp(-X^2): exact GELU
+    unaryGrad([](GradContext &c, const S &x, const S &) {
       return c.emit("Mul", {c.scalar(1.1283791670955126, c.inputInfo(0).dtype),
                             c.emit("Exp", {c.emit("Neg", {c.emit("Mul", {x, x})})})});
     });
-  if (type == "Softplus") // sigmoid(X)
-    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Sigmoid", {x}); });
-  if (type == "Abs")
-    return unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Sign", {x}); });
-  if (type == "Neg" || type == "Identity")
-    return [type](GradContext &c) {
-      if (c.wantsGrad(0))
-        c.addGrad(0, type == "Neg" ? c.emit("Neg", {c.outputGrad(0)}) : c.outputGrad(0));
-    };
-  if (type == "LeakyRelu")
-    return gradLeakyRelu;
-  if (type == "Floor" || type == "Ceil" || type == "Round" || type == "Sign")
-    return [](GradContext &) {}; // piecewise constant: zero gradient
-  return {};
+const GradFn gradSoftplus = // sigmoid(X)
+    unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Sigmoid", {x}); });
+const GradFn gradAbs = unaryGrad([](GradContext &c, const S &x, const S &) { return c.emit("Sign", {x}); });
+
+void gradNeg(GradContext &c) {
+  if (c.wantsGrad(0))
+    c.addGrad(0, c.emit("Neg", {c.outputGrad(0)}));
 }
+
+void gradIdentity(GradContext &c) {
+  if (c.wantsGrad(0))
+    c.addGrad(0, c.outputGrad(0));
+}
+
+void gradZero(GradContext &) {} // piecewise constant (Floor, Ceil, Round, Sign): zero gradient
+const GradFn noGrad = {};       // not differentiable
 
 void gradWhere(GradContext &c) {
   const std::string g = c.outputGrad(0), &cond = c.op.inputs[0];
@@ -392,41 +388,18 @@ void gradSumMean(GradContext &c) {
       addBroadcastGrad(c, i, g);
 }
 
+// Ops elementwise.def declares as kernels only; never registered.
+std::vector<TensorInfo> kernelOnly(const Op &op, const Graph &) { failOp(op, "not an ONNX op"); }
+
 } // namespace
 
 void registerElementwiseOps(OpRegistry &reg) {
-  reg.add({"Add", 2, 2, inferBinary, gradAdd});
-  reg.add({"Sub", 2, 2, inferBinary, gradSub});
-  reg.add({"Mul", 2, 2, inferBinary, gradMul});
-  reg.add({"Div", 2, 2, inferBinary, gradDiv});
-  reg.add({"Mod", 2, 2, inferMod});
-  reg.add({"Pow", 2, 2, inferPow, gradPow});
-  reg.add({"PRelu", 2, 2, inferPRelu});
-  reg.add({"BitShift", 2, 2, inferBitShift});
-  for (const char *type : {"And", "Or", "Xor"})
-    reg.add({type, 2, 2, inferLogical});
-  reg.add({"Not", 1, 1, inferNot});
-  for (const char *type : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
-    reg.add({type, 2, 2, inferCompare});
-  for (const char *type : {"IsNaN", "IsInf"})
-    reg.add({type, 1, 1, inferFloatPredicate});
-  reg.add({"Where", 3, 3, inferWhere, gradWhere});
-  reg.add({"Cast", 1, 1, inferCast, gradCast});
-  reg.add({"CastLike", 2, 2, inferCastLike});
-  reg.add({"Relu", 1, 1, inferRelu, gradRelu});
-  for (const char *type : {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sin",
-                           "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf",
-                           "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
-                           "Softplus", "Softsign", "Shrink"})
-    reg.add({type, 1, 1, inferFloatUnary, elementwiseGrad(type)});
-  for (const char *type : {"Abs", "Neg", "Sign"})
-    reg.add({type, 1, 1, inferNumericUnary, elementwiseGrad(type)});
-  for (const char *type : {"Sum", "Mean"})
-    reg.add({type, 1, kVariadic, inferVariadic, gradSumMean});
-  for (const char *type : {"Max", "Min"})
-    reg.add({type, 1, kVariadic, inferVariadic});
-  reg.add({"Clip", 1, 3, inferClip, gradClip});
-  reg.add({"Identity", 1, 1, inferIdentity, elementwiseGrad("Identity")});
+  // Every ONNX elementwise op, from its one line in compiler/ops/elementwise.def.
+#define POPC_ELEMENTWISE(Name, Arity, Types, Sig, Cost, Params, Infer, MinIn, MaxIn, Grad, Host, Lower)             \
+  if ((MinIn) > 0)                                                                                                     \
+    reg.add({#Name, MinIn, MaxIn, Infer, Grad});
+#include "compiler/ops/elementwise.def"
+  reg.add({"Identity", 1, 1, inferIdentity, gradIdentity});
   // ai.graphcore: the sum of x over the replicas (replicated training's gradients).
   reg.add({"ReplicatedAllReduce", 1, 1, inferIdentity, {}, true});
 }

@@ -29,7 +29,7 @@ void lowerReplicatedAllReduce(const ir::Op &op, const ir::Graph &, Lowering &L) 
       ex.copies.push_back({x.tensor, 0, part.tensor, 0, dg.tensor(x.tensor).bytes});
       ex.fromReplica = int32_t(k);
     }
-    sum = sum ? lowerElementwise(L, fmt::format("{}/sum{}", op.name, k), "Add", {*sum, part}, x.info) : part;
+    sum = sum ? lowerElementwise(L, fmt::format("{}/sum{}", op.name, k), ops::Elementwise::Add, {*sum, part}, x.info) : part;
   }
   L.bind(op.outputs[0], *sum);
 }

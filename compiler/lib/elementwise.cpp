@@ -14,7 +14,7 @@
 
 namespace popc::lib {
 
-Value lowerElementwise(Lowering &L, const std::string &name, const std::string &op,
+Value lowerElementwise(Lowering &L, const std::string &name, ops::Elementwise op,
                        const std::vector<Value> &inputs, const ir::TensorInfo &outInfo,
                        std::vector<double> params) {
   auto &g = L.graph;
@@ -31,7 +31,7 @@ Value lowerElementwise(Lowering &L, const std::string &name, const std::string &
     return out;
 
   // The vertex's dtype: Where's is that of its values, every other op's that of input 0.
-  const DType dtype = op == "Where" ? inputs.at(1).info.dtype : inputs.at(0).info.dtype;
+  const DType dtype = op == ops::Elementwise::Where ? inputs.at(1).info.dtype : inputs.at(0).info.dtype;
   std::vector<DType> inputDTypes;
   for (const Value &in : inputs)
     inputDTypes.push_back(in.info.dtype);
@@ -107,24 +107,19 @@ void bindView(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   L.bind(op.outputs[0], v);
 }
 
-LowerFn simple(std::string kernelOp) {
+// One vertex kind of the op's name; its kernel params are the op's attributes
+// (elementwise.def's Params column: names and defaults in kernel order).
+LowerFn simple(ops::Elementwise kernelOp) {
   return [kernelOp](const ir::Op &op, const ir::Graph &g, Lowering &L) {
-    L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, g, L), outputInfo(op, g)));
-  };
-}
-
-// An op whose kernel params are attributes: {name, default} in kernel order.
-LowerFn withAttrs(std::string kernelOp, std::vector<std::pair<const char *, double>> attrs) {
-  return [kernelOp, attrs](const ir::Op &op, const ir::Graph &g, Lowering &L) {
     std::vector<double> params;
-    for (const auto &[name, fallback] : attrs)
+    for (const auto &[name, fallback] : ops::info(kernelOp).params)
       params.push_back(op.attrs.getFloat(name, fallback));
     L.bind(op.outputs[0], lowerElementwise(L, op.name, kernelOp, operands(op, g, L), outputInfo(op, g), params));
   };
 }
 
 // Sum, Mean, Max, Min: one vertex reads every input (each broadcast to the output).
-LowerFn variadic(std::string kernelOp) {
+LowerFn variadic(ops::Elementwise kernelOp) {
   return [kernelOp](const ir::Op &op, const ir::Graph &g, Lowering &L) {
     std::vector<Value> ins = operands(op, g, L);
     if (ins.size() == 1 && ins[0].info.shape == outputInfo(op, g).shape)
@@ -137,24 +132,13 @@ void lowerCast(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const Value &x = L.value(op.inputs[0]);
   if (x.info.dtype == outputInfo(op, g).dtype)
     return bindView(op, g, L);
-  L.bind(op.outputs[0], lowerElementwise(L, op.name, "Cast", {x}, outputInfo(op, g)));
-}
-
-void lowerMod(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  L.bind(op.outputs[0], lowerElementwise(L, op.name, "Mod", operands(op, g, L), outputInfo(op, g),
-                                         {double(op.attrs.getInt("fmod", 0))}));
-}
-
-void lowerIsInf(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  std::vector<double> params = {double(op.attrs.getInt("detect_positive", 1)),
-                                double(op.attrs.getInt("detect_negative", 1))};
-  L.bind(op.outputs[0], lowerElementwise(L, op.name, "IsInf", operands(op, g, L), outputInfo(op, g), params));
+  L.bind(op.outputs[0], lowerElementwise(L, op.name, ops::Elementwise::Cast, {x}, outputInfo(op, g)));
 }
 
 void lowerBitShift(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const bool left = op.attrs.getString("direction", "") == "LEFT";
   L.bind(op.outputs[0],
-         lowerElementwise(L, op.name, left ? "ShiftLeft" : "ShiftRight", operands(op, g, L), outputInfo(op, g)));
+         lowerElementwise(L, op.name, left ? ops::Elementwise::ShiftLeft : ops::Elementwise::ShiftRight, operands(op, g, L), outputInfo(op, g)));
 }
 
 // Clip's bounds are attributes (opset < 11) or optional scalar inputs (opset
@@ -180,39 +164,40 @@ void lowerClip(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   if (!constBounds && runtime.empty())
     return bindView(op, g, L);
   if (constBounds)
-    x = lowerElementwise(L, runtime.empty() ? op.name : op.name + "/const", "Clip", {x}, outInfo, {lo, hi});
+    x = lowerElementwise(L, runtime.empty() ? op.name : op.name + "/const", ops::Elementwise::Clip, {x}, outInfo,
+                         {lo, hi});
   for (size_t k = 0; k < runtime.size(); ++k) {
     const size_t i = runtime[k];
     const std::string name = k + 1 == runtime.size() ? op.name : op.name + "/min";
-    x = lowerElementwise(L, name, i == 1 ? "ClipLow" : "ClipHigh", {x, L.value(op.inputs[i])}, outInfo);
+    x = lowerElementwise(L, name, i == 1 ? ops::Elementwise::ClipLow : ops::Elementwise::ClipHigh, {x, L.value(op.inputs[i])}, outInfo);
   }
   L.bind(op.outputs[0], x);
+}
+
+// The ONNX ops elementwise.def lowers with a function of their own.
+LowerFn customLowering(ops::Elementwise op) {
+  switch (op) {
+  case ops::Elementwise::Cast: case ops::Elementwise::CastLike: return lowerCast;
+  case ops::Elementwise::Clip: return lowerClip;
+  case ops::Elementwise::BitShift: return lowerBitShift;
+  default: POPC_ASSERT(false && "elementwise.def: a Custom lowering without a function in lib/elementwise.cpp");
+  }
+  return {};
 }
 
 } // namespace
 
 void registerElementwiseLowerings(LoweringTable &t) {
-  for (const char *op :
-       {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Sign",
-        "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-        "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "HardSwish", "Not", "And", "Or", "Xor", "Equal",
-        "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "IsNaN", "Where"})
-    t[op] = simple(op);
-  for (const char *op : {"Sum", "Mean", "Max", "Min"})
-    t[op] = variadic(op);
-  t["LeakyRelu"] = withAttrs("LeakyRelu", {{"alpha", 0.01}});
-  t["Elu"] = withAttrs("Elu", {{"alpha", 1.0}});
-  t["Celu"] = withAttrs("Celu", {{"alpha", 1.0}});
-  t["ThresholdedRelu"] = withAttrs("ThresholdedRelu", {{"alpha", 1.0}});
-  t["Selu"] = withAttrs("Selu", {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}});
-  t["HardSigmoid"] = withAttrs("HardSigmoid", {{"alpha", 0.2}, {"beta", 0.5}});
-  t["Shrink"] = withAttrs("Shrink", {{"bias", 0.0}, {"lambd", 0.5}});
-  t["Mod"] = lowerMod;
-  t["IsInf"] = lowerIsInf;
-  t["BitShift"] = lowerBitShift;
-  t["Cast"] = lowerCast;
-  t["CastLike"] = lowerCast;
-  t["Clip"] = lowerClip;
+  for (ops::Elementwise op : ops::allElementwise()) {
+    const ops::ElementwiseInfo &info = ops::info(op);
+    const std::string name(info.name);
+    switch (info.lowering) {
+    case ops::Lowering::Simple: t[name] = simple(op); break;
+    case ops::Lowering::Variadic: t[name] = variadic(op); break;
+    case ops::Lowering::Custom: t[name] = customLowering(op); break;
+    case ops::Lowering::None: break;
+    }
+  }
 }
 
 } // namespace popc::lib

@@ -96,7 +96,7 @@ Value sumAccumulator(const std::string &name, const Value &v, Lowering &L, Segme
     dg.exchange(b.preExchange()).copies.push_back({zeros.tensor, 0, acc.tensor, 0, dg.tensor(acc.tensor).bytes});
   }
   cut.cut(-1);
-  Value sum = lowerElementwise(L, name + "/sum/add", "Add", {acc, v}, v.info);
+  Value sum = lowerElementwise(L, name + "/sum/add", ops::Elementwise::Add, {acc, v}, v.info);
   {
     OpBuilder b(L, name + "/sum/update");
     dg.exchange(b.preExchange()).copies.push_back({sum.tensor, 0, acc.tensor, 0, dg.tensor(acc.tensor).bytes});

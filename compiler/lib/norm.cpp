@@ -43,12 +43,12 @@ void lowerBatchNorm(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   };
   const std::string &n = op.name;
   Value eps = scalarConstant(L, n + "/eps", dt, op.attrs.getFloat("epsilon", 1e-5));
-  Value denom = lowerElementwise(L, n + "/var_eps", "Add", {L.value(op.inputs[4]), eps}, param);
-  denom = lowerElementwise(L, n + "/sqrt", "Sqrt", {denom}, param);
-  Value factor = lowerElementwise(L, n + "/factor", "Div", {L.value(op.inputs[1]), denom}, param);
-  Value centred = lowerElementwise(L, n + "/centre", "Sub", {x, channelView(L.value(op.inputs[3]))}, info);
-  Value scaled = lowerElementwise(L, n + "/scale", "Mul", {centred, channelView(factor)}, info);
-  L.bind(op.outputs[0], lowerElementwise(L, n, "Add", {scaled, channelView(L.value(op.inputs[2]))}, info));
+  Value denom = lowerElementwise(L, n + "/var_eps", ops::Elementwise::Add, {L.value(op.inputs[4]), eps}, param);
+  denom = lowerElementwise(L, n + "/sqrt", ops::Elementwise::Sqrt, {denom}, param);
+  Value factor = lowerElementwise(L, n + "/factor", ops::Elementwise::Div, {L.value(op.inputs[1]), denom}, param);
+  Value centred = lowerElementwise(L, n + "/centre", ops::Elementwise::Sub, {x, channelView(L.value(op.inputs[3]))}, info);
+  Value scaled = lowerElementwise(L, n + "/scale", ops::Elementwise::Mul, {centred, channelView(factor)}, info);
+  L.bind(op.outputs[0], lowerElementwise(L, n, ops::Elementwise::Add, {scaled, channelView(L.value(op.inputs[2]))}, info));
 }
 
 } // namespace

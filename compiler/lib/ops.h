@@ -36,7 +36,7 @@ void lowerPoolNd(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax);
 
 // Elementwise building block used by composite lowerings (e.g. BatchNormalization
 // with run-time statistics): out = op(inputs...) with numpy broadcasting.
-Value lowerElementwise(Lowering &L, const std::string &name, const std::string &op,
+Value lowerElementwise(Lowering &L, const std::string &name, ops::Elementwise op,
                        const std::vector<Value> &inputs, const ir::TensorInfo &outInfo,
                        std::vector<double> params = {});
 

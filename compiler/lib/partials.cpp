@@ -48,7 +48,7 @@ void reducePartials(Lowering &L, const std::string &name, const Value &partials,
         fields.push_back(f);
       }
       fields.push_back({out.tensor, b.tile, begin, bytes});
-      codegen::ElementwiseSpec spec{"Sum", out.info.dtype, uint32_t(bounds[v + 1] - bounds[v]),
+      codegen::ElementwiseSpec spec{ops::Elementwise::Sum, out.info.dtype, uint32_t(bounds[v + 1] - bounds[v]),
                                     std::vector<bool>(size_t(slices), false), {}};
       reduce.addVertex(spec, b.tile, std::move(fields));
     }

@@ -32,8 +32,8 @@ std::vector<KernelSpec> sampleSpecs() {
   pool.inHeight = pool.inWidth = pool.inRows = 8;
   pool.outRows = pool.outWidth = 4;
   pool.kernelH = pool.kernelW = pool.strideH = pool.strideW = 2;
-  return {ElementwiseSpec{"Add", DType::F32, 1024, {false, true}, {}},
-          ElementwiseSpec{"Tanh", DType::F32, 100, {false}, {}},
+  return {ElementwiseSpec{ops::Elementwise::Add, DType::F32, 1024, {false, true}, {}},
+          ElementwiseSpec{ops::Elementwise::Tanh, DType::F32, 100, {false}, {}},
           mm,
           conv,
           pool,
@@ -95,16 +95,16 @@ TEST_CASE("getOrCreate dedups by key, symbols and names are deterministic and un
 
 TEST_CASE("elementwise cycle estimates follow the documented model", "[codegen]") {
   VertexCodegen cg;
-  CHECK(cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 100, {false, false}, {}})).cycles ==
+  CHECK(cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 100, {false, false}, {}})).cycles ==
         110);
-  CHECK(cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{"Exp", DType::F32, 100, {false}, {}})).cycles == 1010);
+  CHECK(cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Exp, DType::F32, 100, {false}, {}})).cycles == 1010);
   const VertexTypeInfo &vt = cg.vertexTypes().back();
   REQUIRE(vt.fields.size() == 2);
   CHECK(vt.fields[0].name == "in0");
   CHECK(vt.fields[0].access == FieldAccess::Input);
   CHECK(vt.fields[1].name == "out");
   CHECK(vt.fields[1].access == FieldAccess::Output);
-  const VertexTypeInfo &add = cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 100, {true, false}, {}}));
+  const VertexTypeInfo &add = cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 100, {true, false}, {}}));
   CHECK(add.fields[0].bytes == 4);
   CHECK(add.fields[1].bytes == 400);
 }
@@ -114,8 +114,8 @@ TEST_CASE("the module declares only allowed external functions", "[codegen]") {
   for (const auto &s : sampleSpecs())
     cg.getOrCreate(s);
   for (const char *op : {"Erf", "Exp", "Log", "Sigmoid", "Sin", "Cos"})
-    cg.getOrCreate(ElementwiseSpec{op, DType::F32, 64, {false}, {}});
-  cg.getOrCreate(ElementwiseSpec{"Pow", DType::F64, 64, {false, false}, {}});
+    cg.getOrCreate(ElementwiseSpec{kernelOp(op), DType::F32, 64, {false}, {}});
+  cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Pow, DType::F64, 64, {false, false}, {}});
   std::string ir = hostOptimisedIR(cg.finish()); // after the host pipeline, as the runtime sees it
   std::set<std::string> allowed = {"expf", "logf", "tanhf", "erff", "powf", "exp", "log", "tanh", "erf", "pow"};
   size_t pos = 0;

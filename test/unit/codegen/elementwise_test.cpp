@@ -110,7 +110,7 @@ template <typename T> void runFloatOps(DType dtype, double rtol) {
   std::vector<Run> runs;
   for (const OpCase &op : kFloatOps)
     for (const auto &scalar : patterns(op.arity)) {
-      ElementwiseSpec s{op.op, dtype, n, scalar, op.params};
+      ElementwiseSpec s{kernelOp(op.op), dtype, n, scalar, op.params};
       runs.push_back({&op, s, cg.getOrCreate(s)});
     }
   JitModule jit(cg);
@@ -144,7 +144,7 @@ template <typename T> void runIntOps(DType dtype) {
   const uint32_t n = 301;
   for (const auto &op : ops) {
     bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min";
-    ElementwiseSpec s{op, dtype, n, std::vector<bool>(binary ? 2 : 1, false), {}};
+    ElementwiseSpec s{kernelOp(op), dtype, n, std::vector<bool>(binary ? 2 : 1, false), {}};
     if (op == "Clip")
       s.params = {-7, std::numeric_limits<double>::infinity()}; // no upper bound
     idx.push_back(cg.getOrCreate(s));
@@ -212,7 +212,7 @@ TEST_CASE("elementwise Copy moves any dtype bit-exactly", "[codegen][elementwise
   std::vector<std::pair<DType, size_t>> types = {{DType::F16, 2}, {DType::Bool, 1}, {DType::U8, 1}, {DType::I8, 1}};
   std::vector<uint32_t> idx;
   for (auto [t, size] : types)
-    idx.push_back(cg.getOrCreate(ElementwiseSpec{"Copy", t, n, {false}, {}}));
+    idx.push_back(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Copy, t, n, {false}, {}}));
   JitModule jit(cg);
   std::mt19937 rng(3);
   for (size_t k = 0; k < types.size(); ++k) {
@@ -226,8 +226,8 @@ TEST_CASE("elementwise Copy moves any dtype bit-exactly", "[codegen][elementwise
 
 TEST_CASE("elementwise NaN handling: Relu and Clip keep NaN", "[codegen][elementwise]") {
   VertexCodegen cg;
-  uint32_t relu = cg.getOrCreate(ElementwiseSpec{"Relu", DType::F32, 3, {false}, {}});
-  uint32_t clip = cg.getOrCreate(ElementwiseSpec{"Clip", DType::F32, 3, {false}, {0.0, 1.0}});
+  uint32_t relu = cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Relu, DType::F32, 3, {false}, {}});
+  uint32_t clip = cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Clip, DType::F32, 3, {false}, {0.0, 1.0}});
   JitModule jit(cg);
   std::vector<float> in = {std::nanf(""), -1.0f, 2.0f};
   auto r = fromBytes<float>(jit.run(cg.vertexTypes()[relu], {toBytes(in), Bytes(12)})[1]);
@@ -242,29 +242,31 @@ TEST_CASE("elementwise NaN handling: Relu and Clip keep NaN", "[codegen][element
 
 TEST_CASE("elementwise rejects bad specs with popc::Error", "[codegen][elementwise]") {
   VertexCodegen cg;
-  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Exp", DType::I32, 4, {false}, {}}),
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Exp, DType::I32, 4, {false}, {}}),
                     "codegen: Exp not supported for int32");
-  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Add", DType::Bool, 4, {false, false}, {}}),
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::Bool, 4, {false, false}, {}}),
                     "codegen: Add not supported for bool");
-  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Cast", DType::F32, 4, {false}, {}}),
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Cast, DType::F32, 4, {false}, {}}),
                     "codegen: elementwise Cast needs outDType (the target type)");
-  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 4, {false, false}, {}, {DType::F32, DType::I32}}),
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 4, {false, false}, {}, {DType::F32, DType::I32}}),
                     "codegen: elementwise Add of float32: input 1 must be float32, not int32");
-  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{"Less", DType::F32, 4, {false, false}, {}, {}, DType::F32}),
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Less, DType::F32, 4, {false, false}, {}, {}, DType::F32}),
                     "codegen: elementwise Less of float32 produces bool, not float32");
-  CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{"Frobnicate", DType::F32, 4, {false}, {}}), popc::Error);
-  CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 4, {false}, {}}), popc::Error);
-  CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{"Clip", DType::F32, 4, {false}, {}}), popc::Error);
+  CHECK_FALSE(ops::elementwiseFromName("Frobnicate"));
+  CHECK_THROWS_WITH(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::BitShift, DType::I32, 4, {false, false}, {}}),
+                    "codegen: BitShift has no elementwise kernel of its own (compiler/lib lowers it onto others)");
+  CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 4, {false}, {}}), popc::Error);
+  CHECK_THROWS_AS(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Clip, DType::F32, 4, {false}, {}}), popc::Error);
   CHECK(cg.vertexTypes().empty());
   // The module stays usable after errors.
-  cg.getOrCreate(ElementwiseSpec{"Add", DType::F32, 4, {false, false}, {}});
+  cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 4, {false, false}, {}});
   CHECK_NOTHROW(cg.finish());
 }
 
 TEST_CASE("elementwise Sum adds any number of inputs, scalars included", "[codegen][elementwise]") {
   std::mt19937 rng(7);
   for (size_t arity : {1u, 3u, 5u}) {
-    ElementwiseSpec spec{"Sum", DType::F32, 37, std::vector<bool>(arity, false), {}};
+    ElementwiseSpec spec{ops::Elementwise::Sum, DType::F32, 37, std::vector<bool>(arity, false), {}};
     spec.scalarInput.back() = arity > 1;
     VertexCodegen cg;
     const uint32_t type = cg.getOrCreate(spec);
@@ -283,5 +285,5 @@ TEST_CASE("elementwise Sum adds any number of inputs, scalars included", "[codeg
         want[i] += ins[j][spec.scalarInput[j] ? 0 : i];
     requireClose(out, want);
   }
-  CHECK_THROWS_AS(VertexCodegen().getOrCreate(ElementwiseSpec{"Sum", DType::F32, 4, {}, {}}), popc::Error);
+  CHECK_THROWS_AS(VertexCodegen().getOrCreate(ElementwiseSpec{ops::Elementwise::Sum, DType::F32, 4, {}, {}}), popc::Error);
 }

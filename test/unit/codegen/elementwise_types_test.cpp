@@ -32,7 +32,7 @@ std::vector<Out> run(ElementwiseSpec spec, const std::vector<Ins> &...ins) {
 }
 
 ElementwiseSpec spec(const std::string &op, DType t, size_t n, size_t arity, std::vector<double> params = {}) {
-  return ElementwiseSpec{op, t, uint32_t(n), std::vector<bool>(arity, false), std::move(params)};
+  return ElementwiseSpec{kernelOp(op), t, uint32_t(n), std::vector<bool>(arity, false), std::move(params)};
 }
 
 ElementwiseSpec castSpec(DType from, DType to, size_t n) {

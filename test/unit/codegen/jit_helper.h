@@ -3,6 +3,10 @@
 // generator) and run one vertex on a fake tile (fields laid out with canary
 // gaps, so stray writes are caught).
 #pragma once
+#include "compiler/ops/elementwise.h"
+
+#include <stdexcept>
+#include <string_view>
 #include "compiler/codegen/kernels.h"
 
 #include <cstdint>
@@ -65,5 +69,13 @@ template <typename T> std::vector<T> randomVector(size_t n, std::mt19937 &rng, d
 // the inputs, so sums that cancel to ~0 are not held to a relative bound).
 void requireClose(const std::vector<float> &got, const std::vector<double> &want, double rtol = 1e-5);
 void requireClose(const std::vector<double> &got, const std::vector<double> &want, double rtol = 1e-12);
+
+// The elementwise kernel of a name (an op or kernel of compiler/ops/elementwise.def).
+inline ops::Elementwise kernelOp(std::string_view name) {
+  const auto op = ops::elementwiseFromName(name);
+  if (!op)
+    throw std::invalid_argument("test: no elementwise op " + std::string(name));
+  return *op;
+}
 
 } // namespace popc::codegen::test

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 using namespace popc;
 using namespace popc::passes;
@@ -124,4 +125,24 @@ TEST_CASE("host eval: element codecs", "[passes]") {
   CHECK(decodeDoubles(DType::Bool, encodeInt64s(DType::Bool, {0, 5})) == std::vector<double>{0, 1});
   // float16 decodes through float, exactly for representable values.
   CHECK(decodeDoubles(DType::F16, encodeDoubles(DType::F16, {1.5, -0.25})) == std::vector<double>{1.5, -0.25});
+}
+
+TEST_CASE("host eval: Max and Min fold every input", "[passes]") {
+  ir::Graph g;
+  addF32(g, "a", {2}, {1, 9});
+  addF32(g, "b", {2}, {5, 2});
+  addF32(g, "c", {1}, {7});
+  addOp(g, "Max", "max", {"a", "b", "c"}, {"y"});
+  CHECK(as<float>(evalOnly(g)) == std::vector<float>{7, 9});
+}
+
+TEST_CASE("host eval: the integer quotient that traps is left to run time", "[passes]") {
+  for (const char *type : {"Div", "Mod"}) {
+    ir::Graph g;
+    addI64(g, "a", {1}, {std::numeric_limits<int64_t>::min()});
+    addI64(g, "b", {1}, {-1});
+    addOp(g, type, "q", {"a", "b"}, {"y"});
+    const ir::Op &op = *g.ops()[0];
+    CHECK_FALSE(hostEvaluate(op, {&g.tensor("a"), &g.tensor("b")}, {g.tensor("y").info}));
+  }
 }
