@@ -193,7 +193,7 @@ std::map<std::string, std::string> appendGradients(Graph &graph, const GradientO
   if (!graph.hasTensor(options.loss))
     fail("loss '{}' is not a tensor of the model (give a graph output, or nll:PROBS,LABEL / l1:X)", options.loss);
   const TensorInfo &lossInfo = graph.tensor(options.loss).info;
-  if (lossInfo.elements() != 1)
+  if (lossInfo.elements() != 1 && !options.anyLossShape)
     fail("loss '{}' is not a scalar: its shape is {} (reduce it to one value, e.g. with ReduceMean)", options.loss,
          shapeToString(lossInfo.shape));
   if (lossInfo.dtype != DType::F32 && lossInfo.dtype != DType::F64)
@@ -207,7 +207,7 @@ std::map<std::string, std::string> appendGradients(Graph &graph, const GradientO
       for (const auto &o : op->outputs)
         if (!o.empty() && detail::isFloat(graph.tensor(o).info.dtype))
           dependent.insert(o);
-  if (!dependent.count(options.loss))
+  if (!dependent.count(options.loss) && !options.zeroForUnreachable)
     fail("loss '{}' does not depend on any trainable tensor (trainable: {})", options.loss,
          options.wrt.empty() ? std::string("none") : fmt::format("{}", fmt::join(options.wrt, ", ")));
 

@@ -70,12 +70,16 @@ struct GradientOptions {
   std::string loss;                 // scalar float tensor to minimise
   std::vector<std::string> wrt;     // variables (or constants) to differentiate for
   double seed = 1.0;                // dLoss/dLoss (the loss scaling factor)
+  // ONNX's Gradient op: the "loss" may be any float tensor (seeded with a
+  // tensor of `seed`), and one that depends on none of `wrt` gives zeros.
+  bool anyLossShape = false;
+  bool zeroForUnreachable = false;
 };
 
 // Appends the backward ops to `graph` and returns, for each tensor of `wrt`,
 // the name of its gradient (same type and shape). Throws popc::Error naming the
-// loss when it is not a scalar or depends on none of `wrt`, and naming the op
-// when one on the path has no gradient rule.
+// loss when it is not a scalar or depends on none of `wrt` (unless the options
+// allow it), and naming the op when one on the path has no gradient rule.
 std::map<std::string, std::string> appendGradients(Graph &graph, const GradientOptions &options);
 
 } // namespace popc::ir

@@ -321,14 +321,10 @@ ir::Ir importInProcess(const std::string &path, const ImportOptions &options) {
   expandStaticControlFlow(model, opset, options.frozenInputs, evaluate, path);
   expandFunctionOps(model, opset, path);
   resolveStaticSequences(model, opset, options.frozenInputs, evaluateStatic, path);
-  const TensorInfoEvaluator infosOf = [&](const ::onnx::ModelProto &forward) {
-    const ir::Ir ir = buildIr(forward, nodeNames(forward.graph()), opset, options.frozenInputs, path);
-    std::map<std::string, ir::TensorInfo> infos;
-    for (const auto &[name, t] : ir.main.tensors())
-      infos.emplace(name, t.info);
-    return infos;
+  const ForwardImporter importForward = [&](const ::onnx::ModelProto &forward) {
+    return buildIr(forward, nodeNames(forward.graph()), opset, options.frozenInputs, path);
   };
-  expandGradients(model, opset, infosOf, path);
+  expandGradients(model, importForward, path);
   const auto names = nodeNames(model.graph());
   checkSupportedOps(model, names, opset, path);
   requireAiOnnxOpset(opset, path);

@@ -96,12 +96,11 @@ void addIntsAttr(::onnx::NodeProto &n, const char *name, const std::vector<int64
 int expandOptimizerOps(::onnx::ModelProto &model, const std::string &path);
 
 // gradient.cpp: each ai.onnx.preview.training Gradient node replaced by the
-// nodes of its reverse-mode derivative (seed: ones). `infos(model)` imports
-// `model` (the forward nodes y needs, output y) and returns every tensor's
-// type and shape. Returns how many Gradient nodes were expanded.
-using TensorInfoEvaluator = std::function<std::map<std::string, ir::TensorInfo>(const ::onnx::ModelProto &model)>;
-int expandGradients(::onnx::ModelProto &model, int64_t opset, const TensorInfoEvaluator &infos,
-                    const std::string &path);
+// nodes of its reverse-mode derivative (seed: ones), built by the IR's
+// autodiff on `importForward(model)` (the forward nodes y needs, output y).
+// Returns how many Gradient nodes were expanded.
+using ForwardImporter = std::function<ir::Ir(const ::onnx::ModelProto &model)>;
+int expandGradients(::onnx::ModelProto &model, const ForwardImporter &importForward, const std::string &path);
 
 // input_shapes.cpp
 // Names of the graph inputs that are not initializers, in order.

@@ -33,7 +33,7 @@ TEST_CASE("every elementwise kernel generates code for each dtype class it decla
       continue;
     for (auto [cls, dtype] : classes) {
       INFO(info.name << " " << dtypeName(dtype));
-      codegen::ElementwiseSpec spec{op, dtype, 8, std::vector<bool>(info.arity == ops::kVariadic ? 3 : info.arity, false)};
+      codegen::ElementwiseSpec spec{op, dtype, 8, std::vector<bool>(info.arity == ops::kVariadic ? 3 : info.arity, false), {}};
       for (const auto &param : info.params)
         spec.params.push_back(param.second);
       if (info.signature == ops::Signature::Cast)

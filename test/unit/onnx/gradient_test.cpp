@@ -167,9 +167,47 @@ TEST_CASE("Gradient refuses ops it cannot differentiate, naming the node", "[onn
   TempDir dir;
   auto m = trainingModel(13);
   addInput(m, "x", {int64_t(4)});
+  addNode(m, "Tan", {"x"}, {"t"}, "tan");
+  addOutput(m, "t");
+  addGradient(m, {"x"}, "t", {"dx"});
+  CHECK_THROWS_WITH(popc::onnx::importOnnx(save(m, dir.file("tan.onnx")), {}),
+                    Catch::Contains("Gradient node 'grad': Tan 'tan': no gradient rule"));
+}
+
+TEST_CASE("Gradient uses every gradient rule the IR declares, and two Gradient nodes share forward nodes",
+          "[onnx][gradient]") {
+  // y = Softmax(x) * w: dy/dx for a seed of ones is softmax'(x)^T w, dy/dw = softmax(x).
+  TempDir dir;
+  auto m = trainingModel(13);
+  addInput(m, "x", {int64_t(3)});
+  addInput(m, "w", {int64_t(3)});
   addNode(m, "Softmax", {"x"}, {"s"}, "soft");
-  addOutput(m, "s");
-  addGradient(m, {"x"}, "s", {"dx"});
-  CHECK_THROWS_WITH(popc::onnx::importOnnx(save(m, dir.file("soft.onnx")), {}),
-                    Catch::Contains("Gradient node 'grad' cannot differentiate through Softmax node 'soft'"));
+  addNode(m, "Mul", {"s", "w"}, {"y"}, "mul");
+  addOutput(m, "y");
+  addGradient(m, {"x"}, "y", {"dx"});
+  auto *second = addNode(m, "Gradient", {"w"}, {"dw"}, "grad2", kTraining);
+  auto *xs = second->add_attribute();
+  xs->set_name("xs");
+  xs->set_type(::onnx::AttributeProto::STRINGS);
+  xs->add_strings("w");
+  auto *y = second->add_attribute();
+  y->set_name("y");
+  y->set_type(::onnx::AttributeProto::STRING);
+  y->set_s("y");
+  addOutput(m, "dw");
+  const std::vector<float> x{0.5f, -1.0f, 2.0f}, w{1.0f, 2.0f, -3.0f};
+  auto out = run(m, dir, {{"x", f32({3}, x)}, {"w", f32({3}, w)}});
+  std::vector<float> s(3), dx(3);
+  float total = 0;
+  for (size_t i = 0; i < 3; ++i)
+    total += std::exp(x[i]);
+  for (size_t i = 0; i < 3; ++i)
+    s[i] = std::exp(x[i]) / total;
+  float sw = 0;
+  for (size_t i = 0; i < 3; ++i)
+    sw += s[i] * w[i];
+  for (size_t i = 0; i < 3; ++i)
+    dx[i] = s[i] * (w[i] - sw);
+  checkClose(out.at("dx"), {3}, dx);
+  checkClose(out.at("dw"), {3}, s);
 }
