@@ -1,7 +1,6 @@
 #include "profile/summary.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -359,14 +358,6 @@ std::string withCommas(uint64_t v) {
     out += digits[i];
   }
   return out;
-}
-
-bool coloursFor(int fd) {
-  if (const char *force = std::getenv("CLICOLOR_FORCE"); force && std::string(force) == "1")
-    return true;
-  if (const char *c = std::getenv("CLICOLOR"); c && std::string(c) == "0")
-    return false;
-  return isatty(fd);
 }
 
 std::string profileSummary(const Json &graph, const Json *exe, const SummaryOptions &options) {

@@ -16,10 +16,6 @@ struct SummaryOptions {
 
 std::string profileSummary(const Json &graph, const Json *execution, const SummaryOptions &options);
 
-// Colour as the Poplar guide specifies: CLICOLOR_FORCE=1 always; else
-// CLICOLOR=0 never; else only when `fd` is a terminal.
-bool coloursFor(int fd);
-
 // 1234567 -> "1,234,567".
 std::string withCommas(uint64_t v);
 

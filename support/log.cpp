@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <fstream>
 #include <mutex>
 
@@ -78,8 +77,7 @@ void setDestination(const std::string &dest) {
     try {
       sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(dest, false);
     } catch (const spdlog::spdlog_ex &e) {
-      fail("POPC_LOG_DEST {}: cannot open the log file ({}): use stdout, stderr or a writable file name", dest,
-           e.what());
+      fail("{}: cannot open the log file ({}): use stdout, stderr or a writable file name", dest, e.what());
     }
   }
   std::lock_guard<std::mutex> lock(gMutex);
@@ -90,41 +88,28 @@ void setDestination(const std::string &dest) {
   });
 }
 
-void configureFromEnvironment(bool useLevel) {
-  if (const char *dest = std::getenv("POPC_LOG_DEST"); dest && *dest)
-    setDestination(dest);
-  if (const char *level = std::getenv("POPC_LOG_LEVEL"); useLevel && level && *level) {
-    try {
-      setLevel(level);
-    } catch (const Error &e) {
-      fail("POPC_LOG_LEVEL: {}", e.what());
-    }
-  }
-  const char *config = std::getenv("POPC_LOG_CONFIG");
-  if (!config || !*config)
-    return;
-  std::ifstream in(config);
+void setModuleLevelsFromFile(const std::string &path) {
+  std::ifstream in(path);
   if (!in)
-    fail("POPC_LOG_CONFIG {}: cannot open: set it to a JSON file like {{\"runtime\": \"DEBUG\"}}", config);
+    fail("{}: cannot open: give a JSON file like {{\"runtime\": \"DEBUG\"}}", path);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception &e) {
-    fail("POPC_LOG_CONFIG {}: not valid JSON ({}): expected {{\"module\": \"LEVEL\", ...}}", config, e.what());
+    fail("{}: not valid JSON ({}): expected {{\"module\": \"LEVEL\", ...}}", path, e.what());
   }
   if (!j.is_object())
-    fail("POPC_LOG_CONFIG {}: expected a JSON object of module: level pairs, like {{\"runtime\": \"DEBUG\"}}", config);
+    fail("{}: expected a JSON object of module: level pairs, like {{\"runtime\": \"DEBUG\"}}", path);
   std::map<std::string, std::string> levels;
   for (const auto &[module, level] : j.items()) {
     if (!level.is_string())
-      fail("POPC_LOG_CONFIG {}: module '{}': the level must be a string (TRACE DEBUG INFO WARN ERR CRITICAL OFF)",
-           config, module);
+      fail("{}: module '{}': the level must be a string (TRACE DEBUG INFO WARN ERR CRITICAL OFF)", path, module);
     levels[module] = level.get<std::string>();
   }
   try {
     setModuleLevels(levels);
   } catch (const Error &e) {
-    fail("POPC_LOG_CONFIG {}: {}", config, e.what());
+    fail("{}: {}", path, e.what());
   }
 }
 

@@ -1,7 +1,7 @@
 // Logging: spdlog, one logger per module ("onnx", "passes", "lib", "runtime"...),
-// configured once by the tools: level from --log-level or POPC_LOG_LEVEL, per
-// module from POPC_LOG_CONFIG, destination from POPC_LOG_DEST (as PopART's
-// POPART_LOG_LEVEL / POPART_LOG_CONFIG / POPART_LOG_DEST).
+// configured once by the tools (tools/cli_common.h reads --log-level and
+// POPC_LOG_LEVEL, POPC_LOG_CONFIG, POPC_LOG_DEST, as PopART's POPART_LOG_*;
+// the library reads no environment).
 #pragma once
 #include <spdlog/spdlog.h>
 #include <map>
@@ -21,9 +21,8 @@ void setLevel(const std::string &level);
 void setModuleLevels(const std::map<std::string, std::string> &levels);
 // "stdout", "stderr" or a file name (appended to). Throws popc::Error.
 void setDestination(const std::string &dest);
-// Applies POPC_LOG_DEST, POPC_LOG_LEVEL and POPC_LOG_CONFIG (a JSON file of
-// {"module": "LEVEL"} pairs) when set; POPC_LOG_LEVEL only if `useLevel`
-// (a --log-level flag replaces it). Throws popc::Error naming the variable.
-void configureFromEnvironment(bool useLevel = true);
+// Per-module levels from a JSON file of {"module": "LEVEL"} pairs. Throws
+// popc::Error naming the file.
+void setModuleLevelsFromFile(const std::string &path);
 
 } // namespace popc::log

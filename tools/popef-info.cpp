@@ -582,7 +582,7 @@ int main(int argc, char **argv) {
   return popc::tools::runTool("popef-info", [&]() -> int {
     auto exe = popc::popef::Executable::open(path);
     if (summary) {
-      summaryOptions.colours = popc::profile::coloursFor(1);
+      summaryOptions.colours = popc::tools::coloursFor(1);
       fmt::print("{}", popc::profile::profileSummary(popc::profile::graphProfile(*exe), nullptr, summaryOptions));
       return 0;
     }

@@ -183,7 +183,7 @@ void writeProfile(const popc::popef::Executable &exe, const std::vector<uint32_t
     profile::writeJsonFile((std::filesystem::path(dir) / "execution.json").string(), execution);
   if (summary) {
     profile::SummaryOptions options = *summary;
-    options.colours = profile::coloursFor(1);
+    options.colours = tools::coloursFor(1);
     fmt::print("{}", profile::profileSummary(graph, &execution, options));
   }
 }

@@ -6,6 +6,7 @@
 #include "profile/html_report.h"
 #include "profile/json_writer.h"
 #include "profile/summary.h"
+#include "tools/cli_common.h"
 #include "runtime/engine.h"
 #include "support/error.h"
 #include "test/unit/popef/sample_executable.h"
@@ -250,12 +251,12 @@ TEST_CASE("profile summary of the sample matches the golden text", "[profile]") 
 
 TEST_CASE("summary colours follow CLICOLOR and CLICOLOR_FORCE", "[profile]") {
   ::setenv("CLICOLOR_FORCE", "1", 1);
-  CHECK(popc::profile::coloursFor(-1));
+  CHECK(popc::tools::coloursFor(-1));
   ::unsetenv("CLICOLOR_FORCE");
   ::setenv("CLICOLOR", "0", 1);
-  CHECK_FALSE(popc::profile::coloursFor(-1));
+  CHECK_FALSE(popc::tools::coloursFor(-1));
   ::unsetenv("CLICOLOR");
-  CHECK_FALSE(popc::profile::coloursFor(-1)); // not a terminal
+  CHECK_FALSE(popc::tools::coloursFor(-1)); // not a terminal
   const Json g = popc::profile::graphProfile(*sample());
   popc::profile::SummaryOptions options;
   options.colours = true;

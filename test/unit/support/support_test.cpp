@@ -69,25 +69,21 @@ TEST_CASE("the compiler version names popc", "[support]") {
   CHECK(compilerVersion().rfind("popc ", 0) == 0);
 }
 
-TEST_CASE("log: POPC_LOG_DEST, POPC_LOG_CONFIG and per-module levels", "[support][log]") {
+TEST_CASE("log: a destination file, a module-levels file and per-module levels", "[support][log]") {
   namespace log = popc::log;
   const std::string path = std::filesystem::temp_directory_path() / ("popc_log_test." + std::to_string(::getpid()));
   const std::string config = path + ".json";
   std::filesystem::remove(path);
   std::ofstream(config) << R"({"chatty": "DEBUG", "quiet": "OFF"})";
-  ::setenv("POPC_LOG_DEST", path.c_str(), 1);
-  ::setenv("POPC_LOG_LEVEL", "WARN", 1);
-  ::setenv("POPC_LOG_CONFIG", config.c_str(), 1);
-  log::configureFromEnvironment();
+  log::setDestination(path);
+  log::setLevel("WARN");
+  log::setModuleLevelsFromFile(config);
   log::get("chatty")->debug("debug from chatty");
   log::get("quiet")->error("error from quiet");
   log::get("plain")->info("info from plain");
   log::get("plain")->warn("warn from plain");
   log::get("plain")->flush();
   log::get("chatty")->flush();
-  ::unsetenv("POPC_LOG_DEST");
-  ::unsetenv("POPC_LOG_LEVEL");
-  ::unsetenv("POPC_LOG_CONFIG");
   log::setDestination("stderr");
   log::setModuleLevels({{"chatty", "warn"}, {"quiet", "warn"}});
   std::ifstream in(path);
@@ -95,11 +91,11 @@ TEST_CASE("log: POPC_LOG_DEST, POPC_LOG_CONFIG and per-module levels", "[support
   text << in.rdbuf();
   CHECK(text.str() == "[chatty] debug: debug from chatty\n[plain] warning: warn from plain\n");
   std::ofstream(config) << R"({"chatty": "LOUD"})";
-  ::setenv("POPC_LOG_CONFIG", config.c_str(), 1);
-  CHECK_THROWS_WITH(log::configureFromEnvironment(), Catch::Contains("module 'chatty': unknown log level 'loud'"));
+  CHECK_THROWS_WITH(log::setModuleLevelsFromFile(config),
+                    Catch::StartsWith(config + ": module 'chatty': unknown log level 'loud'"));
   std::ofstream(config) << "[1, 2";
-  CHECK_THROWS_WITH(log::configureFromEnvironment(), Catch::Contains("not valid JSON"));
-  ::unsetenv("POPC_LOG_CONFIG");
+  CHECK_THROWS_WITH(log::setModuleLevelsFromFile(config), Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(log::setModuleLevelsFromFile(config + ".missing"), Catch::Contains("cannot open"));
   // Under a regular file: no directory can be created there (spdlog would create missing ones).
   CHECK_THROWS_WITH(log::setDestination(config + "/x.log"), Catch::Contains("cannot open the log file"));
   CHECK_NOTHROW(log::setLevel("CRITICAL"));
