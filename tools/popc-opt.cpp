@@ -76,14 +76,6 @@ std::string opLocation(const std::string &text, const std::string &source, const
   return source;
 }
 
-std::vector<std::string> knownPassNames() {
-  std::vector<std::string> names;
-  for (const passes::PipelineStep &s : passes::defaultPipeline())
-    if (s.fn && std::find(names.begin(), names.end(), s.name) == names.end())
-      names.push_back(s.name);
-  return names;
-}
-
 // --lower: the target the lowering plans for.
 struct LowerTarget {
   bool lower = false;
@@ -125,12 +117,11 @@ std::string process(const std::string &text, const std::string &source, const st
   }
   passes::PassManager pm;
   for (const std::string &name : passNames) {
-    const auto &steps = passes::defaultPipeline();
-    auto it = std::find_if(steps.begin(), steps.end(),
-                           [&](const passes::PipelineStep &s) { return s.fn && name == s.name; });
-    if (it == steps.end())
-      fail("--pass {}: no such pass; valid names are {}", name, fmt::join(knownPassNames(), ", "));
-    pm.addPass(name, it->fn);
+    const passes::PipelineStep *step = passes::findPass(name);
+    if (!step)
+      fail("--pass {}: no such pass; valid names are {}", name,
+           fmt::join(passes::makeDefaultPipeline({}, true).passNames(), ", "));
+    pm.addPass(name, step->fn);
   }
   if (!passNames.empty())
     pm.run(ir);
@@ -174,7 +165,7 @@ int main(int argc, char **argv) {
   app.add_flag_callback(
       "--list-passes",
       [] {
-        for (const std::string &name : knownPassNames())
+        for (const std::string &name : passes::makeDefaultPipeline({}, true).passNames())
           fmt::print("{}\n", name);
         throw CLI::Success();
       },

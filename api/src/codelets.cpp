@@ -4,6 +4,7 @@
 #include "runtime/bitcode_gate.h"
 #include "runtime/jit.h"
 #include "support/error.h"
+#include "support/file_io.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
@@ -34,7 +35,6 @@
 #include <mutex>
 #include <set>
 #include <cstring>
-#include <sstream>
 
 extern char **environ;
 
@@ -60,14 +60,7 @@ std::string CodeletClass::describeFields() const {
 
 namespace {
 
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail("{}: cannot open codelet file: check the path", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string readFile(const std::string &path) { return std::string(readWholeFile(path).view()); }
 
 std::optional<Type> typeFromCpp(const std::string &t) {
   static const std::map<std::string, Type> names = {
@@ -463,7 +456,8 @@ std::vector<CodeletClass> describeClasses(const std::string &path, const std::st
 } // namespace
 
 std::vector<uint8_t> compileCodeletFile(const std::string &path, const std::string &flags) {
-  (void)readFile(path); // a clear error for a missing file, before clang's
+  if (!fs::is_regular_file(path)) // a clear error for a missing file, before clang's
+    (void)readWholeFile(path);
   TempDir tmp;
   std::vector<CodeletClass> classes = describeClasses(path, flags, tmp);
   // The user's file is #included (not copied) so diagnostics name it and its lines.

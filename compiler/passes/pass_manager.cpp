@@ -107,6 +107,13 @@ void PassManager::addPass(std::string name, PassFn fn) {
 
 void PassManager::addCheckpoint(std::string name) { steps_.push_back({true, std::move(name), {}}); }
 
+const PipelineStep *findPass(const std::string &name) {
+  for (const PipelineStep &s : defaultPipeline())
+    if (s.fn && name == s.name)
+      return &s;
+  return nullptr;
+}
+
 std::vector<std::string> PassManager::passNames() const {
   std::vector<std::string> names;
   for (const auto &s : steps_)

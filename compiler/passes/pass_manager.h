@@ -38,6 +38,9 @@ struct PipelineStep {
 // The standard pipeline, in order (pass_manager.cpp declares it, once).
 const std::vector<PipelineStep> &defaultPipeline();
 
+// The pass of the standard pipeline called `name` (nullptr: none).
+const PipelineStep *findPass(const std::string &name);
+
 // The checkpoint names of the standard pipeline, in order.
 const std::vector<std::string> &checkpointNames();
 
