@@ -32,6 +32,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <mutex>
 #include <set>
 #include <cstring>
