@@ -1,12 +1,7 @@
 // Elementwise lowerings end to end (IR → device graph → popef → runtime) with
 // mixed dtypes, three-way broadcasting, legacy (opset < 7) broadcast
 // attributes and Clip with run-time bounds, on a few tiles so outputs split.
-#include "compiler/codegen/kernels.h"
-#include "compiler/graph/memory_plan.h"
-#include "compiler/graph/serialize.h"
-#include "compiler/ir/op_registry.h"
-#include "compiler/lib/lowering.h"
-#include "runtime/engine.h"
+#include "test/unit/lib/lib_test_util.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,67 +12,9 @@ using namespace popc;
 
 namespace {
 
-template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!v.empty())
-    std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-template <typename T> std::vector<T> valuesOf(const std::vector<uint8_t> &b) {
-  std::vector<T> v(b.size() / sizeof(T));
-  if (!v.empty())
-    std::memcpy(v.data(), b.data(), b.size());
-  return v;
-}
-
-struct Model {
-  ir::Ir ir;
-  std::map<std::string, runtime::HostTensor> inputs;
-
-  explicit Model(int64_t opset = 13) { ir.main.opset = opset; }
-
-  template <typename T> void input(const std::string &name, DType t, Shape shape, const std::vector<T> &v) {
-    REQUIRE(int64_t(v.size()) == numElements(shape));
-    ir.main.addTensor(ir::Tensor{name, {t, shape}, ir::TensorKind::Input, {}});
-    ir.main.inputs.push_back(name);
-    inputs[name] = runtime::HostTensor{t, shape, bytesOf(v)};
-  }
-  template <typename T> void constant(const std::string &name, DType t, Shape shape, const std::vector<T> &v) {
-    ir::Tensor c{name, {t, shape}, ir::TensorKind::Constant, {}};
-    c.data = bytesOf(v);
-    ir.main.addTensor(c);
-  }
-  void op(const std::string &type, std::vector<std::string> ins, const std::string &out,
-          std::initializer_list<std::pair<std::string, ir::AttrValue>> attrs = {}) {
-    ir::Op o;
-    o.type = type;
-    o.name = out + "_op";
-    o.inputs = std::move(ins);
-    o.outputs = {out};
-    for (const auto &[k, v] : attrs)
-      o.attrs.set(k, v);
-    ir::inferAndSetOutputs(ir.main.appendOp(std::move(o)), ir.main);
-  }
-  const ir::TensorInfo &info(const std::string &name) { return ir.main.tensor(name).info; }
-
-  std::map<std::string, runtime::HostTensor> run(const std::vector<std::string> &outputs, uint32_t tiles = 3) {
-    ir.main.outputs = outputs;
-    ir::inferGraph(ir.main);
-    graph::Target target = graph::Target::forArch("ipu2");
-    target.tilesPerIpu = tiles;
-    graph::DeviceGraph dg(target);
-    codegen::VertexCodegen cg;
-    lib::lowerIr(ir, dg, cg);
-    graph::MemoryPlan plan = graph::planMemory(dg);
-    graph::ExecutableCode code;
-    code.bitcode = cg.finish();
-    code.vertexTypes = cg.vertexTypes();
-    auto exe = popc::popef::Executable::fromBytes(graph::serializeExecutable(dg, plan, code, {}));
-    runtime::Engine engine(exe, {2, nullptr});
-    return engine.run(inputs);
-  }
-};
+using lib::test::bytesOf;
+using lib::test::Model;
+using lib::test::valuesOf;
 
 std::vector<float> iota(size_t n, float start = 0, float step = 1) {
   std::vector<float> v(n);

@@ -1,12 +1,7 @@
 // Each case builds a small IR graph, compiles it for a small target (few
 // tiles, so planners must split), runs it on the simulated IPU and compares
 // with a reference computed here.
-#include "compiler/codegen/kernels.h"
-#include "compiler/graph/memory_plan.h"
-#include "compiler/graph/serialize.h"
-#include "compiler/ir/op_registry.h"
-#include "compiler/lib/lowering.h"
-#include "runtime/engine.h"
+#include "test/unit/lib/lib_test_util.h"
 
 #include <catch2/catch.hpp>
 
@@ -28,70 +23,25 @@ std::vector<float> randomData(size_t n, uint32_t seed) {
   return v;
 }
 
-struct Model {
-  ir::Ir ir;
-  std::vector<std::string> lastComputeSets; // names, from the last run()
+// Float models with random data, kept in `data` for the references.
+struct Model : lib::test::Model {
   std::map<std::string, std::vector<float>> data;
 
   void input(const std::string &name, Shape shape, uint32_t seed) {
-    ir::Tensor t{name, {DType::F32, shape}, ir::TensorKind::Input, {}};
-    ir.main.addTensor(t);
-    ir.main.inputs.push_back(name);
     data[name] = randomData(size_t(numElements(shape)), seed);
+    lib::test::Model::input(name, DType::F32, shape, data[name]);
   }
   void constant(const std::string &name, Shape shape, uint32_t seed) {
-    std::vector<float> v = randomData(size_t(numElements(shape)), seed);
-    ir::Tensor t{name, {DType::F32, shape}, ir::TensorKind::Constant, {}};
-    t.data.resize(v.size() * 4);
-    std::memcpy(t.data.data(), v.data(), t.data.size());
-    ir.main.addTensor(t);
-    data[name] = v;
-  }
-  void op(const std::string &type, std::vector<std::string> ins, const std::string &out,
-          ir::Attributes attrs = {}) {
-    ir::Op o;
-    o.type = type;
-    o.name = out + "_op";
-    o.inputs = std::move(ins);
-    o.outputs = {out};
-    o.attrs = std::move(attrs);
-    ir::inferAndSetOutputs(ir.main.appendOp(std::move(o)), ir.main);
+    data[name] = randomData(size_t(numElements(shape)), seed);
+    lib::test::Model::constant(name, DType::F32, shape, data[name]);
   }
 
   // Compiles for `tiles` tiles and returns the named outputs.
   std::map<std::string, std::vector<float>> run(const std::vector<std::string> &outputs, uint32_t tiles = 7,
                                                 uint32_t bytesPerTile = 624 * 1024) {
-    ir.main.outputs = outputs;
-    ir::inferGraph(ir.main);
-    graph::Target target = graph::Target::forArch("ipu2");
-    target.tilesPerIpu = tiles;
-    target.bytesPerTile = bytesPerTile;
-    graph::DeviceGraph dg(target);
-    lastComputeSets.clear();
-    codegen::VertexCodegen cg;
-    lib::lowerIr(ir, dg, cg);
-    graph::MemoryPlan plan = graph::planMemory(dg);
-    for (const auto &cs : dg.computeSets())
-      lastComputeSets.push_back(cs.name);
-    graph::ExecutableCode code;
-    code.bitcode = cg.finish();
-    code.vertexTypes = cg.vertexTypes();
-    auto exe = popc::popef::Executable::fromBytes(graph::serializeExecutable(dg, plan, code, {}));
-    runtime::Engine engine(exe, {2, nullptr});
-    runtime::HostTensorMap in;
-    for (const std::string &name : ir.main.inputs) {
-      const auto &v = data.at(name);
-      runtime::HostTensor t{DType::F32, ir.main.tensor(name).info.shape, {}};
-      t.data.resize(v.size() * 4);
-      std::memcpy(t.data.data(), v.data(), t.data.size());
-      in[name] = t;
-    }
     std::map<std::string, std::vector<float>> result;
-    for (auto &[name, t] : engine.run(in)) {
-      std::vector<float> v(t.data.size() / 4);
-      std::memcpy(v.data(), t.data.data(), t.data.size());
-      result[name] = v;
-    }
+    for (auto &[name, t] : lib::test::Model::run(outputs, tiles, bytesPerTile))
+      result[name] = lib::test::valuesOf<float>(t.data);
     return result;
   }
 };
@@ -104,12 +54,7 @@ void checkClose(const std::vector<float> &got, const std::vector<float> &want, f
   }
 }
 
-ir::Attributes attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> list) {
-  ir::Attributes a;
-  for (const auto &[k, v] : list)
-    a.set(k, v);
-  return a;
-}
+using lib::test::attrs;
 
 } // namespace
 

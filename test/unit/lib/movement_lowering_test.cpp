@@ -2,13 +2,8 @@
 // target whose tiles split the tensors, for several dtypes; each output must
 // equal the host evaluator's bytes (whose values passes/movement_eval_test.cpp
 // checks against hand-computed results).
-#include "compiler/codegen/kernels.h"
-#include "compiler/graph/memory_plan.h"
-#include "compiler/graph/serialize.h"
 #include "compiler/ir/host_eval.h"
-#include "compiler/ir/op_registry.h"
-#include "compiler/lib/lowering.h"
-#include "runtime/engine.h"
+#include "test/unit/lib/lib_test_util.h"
 
 #include <catch2/catch.hpp>
 
@@ -59,43 +54,29 @@ void check(const std::string &type, DType dtype, Shape shape, std::vector<ir::Te
   ir::Ir ir;
   ir::Graph &g = ir.main;
   g.opset = opset;
-  ir::Tensor x{"x", {dtype, shape}, ir::TensorKind::Input, {}};
-  g.addTensor(x);
-  g.inputs.push_back("x");
-  ir::Op op;
-  op.type = type;
-  op.name = "op";
-  op.inputs = {"x"};
+  const ir::Tensor x = ir::test::addInput(g, "x", shape, dtype);
+  std::vector<std::string> outputNames;
+  for (size_t k = 0; k < outputs; ++k)
+    outputNames.push_back("y" + std::to_string(k));
+  ir::Op op = ir::test::makeOp(type, "op", {"x"}, outputNames);
   for (auto &c : consts) {
     op.inputs.push_back(c.name);
     if (!c.name.empty())
       g.addTensor(c);
   }
-  for (size_t k = 0; k < outputs; ++k)
-    op.outputs.push_back("y" + std::to_string(k));
   op.attrs = attrs;
   g.outputs = op.outputs;
-  ir::inferAndSetOutputs(g.appendOp(op), g);
-  ir::inferGraph(g);
+  ir::test::infer(g, op);
 
-  graph::Target target = graph::Target::forArch("ipu2");
-  target.tilesPerIpu = 5;
-  graph::DeviceGraph dg(target);
-  codegen::VertexCodegen cg;
-  lib::lowerIr(ir, dg, cg);
-  CHECK(dg.computeSets().empty()); // copies only
-  graph::MemoryPlan plan = graph::planMemory(dg);
-  graph::ExecutableCode code;
-  code.bitcode = cg.finish();
-  code.vertexTypes = cg.vertexTypes();
-  auto exe = popc::popef::Executable::fromBytes(graph::serializeExecutable(dg, plan, code, {}));
-  runtime::Engine engine(exe, {2, nullptr});
   ir::Tensor xin = x;
   xin.kind = ir::TensorKind::Constant;
   xin.data = randomBytes(x.info.bytes(), 7, dtype);
   runtime::HostTensorMap in;
   in["x"] = runtime::HostTensor{dtype, shape, xin.data};
-  auto result = engine.run(in);
+  const lib::test::Lowered lowered = lib::test::lowerAndRun(ir, in, 5);
+  CHECK(lowered.computeSets.empty()); // copies only
+  const runtime::HostTensorMap &result = lowered.outputs;
+
 
   std::vector<const ir::Tensor *> ins{&xin};
   for (auto &c : consts)
