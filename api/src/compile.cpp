@@ -267,7 +267,7 @@ struct RestoreGraph {
 } // namespace
 
 std::vector<uint8_t> compile(GraphImpl &G, const std::vector<program::Program> &programs,
-                             const std::map<std::string, std::string> &options) {
+                             const std::map<std::string, std::string> &options, std::vector<uint32_t> *tensorIndex) {
   G.flushMappings();
   RestoreGraph restore(G);
   // Stream buffers nobody mapped: spread linearly (the exchange moves them).
@@ -294,7 +294,7 @@ std::vector<uint8_t> compile(GraphImpl &G, const std::vector<program::Program> &
   }
   std::map<std::string, std::string> opts = options;
   opts["graph-api.programs"] = std::to_string(programs.size());
-  return graph::serializeExecutable(G.dg, plan, code, opts);
+  return graph::serializeExecutable(G.dg, plan, code, opts, nullptr, tensorIndex);
 }
 
 } // namespace popc::api::detail

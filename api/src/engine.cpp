@@ -25,6 +25,7 @@ struct Engine::Impl {
   std::map<std::string, detail::HostHandle> handles;
   std::vector<detail::StreamRec> streams;
   std::map<uint32_t, uint64_t> varBytes;
+  std::vector<uint32_t> tensorIndex; // graph tensor -> executable tensor
 
   const detail::HostHandle &handle(const std::string &name, bool write) {
     auto it = handles.find(name);
@@ -49,7 +50,7 @@ struct Engine::Impl {
       if (!vars.count(r.var)) {
         std::vector<uint8_t> &b = vars[r.var];
         b.resize(varBytes.at(r.var));
-        engine->readTensor(r.var, b.data(), b.size());
+        engine->readTensor(tensorIndex.at(r.var), b.data(), b.size());
       }
     uint64_t pos = 0;
     for (const Region &r : t.regions()) {
@@ -62,7 +63,7 @@ struct Engine::Impl {
     }
     if (toDevice)
       for (auto &[var, b] : vars)
-        engine->writeTensor(var, b.data(), b.size());
+        engine->writeTensor(tensorIndex.at(var), b.data(), b.size());
   }
 };
 
@@ -72,7 +73,7 @@ Engine::Engine(Graph &graph, const program::Program &program, const OptionFlags 
 Engine::Engine(Graph &graph, const std::vector<program::Program> &programs, const OptionFlags &options)
     : impl_(std::make_unique<Impl>()) {
   auto &g = graph.impl();
-  impl_->bytes = detail::compile(g, programs, options);
+  impl_->bytes = detail::compile(g, programs, options, &impl_->tensorIndex);
   impl_->handles = g.handles;
   impl_->streams = g.streams;
   for (graph::TensorId t = 0; t < g.dg.tensors().size(); ++t)

@@ -44,6 +44,10 @@ struct DeviceTensor {
   // bytes of its own in the executable, filled once at load by the `load`
   // program's exchanges from the constants it was gathered from.
   bool filledAtLoad = false;
+  // A lowering's per-tile temporary ("<op>/<what>@<tile>#<id>": a gathered
+  // operand, a laid-out weight). Never named by a stream, program or check;
+  // the popef writer stores one tensor per "<op>/<what>" for all of them.
+  bool tileTemporary = false;
 };
 
 // A vertex field: `bytes` bytes at `blockOffset` inside tensor's block on `tile`.

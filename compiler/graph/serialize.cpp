@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace popc::graph {
 
@@ -134,26 +135,26 @@ std::vector<fb::Copy> foldStrided(const std::vector<fb::Copy> &copies) {
   return folded;
 }
 
-std::unique_ptr<fb::ProgramT> toProgram(const Program &p) {
+std::unique_ptr<fb::ProgramT> toProgram(const Program &p, const std::vector<uint32_t> &tensorIndex) {
   auto out = std::make_unique<fb::ProgramT>();
   out->kind = static_cast<fb::ProgramKind>(p.kind);
   out->index = p.index;
   out->count = p.count;
   out->name = p.name;
-  out->tensor = p.tensor;
+  out->tensor = tensorIndex.at(p.tensor);
   out->case_values = p.caseValues;
   out->parallel = p.parallel;
   for (const Program &c : p.children)
-    out->children.push_back(toProgram(c));
+    out->children.push_back(toProgram(c, tensorIndex));
   return out;
 }
 
-std::unique_ptr<fb::IoInfoT> toIoInfo(const IoInfo &io) {
+std::unique_ptr<fb::IoInfoT> toIoInfo(const IoInfo &io, const std::vector<uint32_t> &tensorIndex) {
   auto out = std::make_unique<fb::IoInfoT>();
   out->name = io.name;
   out->dtype = static_cast<fb::DType>(io.dtype);
   out->shape = io.shape;
-  out->tensor = io.tensor;
+  out->tensor = tensorIndex.at(io.tensor);
   out->stream = io.stream;
   if (!io.hostShape.empty() && io.hostShape != io.shape)
     out->host_shape = io.hostShape;
@@ -167,7 +168,7 @@ std::unique_ptr<fb::IoInfoT> toIoInfo(const IoInfo &io) {
 std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan &plan,
                                          const ExecutableCode &code,
                                          const std::map<std::string, std::string> &options,
-                                         ExchangeStats *stats) {
+                                         ExchangeStats *stats, std::vector<uint32_t> *tensorIndexOut) {
   fb::ExecutableT exe;
   exe.format_version = popef::kFormatVersion;
   exe.compiler_version = compilerVersion();
@@ -179,12 +180,6 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   meta->batches_per_step = g.batchesPerStep;
   meta->accumulation_factor = g.accumulationFactor;
   meta->pipeline_stages = g.pipelineStages;
-  for (const IoInfo &io : g.inputs)
-    meta->inputs.push_back(toIoInfo(io));
-  for (const IoInfo &io : g.outputs)
-    meta->outputs.push_back(toIoInfo(io));
-  for (const IoInfo &io : g.variables)
-    meta->variables.push_back(toIoInfo(io));
   for (const auto &[k, v] : options) {
     auto o = std::make_unique<fb::OptionT>();
     o->key = k;
@@ -195,28 +190,61 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   exe.source_model = g.sourceModel;
   std::vector<std::span<const uint8_t>> segment; // per constant: its bytes (popef data segment)
 
+  // The popef index of each graph tensor. Per-tile temporaries share one popef
+  // tensor per lowering and operand (its name without "@<tile>#<id>"), one
+  // interval per tile: as separate tensors, hundreds of thousands of them
+  // dominated the file, its writing and its verification.
+  std::vector<uint32_t> tensorIndex(g.tensors().size());
+  std::map<std::tuple<std::string, DType, TensorRole, bool>, uint32_t> groups;
   for (TensorId id = 0; id < g.tensors().size(); ++id) {
     const DeviceTensor &t = g.tensor(id);
-    auto out = std::make_unique<fb::TensorT>();
-    out->name = t.name;
-    out->dtype = static_cast<fb::DType>(t.dtype);
-    out->shape = t.shape;
-    out->role = static_cast<fb::TensorRole>(t.role);
+    fb::TensorT *out = nullptr;
+    uint64_t groupBegin = 0;
+    if (t.tileTemporary) {
+      const std::string base = t.name.substr(0, t.name.rfind('@'));
+      auto [it, added] = groups.try_emplace({base, t.dtype, t.role, t.filledAtLoad}, uint32_t(exe.tensors.size()));
+      tensorIndex[id] = it->second;
+      if (!added) {
+        out = exe.tensors[it->second].get();
+        groupBegin = out->mapping.empty() ? 0 : out->mapping.back().begin() + out->mapping.back().bytes();
+      }
+    } else {
+      tensorIndex[id] = uint32_t(exe.tensors.size());
+    }
+    if (!out) {
+      exe.tensors.push_back(std::make_unique<fb::TensorT>());
+      out = exe.tensors.back().get();
+      out->name = t.tileTemporary ? t.name.substr(0, t.name.rfind('@')) : t.name;
+      out->dtype = static_cast<fb::DType>(t.dtype);
+      out->shape = t.shape;
+      out->role = static_cast<fb::TensorRole>(t.role);
+      out->filled_at_load = t.filledAtLoad;
+      if (t.role == TensorRole::Constant && !t.filledAtLoad) {
+        // The bytes go to the data segment, straight from the graph (no copy in the object tree).
+        out->constant = int32_t(exe.constants.size());
+        exe.constants.push_back(std::make_unique<fb::ConstantDataT>());
+        segment.emplace_back(t.constData);
+      }
+    }
     for (size_t i = 0; i < t.mapping.size(); ++i) {
       const Interval &iv = t.mapping[i];
-      out->mapping.emplace_back(iv.begin, uint32_t(iv.size()), iv.tile,
+      out->mapping.emplace_back(groupBegin + iv.begin, uint32_t(iv.size()), iv.tile,
                                 uint32_t(plan.base(id, iv.tile) + t.blockOffsets[i]));
     }
-    if (t.filledAtLoad) {
-      out->filled_at_load = true;
-    } else if (t.role == TensorRole::Constant) {
-      // The bytes go to the data segment, straight from the graph (no copy in the object tree).
-      out->constant = int32_t(exe.constants.size());
-      exe.constants.push_back(std::make_unique<fb::ConstantDataT>());
-      segment.emplace_back(t.constData);
-    }
-    exe.tensors.push_back(std::move(out));
+    if (t.tileTemporary) // one dimension: the elements of all its tiles' pieces
+      out->shape = {int64_t((groupBegin + t.bytes) / dtypeSize(t.dtype))};
   }
+  if (tensorIndexOut)
+    *tensorIndexOut = tensorIndex;
+  POPC_ASSERT(std::none_of(g.tensors().begin(), g.tensors().end(), [](const DeviceTensor &t) {
+    return t.tileTemporary && t.role == TensorRole::Constant && !t.filledAtLoad; // no data of its own
+  }));
+  for (const IoInfo &io : g.inputs)
+    exe.metadata->inputs.push_back(toIoInfo(io, tensorIndex));
+  for (const IoInfo &io : g.outputs)
+    exe.metadata->outputs.push_back(toIoInfo(io, tensorIndex));
+  for (const IoInfo &io : g.variables)
+    exe.metadata->variables.push_back(toIoInfo(io, tensorIndex));
 
   auto module = std::make_unique<fb::CodeModuleT>();
   module->bitcode = code.bitcode;
@@ -281,7 +309,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   for (const HostStream &s : g.streams()) {
     auto out = std::make_unique<fb::HostStreamT>();
     out->name = s.name;
-    out->tensor = s.tensor;
+    out->tensor = tensorIndex.at(s.tensor);
     out->direction = static_cast<fb::StreamDirection>(s.direction);
     out->every = s.every;
     out->group = s.group;
@@ -298,15 +326,15 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     sizeHint += t->mapping.size() * sizeof(fb::TileInterval) + t->name.size() + 96;
   for (const auto &cs : exe.compute_sets)
     sizeHint += cs->vertices.size() * sizeof(fb::Vertex) + cs->field_offsets.size() * 4 + 64;
-  exe.main = toProgram(g.main());
+  exe.main = toProgram(g.main(), tensorIndex);
   if (!g.load().children.empty())
-    exe.load = toProgram(g.load());
+    exe.load = toProgram(g.load(), tensorIndex);
   for (uint64_t used : plan.tileBytesUsed)
     exe.tile_bytes_used.push_back(uint32_t(used));
   for (const DeviceGraph::RunCheck &c : g.checks) {
     auto check = std::make_unique<fb::CheckT>();
     check->compute_set = c.computeSet;
-    check->tensor = c.tensor;
+    check->tensor = tensorIndex.at(c.tensor);
     check->message = c.message;
     sizeHint += c.message.size() + 32;
     exe.checks.push_back(std::move(check));

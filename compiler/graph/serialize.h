@@ -24,9 +24,12 @@ struct ExchangeStats {
   uint64_t loadCopies = 0, loadBytes = 0; // the load program's (constants laid out once)
 };
 
+// `tensorIndex`, if given, receives each graph tensor's index among the
+// executable's tensors (per-tile temporaries share one entry per op and
+// operand, so indices are not the graph's TensorIds).
 std::vector<uint8_t> serializeExecutable(const DeviceGraph &graph, const MemoryPlan &plan,
                                          const ExecutableCode &code,
                                          const std::map<std::string, std::string> &options,
-                                         ExchangeStats *stats = nullptr);
+                                         ExchangeStats *stats = nullptr, std::vector<uint32_t> *tensorIndex = nullptr);
 
 } // namespace popc::graph

@@ -2,6 +2,8 @@
 
 #include "compiler/ir/op_helpers.h"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace popc::ir {
@@ -45,6 +47,42 @@ void OpRegistry::add(OpDef def) {
 }
 
 namespace {
+// " (did you mean 'Relu'?)" for a misspelled op type: the registered type at
+// the smallest edit distance, if it is at most 2 (case ignored; the first in
+// sorted order on a tie); "" otherwise.
+std::string didYouMean(const std::string &type) {
+  auto lower = [](std::string s) {
+    for (char &c : s)
+      c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  // Edits (insert, delete, substitute, swap two neighbours) from a to b.
+  auto distance = [](const std::string &a, const std::string &b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i)
+      d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j)
+      d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  std::string best;
+  size_t bestDistance = 3;
+  for (const std::string &known : OpRegistry::instance().types()) {
+    const size_t d = lower(known) == lower(type) ? 0 : distance(lower(known), lower(type));
+    if (d < bestDistance) {
+      best = known;
+      bestDistance = d;
+    }
+  }
+  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+}
+
 std::vector<TensorInfo> runInfer(const Op &op, const Graph &graph) {
   using detail::failOp;
   const OpDef *def = op.domain.empty() || op.domain == "ai.onnx" || op.domain == kGraphcoreDomain
@@ -53,7 +91,7 @@ std::vector<TensorInfo> runInfer(const Op &op, const Graph &graph) {
   if (def && (op.domain == kGraphcoreDomain) != def->graphcore)
     def = nullptr;
   if (!def)
-    failOp(op, "unsupported operator");
+    failOp(op, "unsupported operator{}", didYouMean(op.type));
   const int n = int(op.inputs.size());
   if (n < def->minInputs || (def->maxInputs != kVariadic && n > def->maxInputs)) {
     if (def->maxInputs == kVariadic)

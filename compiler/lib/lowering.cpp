@@ -89,6 +89,7 @@ graph::FieldRef OpBuilder::tileTemporary(graph::TensorId t, const RunList &runs,
   const uint64_t elems = runs.totalBytes() / dtypeSize(dtype);
   const graph::TensorId tmp = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()),
                                           dtype, {int64_t(elems)}, graph::TensorRole::Intermediate);
+  g.tensor(tmp).tileTemporary = true;
   g.mapToTile(tmp, tile);
   auto &copies = g.exchange(incoming ? preExchange() : postExchange()).copies;
   uint64_t pos = 0;
@@ -119,6 +120,7 @@ std::optional<graph::FieldRef> OpBuilder::constantLaidOut(graph::TensorId t, con
   const graph::TensorId laid = g.addTensor(fmt::format("{}/{}@{}#{}", name, what, tile, g.tensors().size()), dtype,
                                            {int64_t(elems)}, graph::TensorRole::Constant);
   g.tensor(laid).filledAtLoad = true;
+  g.tensor(laid).tileTemporary = true;
   g.mapToTile(laid, tile);
   if (!load_)
     load_ = g.addExchange(name + "/load");
