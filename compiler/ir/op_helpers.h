@@ -31,6 +31,7 @@ void requireSameDType(const Op &op, const TensorInfo &a, const TensorInfo &b, co
                       const char *whatB);
 void requireRank(const Op &op, const TensorInfo &info, size_t rank, const char *what);
 std::string shortDType(DType t); // "f32"
+int64_t onnxElementType(DType t); // TensorProto.DataType: Cast's `to` (F32 -> 1)
 std::optional<DType> dtypeFromShort(std::string_view name); // "f32" -> F32 (the IR text's names)
 
 // Registration, one function per ops_*.cpp file.

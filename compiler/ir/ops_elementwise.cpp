@@ -110,37 +110,37 @@ std::vector<TensorInfo> inferWhere(const Op &op, const Graph &graph) {
 }
 
 // ONNX TensorProto.DataType numbers and Cast-1's type names.
-DType castTarget(const Op &op) {
-  struct Entry {
-    int64_t number;
-    const char *name;
-    std::optional<DType> dtype;
-  };
-  static const Entry kTypes[] = {
-      {1, "FLOAT", DType::F32},
-      {2, "UINT8", DType::U8},
-      {3, "INT8", DType::I8},
-      {4, "UINT16", dtypeFromName("uint16")}, // by name: nullopt where the type is not built in
-      {5, "INT16", DType::I16},
-      {6, "INT32", DType::I32},
-      {7, "INT64", DType::I64},
-      {8, "STRING", std::nullopt},
-      {9, "BOOL", DType::Bool},
-      {10, "FLOAT16", DType::F16},
-      {11, "DOUBLE", DType::F64},
-      {12, "UINT32", dtypeFromName("uint32")},
-      {13, "UINT64", dtypeFromName("uint64")},
-      {14, "COMPLEX64", std::nullopt},
-      {15, "COMPLEX128", std::nullopt},
-      {16, "BFLOAT16", DType::BF16},
-  };
+struct OnnxType {
+  int64_t number;
+  const char *name;
+  std::optional<DType> dtype;
+};
+const OnnxType kOnnxTypes[] = {
+    {1, "FLOAT", DType::F32},
+    {2, "UINT8", DType::U8},
+    {3, "INT8", DType::I8},
+    {4, "UINT16", dtypeFromName("uint16")}, // by name: nullopt where the type is not built in
+    {5, "INT16", DType::I16},
+    {6, "INT32", DType::I32},
+    {7, "INT64", DType::I64},
+    {8, "STRING", std::nullopt},
+    {9, "BOOL", DType::Bool},
+    {10, "FLOAT16", DType::F16},
+    {11, "DOUBLE", DType::F64},
+    {12, "UINT32", dtypeFromName("uint32")},
+    {13, "UINT64", dtypeFromName("uint64")},
+    {14, "COMPLEX64", std::nullopt},
+    {15, "COMPLEX128", std::nullopt},
+    {16, "BFLOAT16", DType::BF16},
+};
 
+DType castTarget(const Op &op) {
   if (!op.attrs.has("to"))
     failOp(op, "attribute 'to' is missing");
   const AttrValue &v = op.attrs.all().at("to");
   const auto *name = std::get_if<std::string>(&v);
   const int64_t number = name ? 0 : op.attrs.getInt("to");
-  for (const Entry &e : kTypes)
+  for (const OnnxType &e : kOnnxTypes)
     if (name ? *name == e.name : number == e.number) {
       if (!e.dtype)
         failOp(op, "casting to {} is not supported (supported: float, float16, double, int8, int16, int32, "
@@ -262,7 +262,7 @@ void gradPow(GradContext &c) { // Y = X^E: dX = g * E * X^(E-1), dE = g * Y * lo
   std::string e = c.op.inputs[1];
   if (c.inputInfo(1).dtype != t) {
     Attributes to;
-    to.set("to", int64_t(t));
+    to.set("to", onnxElementType(t));
     e = c.emit("Cast", {e}, to);
   }
   if (c.wantsGrad(0)) {
@@ -375,7 +375,7 @@ void gradCast(GradContext &c) {
   if (!c.wantsGrad(0))
     return;
   Attributes to;
-  to.set("to", int64_t(c.inputInfo(0).dtype));
+  to.set("to", onnxElementType(c.inputInfo(0).dtype));
   c.addGrad(0, c.emit("Cast", {c.outputGrad(0)}, to));
 }
 
@@ -392,6 +392,14 @@ void gradSumMean(GradContext &c) {
 std::vector<TensorInfo> kernelOnly(const Op &op, const Graph &) { failOp(op, "not an ONNX op"); }
 
 } // namespace
+
+int64_t onnxElementType(DType t) {
+  for (const OnnxType &e : kOnnxTypes)
+    if (e.dtype == t)
+      return e.number;
+  POPC_ASSERT(false && "every DType has an ONNX number");
+  return 0;
+}
 
 void registerElementwiseOps(OpRegistry &reg) {
   // Every ONNX elementwise op, from its one line in compiler/ops/elementwise.def.

@@ -117,7 +117,7 @@ void gradGather(GradContext &c) {
     row *= data[i];
   const int64_t n = c.inputInfo(1).elements();
   Attributes to;
-  to.set("to", int64_t(DType::I64));
+  to.set("to", onnxElementType(DType::I64));
   const std::string idx = c.expand(c.reshape(c.emit("Cast", {c.op.inputs[1]}, to), {n, 1}), {n, row});
   Attributes a;
   a.set("axis", int64_t(0));

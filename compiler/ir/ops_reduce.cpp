@@ -157,6 +157,43 @@ void gradReduce(GradContext &c) {
   c.addGrad(0, g);
 }
 
+// ReduceMax/ReduceMin: g goes to the elements equal to the result, split
+// evenly among ties (as torch.amax/amin); ReduceL1: g * sign(X); ReduceL2:
+// g * X / Y; ReduceLogSum: g / exp(Y); ReduceLogSumExp: g * exp(X - Y).
+void gradReduceNonLinear(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const TensorInfo &x = c.inputInfo(0);
+  const ReduceParams p = reduceParams(c.op, c.graph());
+  Shape kept = x.shape;
+  for (int64_t a : p.axes)
+    kept[size_t(a)] = 1;
+  const std::string &in = c.op.inputs[0];
+  if (p.axes.empty()) { // noop_with_empty_axes: the identity
+    c.addGrad(0, c.outputGrad(0));
+    return;
+  }
+  auto broadcast = [&](const std::string &t) { return c.expand(c.reshape(t, kept), x.shape); };
+  const std::string g = broadcast(c.outputGrad(0)), y = broadcast(c.op.outputs[0]);
+  const std::string &type = c.op.type;
+  std::string local;
+  if (type == "ReduceMax" || type == "ReduceMin") {
+    Attributes to;
+    to.set("to", onnxElementType(x.dtype));
+    const std::string mask = c.emit("Cast", {c.emit("Equal", {in, y})}, to);
+    local = c.emit("Div", {mask, broadcast(c.reduceSum(mask, p.axes, true))});
+  } else if (type == "ReduceL1") {
+    local = c.emit("Sign", {in});
+  } else if (type == "ReduceL2") {
+    local = c.emit("Div", {in, y});
+  } else if (type == "ReduceLogSum") {
+    local = c.emit("Reciprocal", {c.emit("Exp", {y})});
+  } else { // ReduceLogSumExp
+    local = c.emit("Exp", {c.emit("Sub", {in, y})});
+  }
+  c.addGrad(0, c.emit("Mul", {g, local}));
+}
+
 } // namespace
 
 void registerReduceOps(OpRegistry &reg) {
@@ -166,8 +203,9 @@ void registerReduceOps(OpRegistry &reg) {
   reg.add({"InstanceNormalization", 3, 3, inferInstanceNorm});
   for (const char *t : {"ReduceSum", "ReduceMean", "ReduceSumSquare"})
     reg.add({t, 1, 2, inferReduce, gradReduce});
-  for (const char *t : {"ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
-    reg.add({t, 1, 2, inferReduce});
+  for (const char *t : {"ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
+    reg.add({t, 1, 2, inferReduce, gradReduceNonLinear});
+  reg.add({"ReduceProd", 1, 2, inferReduce});
   reg.add({"ArgMax", 1, 1, inferArgReduce});
   reg.add({"ArgMin", 1, 1, inferArgReduce});
 }

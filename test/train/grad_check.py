@@ -84,6 +84,14 @@ case("reducesum", "ReduceSum", {"a": rand(2, 3, 4)}, lambda a: a.sum(1), consts=
      attrs={"keepdims": 0})
 case("reducemean", "ReduceMean", {"a": rand(2, 3, 4)}, lambda a: a.mean((0, 2), keepdim=True), attrs={"axes": [0, 2]})
 case("reducesumsquare", "ReduceSumSquare", {"a": rand(2, 3, 4)}, lambda a: (a * a).sum(2), attrs={"axes": [2], "keepdims": 0})
+case("reducemax", "ReduceMax", {"a": rand(2, 3, 4)}, lambda a: a.amax(1), attrs={"axes": [1], "keepdims": 0})
+case("reducemin", "ReduceMin", {"a": rand(2, 3, 4)}, lambda a: a.amin((0, 2), keepdim=True), attrs={"axes": [0, 2]})
+case("reducel1", "ReduceL1", {"a": rand(2, 3, 4)}, lambda a: a.abs().sum(2), attrs={"axes": [2], "keepdims": 0})
+case("reducel2", "ReduceL2", {"a": rand(2, 3, 4)}, lambda a: torch.sqrt((a * a).sum(1)), attrs={"axes": [1], "keepdims": 0})
+case("reducelogsum", "ReduceLogSum", {"a": rand(2, 3, 4, **pos)}, lambda a: torch.log(a.sum(1, keepdim=True)),
+     attrs={"axes": [1]})
+case("reducelogsumexp", "ReduceLogSumExp", {"a": rand(2, 3, 4)}, lambda a: torch.logsumexp(a, 2), attrs={"axes": [2], "keepdims": 0})
+case("cast_float", "Cast", {"a": rand(3, 4)}, lambda a: a, attrs={"to": 1})
 case("softmax", "Softmax", {"a": rand(2, 3, 4)}, lambda a: torch.softmax(a, 1), attrs={"axis": 1})
 case("logsoftmax", "LogSoftmax", {"a": rand(2, 3, 4)}, lambda a: torch.log_softmax(a, -1), attrs={"axis": -1})
 case("conv", "Conv", {"x": rand(2, 3, 7, 6), "w": rand(4, 3, 3, 3), "bias": rand(4)},

@@ -189,7 +189,7 @@ TEST_CASE("Gradient uses every gradient rule the IR declares, and two Gradient n
   auto *xs = second->add_attribute();
   xs->set_name("xs");
   xs->set_type(::onnx::AttributeProto::STRINGS);
-  xs->add_strings("w");
+  *xs->add_strings() = "w";
   auto *y = second->add_attribute();
   y->set_name("y");
   y->set_type(::onnx::AttributeProto::STRING);
@@ -210,4 +210,42 @@ TEST_CASE("Gradient uses every gradient rule the IR declares, and two Gradient n
     dx[i] = s[i] * (w[i] - sw);
   checkClose(out.at("dx"), {3}, dx);
   checkClose(out.at("dw"), {3}, s);
+}
+
+TEST_CASE("Gradient through ReduceMax (ties share), ReduceL2 and ReduceLogSumExp", "[onnx][gradient]") {
+  // y = ReduceMax(x, 1) + ReduceL2(x, 1) + ReduceLogSumExp(x, 1), x [2,3]; seed ones.
+  TempDir dir;
+  auto m = trainingModel(13);
+  addInput(m, "x", {int64_t(2), int64_t(3)});
+  for (auto [type, out] : {std::pair("ReduceMax", "ReduceMax_y"), std::pair("ReduceL2", "ReduceL2_y"),
+                           std::pair("ReduceLogSumExp", "ReduceLogSumExp_y")}) {
+    auto *n = addNode(m, type, {"x"}, {out}, type);
+    auto *axes = n->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(::onnx::AttributeProto::INTS);
+    axes->add_ints(1);
+    setIntAttr(n, "keepdims", 0);
+  }
+  addNode(m, "Add", {"ReduceMax_y", "ReduceL2_y"}, {"s"}, "add1");
+  addNode(m, "Add", {"s", "ReduceLogSumExp_y"}, {"y"}, "add2");
+  addOutput(m, "y");
+  addGradient(m, {"x"}, "y", {"dx"});
+  const std::vector<float> x{1.0f, 3.0f, 3.0f, -2.0f, 0.5f, -1.0f};
+  auto out = run(m, dir, {{"x", f32({2, 3}, x)}});
+  std::vector<float> dx(6);
+  for (size_t r = 0; r < 2; ++r) {
+    const float *row = &x[r * 3];
+    const float mx = std::max({row[0], row[1], row[2]});
+    float ties = 0, l2 = 0, lse = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      ties += row[k] == mx;
+      l2 += row[k] * row[k];
+      lse += std::exp(row[k]);
+    }
+    l2 = std::sqrt(l2);
+    lse = std::log(lse);
+    for (size_t k = 0; k < 3; ++k)
+      dx[r * 3 + k] = (row[k] == mx ? 1.0f / ties : 0.0f) + row[k] / l2 + std::exp(row[k] - lse);
+  }
+  checkClose(out.at("dx"), {2, 3}, dx);
 }
