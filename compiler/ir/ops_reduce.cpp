@@ -136,62 +136,51 @@ std::vector<TensorInfo> inferInstanceNorm(const Op &op, const Graph &graph) {
   return {x};
 }
 
-// Gradient rules (autodiff.h): g, reshaped with the reduced axes kept, broadcast
-// back over them (divided by their size for the mean, times 2X for the sum of squares).
+// Gradient rule (autodiff.h): g, reshaped with the reduced axes kept and
+// broadcast back over them, times the reduction's local derivative: 1 (Sum),
+// 1/count (Mean), 2X (SumSquare), sign(X) (L1), X/Y (L2), 1/exp(Y) (LogSum),
+// exp(X - Y) (LogSumExp); Max/Min send it to the elements equal to the
+// result, split evenly among ties (as torch.amax/amin).
 void gradReduce(GradContext &c) {
   if (!c.wantsGrad(0))
     return;
   const TensorInfo &x = c.inputInfo(0);
   const ReduceParams p = reduceParams(c.op, c.graph());
+  if (p.axes.empty()) { // noop_with_empty_axes: the identity
+    c.addGrad(0, c.outputGrad(0));
+    return;
+  }
   Shape kept = x.shape;
   int64_t count = 1;
   for (int64_t a : p.axes) {
     count *= kept[size_t(a)];
     kept[size_t(a)] = 1;
   }
-  std::string g = c.expand(c.reshape(c.outputGrad(0), kept), x.shape);
-  if (c.op.type == "ReduceMean")
-    g = c.emit("Div", {g, c.scalar(double(count), x.dtype)});
-  else if (c.op.type == "ReduceSumSquare")
-    g = c.emit("Mul", {g, c.emit("Mul", {c.op.inputs[0], c.scalar(2.0, x.dtype)})});
-  c.addGrad(0, g);
-}
-
-// ReduceMax/ReduceMin: g goes to the elements equal to the result, split
-// evenly among ties (as torch.amax/amin); ReduceL1: g * sign(X); ReduceL2:
-// g * X / Y; ReduceLogSum: g / exp(Y); ReduceLogSumExp: g * exp(X - Y).
-void gradReduceNonLinear(GradContext &c) {
-  if (!c.wantsGrad(0))
-    return;
-  const TensorInfo &x = c.inputInfo(0);
-  const ReduceParams p = reduceParams(c.op, c.graph());
-  Shape kept = x.shape;
-  for (int64_t a : p.axes)
-    kept[size_t(a)] = 1;
-  const std::string &in = c.op.inputs[0];
-  if (p.axes.empty()) { // noop_with_empty_axes: the identity
-    c.addGrad(0, c.outputGrad(0));
+  auto broadcast = [&](const std::string &t) { return c.expand(c.reshape(t, kept), x.shape); };
+  const std::string g = broadcast(c.outputGrad(0)), &in = c.op.inputs[0], &type = c.op.type;
+  auto y = [&] { return broadcast(c.op.outputs[0]); };
+  if (type == "ReduceMean") {
+    c.addGrad(0, c.emit("Div", {g, c.scalar(double(count), x.dtype)}));
     return;
   }
-  auto broadcast = [&](const std::string &t) { return c.expand(c.reshape(t, kept), x.shape); };
-  const std::string g = broadcast(c.outputGrad(0)), y = broadcast(c.op.outputs[0]);
-  const std::string &type = c.op.type;
   std::string local;
-  if (type == "ReduceMax" || type == "ReduceMin") {
+  if (type == "ReduceSumSquare") {
+    local = c.emit("Mul", {in, c.scalar(2.0, x.dtype)});
+  } else if (type == "ReduceMax" || type == "ReduceMin") {
     Attributes to;
     to.set("to", onnxElementType(x.dtype));
-    const std::string mask = c.emit("Cast", {c.emit("Equal", {in, y})}, to);
+    const std::string mask = c.emit("Cast", {c.emit("Equal", {in, y()})}, to);
     local = c.emit("Div", {mask, broadcast(c.reduceSum(mask, p.axes, true))});
   } else if (type == "ReduceL1") {
     local = c.emit("Sign", {in});
   } else if (type == "ReduceL2") {
-    local = c.emit("Div", {in, y});
+    local = c.emit("Div", {in, y()});
   } else if (type == "ReduceLogSum") {
-    local = c.emit("Reciprocal", {c.emit("Exp", {y})});
-  } else { // ReduceLogSumExp
-    local = c.emit("Exp", {c.emit("Sub", {in, y})});
+    local = c.emit("Reciprocal", {c.emit("Exp", {y()})});
+  } else if (type == "ReduceLogSumExp") {
+    local = c.emit("Exp", {c.emit("Sub", {in, y()})});
   }
-  c.addGrad(0, c.emit("Mul", {g, local}));
+  c.addGrad(0, local.empty() ? g : c.emit("Mul", {g, local}));
 }
 
 } // namespace
@@ -201,10 +190,9 @@ void registerReduceOps(OpRegistry &reg) {
   reg.add({"CumSum", 2, 2, inferCumSum});
   reg.add({"LRN", 1, 1, inferLrn});
   reg.add({"InstanceNormalization", 3, 3, inferInstanceNorm});
-  for (const char *t : {"ReduceSum", "ReduceMean", "ReduceSumSquare"})
+  for (const char *t : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
+                        "ReduceLogSum", "ReduceLogSumExp"})
     reg.add({t, 1, 2, inferReduce, gradReduce});
-  for (const char *t : {"ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
-    reg.add({t, 1, 2, inferReduce, gradReduceNonLinear});
   reg.add({"ReduceProd", 1, 2, inferReduce});
   reg.add({"ArgMax", 1, 1, inferArgReduce});
   reg.add({"ArgMin", 1, 1, inferArgReduce});
