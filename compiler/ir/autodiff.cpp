@@ -185,6 +185,15 @@ std::string GradContext::sumToShape(const std::string &grad, const Shape &shape)
   return reshape(reduceSum(grad, axes, true), shape);
 }
 
+std::string GradContext::extremeShare(const std::string &x, const std::string &extreme,
+                                      const std::vector<int64_t> &axes) {
+  const TensorInfo &xi = info(x);
+  Attributes to;
+  to.set("to", detail::onnxElementType(xi.dtype));
+  const std::string mask = emit("Cast", {emit("Equal", {x, extreme})}, to);
+  return emit("Div", {mask, expand(reduceSum(mask, axes, true), xi.shape)});
+}
+
 void GradContext::unsupported(const std::string &why) const {
   fail("{}: no gradient: {}", describeOp(op), why);
 }

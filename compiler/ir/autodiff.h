@@ -57,6 +57,10 @@ public:
   std::string filled(double value, const TensorInfo &info);
   // Sums a broadcast gradient back to `shape` (numpy broadcasting undone).
   std::string sumToShape(const std::string &grad, const Shape &shape);
+  // Where x equals `extreme` (its max or min over `axes`, broadcast to x's
+  // shape): 1 / (the number of such elements in its group), else 0. The
+  // share of a max/min reduction's gradient each element gets (as torch.amax).
+  std::string extremeShare(const std::string &x, const std::string &extreme, const std::vector<int64_t> &axes);
   // Refuses the op: "<Op> '<name>': no gradient: <why>".
   [[noreturn]] void unsupported(const std::string &why) const;
 

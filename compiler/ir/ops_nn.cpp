@@ -511,6 +511,18 @@ void gradGlobalAveragePool(GradContext &c) {
   c.addGrad(0, c.expand(c.emit("Div", {c.outputGrad(0), c.scalar(window, x.dtype)}), x.shape));
 }
 
+// Each channel's maximum gets g (ties share it), as ReduceMax over the spatial axes.
+void gradGlobalMaxPool(GradContext &c) {
+  if (!c.wantsGrad(0))
+    return;
+  const TensorInfo &x = c.inputInfo(0);
+  std::vector<int64_t> spatial;
+  for (size_t d = 2; d < x.shape.size(); ++d)
+    spatial.push_back(int64_t(d));
+  const std::string share = c.extremeShare(c.op.inputs[0], c.expand(c.op.outputs[0], x.shape), spatial);
+  c.addGrad(0, c.emit("Mul", {c.expand(c.outputGrad(0), x.shape), share}));
+}
+
 // Inference Dropout is the identity (training-mode Dropout with a ratio is refused by inference).
 void gradDropout(GradContext &c) {
   if (c.wantsGrad(0))
@@ -525,7 +537,7 @@ void registerNnOps(OpRegistry &reg) {
   reg.add({"MaxPool", 1, 1, inferPool, gradMaxPool});
   reg.add({"AveragePool", 1, 1, inferPool, gradAveragePool});
   reg.add({"GlobalAveragePool", 1, 1, inferGlobalPool, gradGlobalAveragePool});
-  reg.add({"GlobalMaxPool", 1, 1, inferGlobalPool});
+  reg.add({"GlobalMaxPool", 1, 1, inferGlobalPool, gradGlobalMaxPool});
   reg.add({"LogSoftmax", 1, 1, inferSoftmax, gradLogSoftmax});
   reg.add({"BatchNormalization", 5, 5, inferBatchNorm});
   reg.add({"Softmax", 1, 1, inferSoftmax, gradSoftmax});

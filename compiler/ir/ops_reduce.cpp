@@ -167,10 +167,7 @@ void gradReduce(GradContext &c) {
   if (type == "ReduceSumSquare") {
     local = c.emit("Mul", {in, c.scalar(2.0, x.dtype)});
   } else if (type == "ReduceMax" || type == "ReduceMin") {
-    Attributes to;
-    to.set("to", onnxElementType(x.dtype));
-    const std::string mask = c.emit("Cast", {c.emit("Equal", {in, y()})}, to);
-    local = c.emit("Div", {mask, broadcast(c.reduceSum(mask, p.axes, true))});
+    local = c.extremeShare(in, y(), p.axes);
   } else if (type == "ReduceL1") {
     local = c.emit("Sign", {in});
   } else if (type == "ReduceL2") {

@@ -113,6 +113,7 @@ case("maxpool_ceil_dilated", "MaxPool", {"a": rand(1, 2, 7, 7)},
      attrs={"kernel_shape": [2, 2], "strides": [2, 2], "dilations": [2, 2], "ceil_mode": 1})
 case("averagepool", "AveragePool", {"a": rand(1, 2, 6, 6)}, lambda a: F.avg_pool2d(a, 2),
      attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
+case("globalmaxpool", "GlobalMaxPool", {"a": rand(2, 3, 4, 5)}, lambda a: a.amax((2, 3), keepdim=True))
 case("globalaveragepool", "GlobalAveragePool", {"a": rand(2, 3, 4, 5)}, lambda a: a.mean((2, 3), keepdim=True))
 
 
