@@ -15,7 +15,7 @@ namespace popc::codegen::detail {
 using namespace llvm;
 using Op = ops::Elementwise;
 
-bool isSignedDType(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
+bool isSignedDType(DType t) { return ops::typeClass(t) == ops::kS; }
 DType computeDType(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 namespace {

@@ -200,9 +200,10 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     const DeviceTensor &t = g.tensor(id);
     fb::TensorT *out = nullptr;
     uint64_t groupBegin = 0;
+    const std::string name = t.tileTemporary ? t.name.substr(0, t.name.rfind('@')) : t.name;
     if (t.tileTemporary) {
-      const std::string base = t.name.substr(0, t.name.rfind('@'));
-      auto [it, added] = groups.try_emplace({base, t.dtype, t.role, t.filledAtLoad}, uint32_t(exe.tensors.size()));
+      POPC_ASSERT(t.role != TensorRole::Constant || t.filledAtLoad); // a temporary has no data of its own
+      auto [it, added] = groups.try_emplace({name, t.dtype, t.role, t.filledAtLoad}, uint32_t(exe.tensors.size()));
       tensorIndex[id] = it->second;
       if (!added) {
         out = exe.tensors[it->second].get();
@@ -214,7 +215,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     if (!out) {
       exe.tensors.push_back(std::make_unique<fb::TensorT>());
       out = exe.tensors.back().get();
-      out->name = t.tileTemporary ? t.name.substr(0, t.name.rfind('@')) : t.name;
+      out->name = name;
       out->dtype = static_cast<fb::DType>(t.dtype);
       out->shape = t.shape;
       out->role = static_cast<fb::TensorRole>(t.role);
@@ -234,11 +235,6 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     if (t.tileTemporary) // one dimension: the elements of all its tiles' pieces
       out->shape = {int64_t((groupBegin + t.bytes) / dtypeSize(t.dtype))};
   }
-  if (tensorIndexOut)
-    *tensorIndexOut = tensorIndex;
-  POPC_ASSERT(std::none_of(g.tensors().begin(), g.tensors().end(), [](const DeviceTensor &t) {
-    return t.tileTemporary && t.role == TensorRole::Constant && !t.filledAtLoad; // no data of its own
-  }));
   for (const IoInfo &io : g.inputs)
     exe.metadata->inputs.push_back(toIoInfo(io, tensorIndex));
   for (const IoInfo &io : g.outputs)
@@ -339,6 +335,8 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     sizeHint += c.message.size() + 32;
     exe.checks.push_back(std::move(check));
   }
+  if (tensorIndexOut)
+    *tensorIndexOut = std::move(tensorIndex);
   try {
     return popef::serialize(exe, sizeHint, segment);
   } catch (const Error &e) {

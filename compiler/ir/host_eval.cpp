@@ -97,6 +97,12 @@ const HostFn &hostFn(ops::Elementwise op) {
 #undef HOST_DIVIDE
 #undef POPC_HOST_LAMBDA
 
+// x / y and x % y on int64 that constant folding leaves to run time: a zero
+// divisor, and the one quotient that overflows (INT64_MIN / -1 traps on x86).
+bool integerDivisionTraps(int64_t x, int64_t y) {
+  return y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min());
+}
+
 // out = op(inputs...) with numpy broadcasting (a variadic op folds from the
 // left). Floats are evaluated in double and rounded once to the output type;
 // integers stay exact in int64.
@@ -142,10 +148,7 @@ Result elementwise(ops::Elementwise e, const std::vector<const Tensor *> &ins, c
     auto r = apply(decodeDoubles, fn.real, [](double, double) { return false; });
     return std::vector<Bytes>{encodeDoubles(out.dtype, *r)};
   }
-  // Leave a division by zero (and the one quotient that overflows) to run time.
-  auto refuse = [&](int64_t x, int64_t y) {
-    return fn.divides && (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min()));
-  };
+  auto refuse = [&](int64_t x, int64_t y) { return fn.divides && integerDivisionTraps(x, y); };
   auto r = apply(decodeInt64s, fn.integer, refuse);
   if (!r)
     return std::nullopt;
@@ -162,8 +165,8 @@ Result mod(const Op &op, const Tensor &a, const Tensor &b, const TensorInfo &out
   std::vector<int64_t> r(ia.size());
   for (size_t i = 0; i < r.size(); ++i) {
     const int64_t u = x[size_t(ia[i])], v = y[size_t(ib[i])];
-    if (v == 0 || v == -1)
-      return std::nullopt; // 0: left to run time; -1: always 0, but u % -1 may trap
+    if (integerDivisionTraps(u, v))
+      return std::nullopt;
     const int64_t m = u % v;
     r[i] = m != 0 && ((m < 0) != (v < 0)) ? m + v : m;
   }

@@ -71,10 +71,11 @@ std::string didYouMean(const std::string &type) {
       }
     return d[a.size()][b.size()];
   };
+  const std::string wanted = lower(type);
   std::string best;
   size_t bestDistance = 3;
   for (const std::string &known : OpRegistry::instance().types()) {
-    const size_t d = lower(known) == lower(type) ? 0 : distance(lower(known), lower(type));
+    const size_t d = distance(lower(known), wanted);
     if (d < bestDistance) {
       best = known;
       bestDistance = d;

@@ -81,9 +81,6 @@ void buildBackward(const NodeProto &grad, const std::string &name, ir::Ir forwar
                    const std::vector<std::string> &xs, const std::string &y, GraphProto &out, const std::string &path) {
   ir::Graph &g = forward.main;
   const size_t forwardOps = g.ops().size();
-  std::set<std::string> before;
-  for (const auto &[tensor, t] : g.tensors())
-    before.insert(tensor);
   ir::GradientOptions options;
   options.loss = y;
   options.wrt = xs;
@@ -147,6 +144,7 @@ int expandGradients(::onnx::ModelProto &model, const ForwardImporter &importForw
   for (int i = 0; i < graph.node_size(); ++i)
     for (const auto &o : graph.node(i).output())
       producer[o] = i;
+  const std::set<std::string> onnxNames = definedNames(graph); // `graph` is only read below
   std::vector<bool> emitted(size_t(graph.node_size()), false);
   GraphProto rebuilt;
   for (int i = 0; i < graph.node_size(); ++i) {
@@ -197,15 +195,11 @@ int expandGradients(::onnx::ModelProto &model, const ForwardImporter &importForw
     ::onnx::ModelProto forwardModel = model;
     GraphProto *fg = forwardModel.mutable_graph();
     fg->clear_node();
-    std::vector<const NodeProto *> forward;
-    for (int k : needed) {
+    for (int k : needed)
       *fg->add_node() = graph.node(k);
-      forward.push_back(&graph.node(k));
-    }
     fg->clear_output();
     fg->add_output()->set_name(y);
     ir::Ir forwardIr = importForward(forwardModel);
-    std::set<std::string> onnxNames = definedNames(graph);
     // y's nodes may come after the Gradient node: they go first.
     for (int k : needed)
       if (!emitted[size_t(k)]) {

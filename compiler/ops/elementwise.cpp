@@ -3,6 +3,7 @@
 #include "support/error.h"
 
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 namespace popc::ops {
@@ -35,10 +36,15 @@ const std::vector<ElementwiseInfo> &table() {
 const ElementwiseInfo &info(Elementwise op) { return table().at(size_t(op)); }
 
 std::optional<Elementwise> elementwiseFromName(std::string_view name) {
-  for (size_t i = 0; i < table().size(); ++i)
-    if (table()[i].name == name)
-      return Elementwise(i);
-  return std::nullopt;
+  // Asked for every op constant folding looks at: a map, not a scan of the table.
+  static const std::map<std::string_view, Elementwise> byName = [] {
+    std::map<std::string_view, Elementwise> m;
+    for (size_t i = 0; i < table().size(); ++i)
+      m.emplace(table()[i].name, Elementwise(i));
+    return m;
+  }();
+  auto it = byName.find(name);
+  return it == byName.end() ? std::nullopt : std::optional(it->second);
 }
 
 const std::vector<Elementwise> &allElementwise() {
