@@ -1,6 +1,7 @@
 // Direct 2-D convolution of a band of output rows (+bias, optional relu).
 #include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
+#include "compiler/codegen/operand.h"
 #include "compiler/codegen/window.h"
 #include "support/error.h"
 
@@ -14,8 +15,14 @@ namespace popc::codegen::detail {
 using namespace llvm;
 
 KernelDesc describe(const ConvSpec &s) {
-  if (s.dtype != DType::F32 && s.dtype != DType::F64)
+  if (s.integer) {
+    validateIntegerOperands("Conv", s.dtype, *s.integer);
+    if (s.hasBias || s.relu)
+      fail("codegen: integer Conv has no bias and no fused relu");
+  } else if (s.dtype != DType::F32 && s.dtype != DType::F64) {
     unsupported("Conv", s.dtype);
+  }
+  const DType inType = s.integer ? s.integer->a : s.dtype, wType = s.integer ? s.integer->b : s.dtype;
   windowOf(s).validate("Conv");
   KernelDesc d;
   d.kind = "conv";
@@ -27,15 +34,18 @@ KernelDesc describe(const ConvSpec &s) {
     d.name += "_bias";
   if (s.relu)
     d.name += "_relu";
-  d.fields.push_back({"in", fieldBytes("in", {s.inChannels, s.inRows, s.inWidth}, s.dtype), FieldAccess::Input});
-  d.fields.push_back({"weights", fieldBytes("weights", {s.outChannels, s.inChannels, s.kernelH, s.kernelW}, s.dtype),
+  if (s.integer)
+    d.name += fmt::format("_{}z{}_{}z{}", dtypeName(inType), s.integer->aZero, dtypeName(wType), s.integer->bZero);
+  d.fields.push_back({"in", fieldBytes("in", {s.inChannels, s.inRows, s.inWidth}, inType), FieldAccess::Input});
+  d.fields.push_back({"weights", fieldBytes("weights", {s.outChannels, s.inChannels, s.kernelH, s.kernelW}, wType),
                       FieldAccess::Input});
   if (s.hasBias)
     d.fields.push_back({"bias", fieldBytes("bias", {s.outChannels}, s.dtype), FieldAccess::Input});
   d.fields.push_back(
       {"out", fieldBytes("out", {s.outChannels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
   const uint64_t outputs = uint64_t(s.outChannels) * s.outRows * s.outWidth;
-  d.cycles = cycles::conv(outputs, uint64_t(s.inChannels) * s.kernelH * s.kernelW, s.relu, s.dtype == DType::F64);
+  d.cycles = cycles::conv(outputs, uint64_t(s.inChannels) * s.kernelH * s.kernelW, s.relu, s.dtype == DType::F64,
+                          s.integer.has_value());
   return d;
 }
 
@@ -73,7 +83,9 @@ constexpr int64_t kMinChains = 8;
 
 class ConvEmitter {
 public:
-  ConvEmitter(Emitter &em, const ConvSpec &s) : em_(em), b_(em.b()), s_(s), w_(windowOf(s)) {}
+  ConvEmitter(Emitter &em, const ConvSpec &s)
+      : em_(em), b_(em.b()), s_(s), w_(windowOf(s)), inOperand_(Operand::of(s.dtype, s.integer, false)),
+        weightsOperand_(Operand::of(s.dtype, s.integer, true)) {}
 
   void run();
 
@@ -90,6 +102,7 @@ private:
   IRBuilder<> &b_;
   const ConvSpec &s_;
   Window w_;
+  Operand inOperand_, weightsOperand_; // how the in and weights fields are read
   Tiling t_;
   std::vector<Window::ConstRows> rows_;       // per kernel row
   std::vector<Window::ConstColumns> cols_;    // per kernel column
@@ -208,7 +221,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   Emitter::Carried init(size_t(nSets * chains), Constant::getNullValue(vt));
   for (int64_t j = 0; j < ob; ++j) {
     Value *oc = b_.CreateAdd(oc0, em_.i64(j));
-    Value *start = em_.splat(unsigned(V), bias_ ? em_.load(dt, bias_, oc) : em_.fconst(dt, 0));
+    Value *start = em_.splat(unsigned(V), bias_ ? em_.load(dt, bias_, oc) : em_.constant(dt, 0));
     for (int64_t r = 0; r < NR; ++r)
       for (int64_t v = 0; v < NV; ++v)
         init[slot(0, j, r, v)] = start;
@@ -226,7 +239,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
         auto weight = [&](int64_t j) {
           if (!wv[size_t(j)]) {
             Value *idx = b_.CreateAdd(wChan, em_.i64(j * IC * KK + kh * KW + kw));
-            wv[size_t(j)] = em_.splat(unsigned(V), em_.load(dt, weights_, idx));
+            wv[size_t(j)] = em_.splat(unsigned(V), weightsOperand_.load(em_, weights_, idx));
           }
           return wv[size_t(j)];
         };
@@ -236,7 +249,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
           if (rowKind[ri] == Rows::None)
             continue;
           // Not inbounds: a kernel row in the padding (all lanes off) may lie outside the field.
-          Value *row = b_.CreateGEP(em_.type(dt), in_, b_.CreateAdd(chan, rowOffset[ri]));
+          Value *row = b_.CreateGEP(em_.type(inOperand_.stored), in_, b_.CreateAdd(chan, rowOffset[ri]));
           Value *enable = rowKind[ri] == Rows::Some ? rowValid[ri] : nullptr;
           for (int64_t v = 0; v < NV; ++v) {
             std::vector<bool> on = lanes(kw, v);
@@ -244,10 +257,10 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
               continue;
             Value *col = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(colStart, em_.i64(v * V)), em_.i64(SW)),
                                       em_.i64(colOff));
-            Value *x = em_.loadLanes(dt, row, col, on, t_.flat ? 1 : SW, enable);
+            Value *x = inOperand_.loadLanes(em_, row, col, on, t_.flat ? 1 : SW, enable);
             for (int64_t j = 0; j < ob; ++j) {
               const size_t k = slot(tapSet, j, r, v);
-              next[k] = em_.fmulAdd(weight(j), x, next[k]);
+              next[k] = em_.mulAdd(dt, weight(j), x, next[k]);
             }
           }
         }
@@ -256,7 +269,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   Emitter::Carried sum = em_.unrolledLoop(IC, icStep, init, channel);
   for (int64_t set = 1; set < nSets; ++set)
     for (size_t k = 0; k < size_t(chains); ++k)
-      sum[k] = b_.CreateFAdd(sum[k], sum[size_t(set) * size_t(chains) + k]);
+      sum[k] = em_.add(dt, sum[k], sum[size_t(set) * size_t(chains) + k]);
   Value *zero = Constant::getNullValue(vt);
   for (int64_t j = 0; j < ob; ++j)
     for (int64_t r = 0; r < NR; ++r)
@@ -322,7 +335,10 @@ std::string key(const ConvSpec &s) {
                      "outW={},k={}x{},stride={}x{},dilation={}x{},pad={}x{},bias={:d},relu={:d}",
                      dtypeName(s.dtype), s.inChannels, s.outChannels, s.inHeight, s.inWidth, s.inRowBegin, s.inRows,
                      s.outRowBegin, s.outRows, s.outWidth, s.kernelH, s.kernelW, s.strideH, s.strideW, s.dilationH,
-                     s.dilationW, s.padTop, s.padLeft, s.hasBias, s.relu);
+                     s.dilationW, s.padTop, s.padLeft, s.hasBias, s.relu) +
+         (s.integer ? fmt::format(",in={},inZero={},w={},wZero={}", dtypeName(s.integer->a), s.integer->aZero,
+                                  dtypeName(s.integer->b), s.integer->bZero)
+                    : std::string());
 }
 
 } // namespace popc::codegen::detail

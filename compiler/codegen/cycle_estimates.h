@@ -13,19 +13,26 @@ constexpr uint64_t kVertexOverhead = 10;
 
 constexpr uint64_t f64Factor(bool is64Bit) { return is64Bit ? 2 : 1; }
 
+// Integer products (MatMulInteger, ConvInteger) have no AMP path on the IPU
+// (poplin has no int8 matmul): one multiply-accumulate per cycle on the
+// integer unit, half the f32 dot product's rate.
+constexpr uint64_t integerFactor(bool integer) { return integer ? 2 : 1; }
+
 // One dot product of length k: the Graphcore tutorial's vertex, 2 f32 MACs per
 // cycle plus loop overhead.
 constexpr uint64_t dotProduct(uint64_t k) { return 5 + (k + 1) / 2; }
 
 // MatMul: a dot product per output, plus a cycle per output to add beta*C.
-constexpr uint64_t matmul(uint64_t outputs, uint64_t k, bool hasC, bool is64Bit) {
-  return (kVertexOverhead + outputs * dotProduct(k) + (hasC ? outputs : 0)) * f64Factor(is64Bit);
+constexpr uint64_t matmul(uint64_t outputs, uint64_t k, bool hasC, bool is64Bit, bool integer = false) {
+  return (kVertexOverhead + outputs * dotProduct(k) + (hasC ? outputs : 0)) * f64Factor(is64Bit) *
+         integerFactor(integer);
 }
 
 // Conv: a dot product of length inChannels*kernelH*kernelW per output, plus a
 // cycle per output for a fused relu.
-constexpr uint64_t conv(uint64_t outputs, uint64_t reduction, bool relu, bool is64Bit) {
-  return (kVertexOverhead + outputs * dotProduct(reduction) + (relu ? outputs : 0)) * f64Factor(is64Bit);
+constexpr uint64_t conv(uint64_t outputs, uint64_t reduction, bool relu, bool is64Bit, bool integer = false) {
+  return (kVertexOverhead + outputs * dotProduct(reduction) + (relu ? outputs : 0)) * f64Factor(is64Bit) *
+         integerFactor(integer);
 }
 
 // Pooling: one compare/add per window element, a few cycles per output for

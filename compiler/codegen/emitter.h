@@ -63,6 +63,8 @@ public:
   void storeLanes(DType t, Value *value, Value *base, Value *index, const std::vector<bool> &lanes);
   // a*b + c, fused by the host where it has FMA (llvm.fmuladd); scalars or vectors.
   Value *fmulAdd(Value *a, Value *b, Value *c);
+  // a*b + c of element type t: fmulAdd for floats, a wrapping multiply-add for integers.
+  Value *mulAdd(DType t, Value *a, Value *b, Value *c) { return isFloat(t) ? fmulAdd(a, b, c) : add(t, mul(t, a, b), c); }
 
   // Counted loop for (iv = begin; iv < end; ++iv) in rotated canonical form
   // (guard if the trip count is not a known positive constant, preheader,

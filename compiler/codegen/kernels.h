@@ -64,16 +64,29 @@ struct ElementwiseSpec {
   std::optional<DType> outDType = std::nullopt; // nullopt: the op's default (dtype, or bool)
 };
 
+// Integer operands of a MatMul or Conv (ONNX MatMulInteger/ConvInteger):
+// int8/uint8 elements, each widened to the int32 accumulator and centred on its
+// zero point (a compile-time constant) before the multiply. Padding and masked
+// lanes contribute 0, i.e. they read as the zero point, as ONNX specifies.
+// The accumulator wraps at 32 bits like an int32 register.
+struct IntegerOperands {
+  DType a = DType::U8, b = DType::I8; // MatMul A and B; Conv in and weights
+  int32_t aZero = 0, bZero = 0;
+  bool operator==(const IntegerOperands &) const = default;
+};
+
 // out[b][m][n] = alpha * sum_k A[b][m][k] * B[b][k][n] + beta * C[b][m][n]
 // A is stored [b][m][k], or [b][k][m] if transA. B is stored [b][k][n], or
 // [b][n][k] if transB; with broadcastB it has no batch dimension (one B for all b).
-// Fields: A, B, C (only if hasC), out.
+// Fields: A, B, C (only if hasC), out. With `integer`, dtype (C and out) is
+// int32, A and B are the integer operand types, alpha is 1 and there is no C.
 struct MatMulSpec {
   DType dtype = DType::F32;
   uint32_t batch = 1, m = 0, n = 0, k = 0;
   bool transA = false, transB = false, broadcastB = false;
   bool hasC = false;
   float alpha = 1.0f, beta = 1.0f;
+  std::optional<IntegerOperands> integer = std::nullopt;
 };
 
 // 2-D convolution of one batch item and one group, for a block of output
@@ -83,6 +96,7 @@ struct MatMulSpec {
 // Positions outside [0,inHeight)x[0,inWidth) are zero padding.
 // Weights: [outChannels][inChannels][kernelH][kernelW]; bias: [outChannels].
 // Out: [outChannels][outRows][outWidth]. Fields: in, weights, bias (if hasBias), out.
+// With `integer` (in: a, weights: b), dtype (out) is int32, without bias or relu.
 struct ConvSpec {
   DType dtype = DType::F32;
   uint32_t inChannels = 0, outChannels = 0;
@@ -94,6 +108,7 @@ struct ConvSpec {
   int32_t padTop = 0, padLeft = 0;
   bool hasBias = false;
   bool relu = false; // fused activation applied after the bias
+  std::optional<IntegerOperands> integer = std::nullopt;
 };
 
 // Max or average pooling over a block of channels, same geometry as ConvSpec

@@ -1,6 +1,7 @@
 // Batched matrix multiply: out = alpha * A·B + beta * C.
 #include "compiler/codegen/cycle_estimates.h"
 #include "compiler/codegen/kinds.h"
+#include "compiler/codegen/operand.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -27,11 +28,19 @@ Value *mulAdd(Emitter &em, Value *a, Value *b, Value *c, bool reassoc) {
 } // namespace
 
 KernelDesc describe(const MatMulSpec &s) {
-  if (s.dtype != DType::F32 && s.dtype != DType::F64)
+  if (s.integer) {
+    validateIntegerOperands("MatMul", s.dtype, *s.integer);
+    if (s.hasC || s.alpha != 1.0f)
+      fail("codegen: integer MatMul has no C and no alpha");
+  } else if (s.dtype != DType::F32 && s.dtype != DType::F64) {
     unsupported("MatMul", s.dtype);
+  }
+  const DType aType = s.integer ? s.integer->a : s.dtype, bType = s.integer ? s.integer->b : s.dtype;
   KernelDesc d;
   d.kind = "matmul";
   d.name = fmt::format("MatMul_b{}_m{}_n{}_k{}_{}", s.batch, s.m, s.n, s.k, dtypeName(s.dtype));
+  if (s.integer)
+    d.name += fmt::format("_{}z{}_{}z{}", dtypeName(aType), s.integer->aZero, dtypeName(bType), s.integer->bZero);
   if (s.transA)
     d.name += "_tA";
   if (s.transB)
@@ -42,13 +51,12 @@ KernelDesc describe(const MatMulSpec &s) {
     d.name += fmt::format("_C_beta{}", s.beta);
   if (s.alpha != 1.0f)
     d.name += fmt::format("_alpha{}", s.alpha);
-  d.fields.push_back({"A", fieldBytes("A", {s.batch, s.m, s.k}, s.dtype), FieldAccess::Input});
-  d.fields.push_back(
-      {"B", fieldBytes("B", {s.broadcastB ? 1u : s.batch, s.k, s.n}, s.dtype), FieldAccess::Input});
+  d.fields.push_back({"A", fieldBytes("A", {s.batch, s.m, s.k}, aType), FieldAccess::Input});
+  d.fields.push_back({"B", fieldBytes("B", {s.broadcastB ? 1u : s.batch, s.k, s.n}, bType), FieldAccess::Input});
   if (s.hasC)
     d.fields.push_back({"C", fieldBytes("C", {s.batch, s.m, s.n}, s.dtype), FieldAccess::Input});
   d.fields.push_back({"out", fieldBytes("out", {s.batch, s.m, s.n}, s.dtype), FieldAccess::Output});
-  d.cycles = cycles::matmul(uint64_t(s.batch) * s.m * s.n, s.k, s.hasC, s.dtype == DType::F64);
+  d.cycles = cycles::matmul(uint64_t(s.batch) * s.m * s.n, s.k, s.hasC, s.dtype == DType::F64, s.integer.has_value());
   return d;
 }
 
@@ -63,6 +71,7 @@ namespace {
 void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
   IRBuilder<> &b = em.b();
   const DType t = s.dtype;
+  const Operand opA = Operand::of(t, s.integer, false), opB = Operand::of(t, s.integer, true);
   const int64_t M = s.m, N = s.n, K = s.k;
   int64_t V = t == DType::F64 ? 8 : 16;
   while (V > 4 && V / 2 >= N)
@@ -72,7 +81,7 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
   const int64_t NV = std::min<int64_t>({(N + V - 1) / V, std::max<int64_t>(1, 16 / MB), 8});
   const int64_t L = NV * V;
   Type *vt = em.vecType(t, unsigned(V));
-  Value *alpha = em.fconst(t, s.alpha), *beta = em.fconst(t, s.beta);
+  Value *alpha = em.constant(t, s.alpha), *beta = em.constant(t, s.beta);
 
   auto aIndex = [&](Value *bi, Value *mi, Value *ki) {
     Value *base = b.CreateMul(bi, em.i64(M * K));
@@ -107,15 +116,15 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
       std::vector<Value *> x(size_t(NV), nullptr);
       for (int64_t v = 0; v < NV; ++v)
         if (any(lanes[size_t(v)]))
-          x[size_t(v)] = em.loadLanes(t, B, b.CreateAdd(bRow, b.CreateAdd(col, em.i64(v * V))), lanes[size_t(v)]);
+          x[size_t(v)] = opB.loadLanes(em, B, b.CreateAdd(bRow, b.CreateAdd(col, em.i64(v * V))), lanes[size_t(v)]);
       for (int64_t j = 0; j < mb; ++j) {
-        Value *a = em.load(t, A, aIndex(bi, b.CreateAdd(m0, em.i64(j)), ki));
+        Value *a = opA.load(em, A, aIndex(bi, b.CreateAdd(m0, em.i64(j)), ki));
         if (s.alpha != 1.0f)
           a = b.CreateFMul(alpha, a);
         Value *as = em.splat(unsigned(V), a);
         for (int64_t v = 0; v < NV; ++v)
           if (x[size_t(v)])
-            acc[slot(set, j, v)] = em.fmulAdd(as, x[size_t(v)], acc[slot(set, j, v)]);
+            acc[slot(set, j, v)] = em.mulAdd(t, as, x[size_t(v)], acc[slot(set, j, v)]);
       }
     };
     Emitter::Carried sum = em.unrolledLoop(K, kStep, init, step);
@@ -125,7 +134,7 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
           continue;
         Value *r = sum[slot(0, j, v)];
         for (int64_t set = 1; set < kStep; ++set)
-          r = b.CreateFAdd(r, sum[slot(set, j, v)]);
+          r = em.add(t, r, sum[slot(set, j, v)]);
         em.storeLanes(t, r, out, outIndex(j, v), lanes[size_t(v)]);
       }
   };
@@ -156,25 +165,26 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
 void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
   IRBuilder<> &b = em.b();
   const DType t = s.dtype;
+  const Operand opA = Operand::of(t, s.integer, false), opB = Operand::of(t, s.integer, true);
   const int64_t M = s.m, N = s.n, K = s.k;
   int64_t V = t == DType::F64 ? 8 : 16;
   while (V > 4 && V / 2 >= K)
     V /= 2;
   const int64_t MB = std::min<int64_t>(M, 4), NB = std::min<int64_t>(N, 4);
   Type *vt = em.vecType(t, unsigned(V));
-  Value *alpha = em.fconst(t, s.alpha), *beta = em.fconst(t, s.beta);
+  Value *alpha = em.constant(t, s.alpha), *beta = em.constant(t, s.beta);
   auto tile = [&](Value *bi, Value *m0, int64_t mb, Value *n0, int64_t nb) {
     Value *aBase = b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), m0), em.i64(K));
     Value *bBase = b.CreateMul(b.CreateAdd(s.broadcastB ? em.i64(0) : b.CreateMul(bi, em.i64(N)), n0), em.i64(K));
     auto chunk = [&](Value *kc, const std::vector<bool> &lanes, Emitter::Carried &acc) {
       std::vector<Value *> a, bv;
       for (int64_t j = 0; j < mb; ++j)
-        a.push_back(em.loadLanes(t, A, b.CreateAdd(aBase, b.CreateAdd(em.i64(j * K), kc)), lanes));
+        a.push_back(opA.loadLanes(em, A, b.CreateAdd(aBase, b.CreateAdd(em.i64(j * K), kc)), lanes));
       for (int64_t i = 0; i < nb; ++i)
-        bv.push_back(em.loadLanes(t, B, b.CreateAdd(bBase, b.CreateAdd(em.i64(i * K), kc)), lanes));
+        bv.push_back(opB.loadLanes(em, B, b.CreateAdd(bBase, b.CreateAdd(em.i64(i * K), kc)), lanes));
       for (int64_t j = 0; j < mb; ++j)
         for (int64_t i = 0; i < nb; ++i)
-          acc[size_t(j * nb + i)] = em.fmulAdd(a[size_t(j)], bv[size_t(i)], acc[size_t(j * nb + i)]);
+          acc[size_t(j * nb + i)] = em.mulAdd(t, a[size_t(j)], bv[size_t(i)], acc[size_t(j * nb + i)]);
     };
     Emitter::Carried acc(size_t(mb * nb), Constant::getNullValue(vt));
     const std::vector<bool> all(size_t(V), true);
@@ -193,10 +203,14 @@ void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C
     reassoc.setAllowReassoc();
     for (int64_t j = 0; j < mb; ++j)
       for (int64_t i = 0; i < nb; ++i) {
-        IRBuilder<>::FastMathFlagGuard guard(b);
-        b.setFastMathFlags(reassoc); // a tree of vector adds, not a serial chain
-        Value *r = b.CreateFAddReduce(em.fconst(t, -0.0), acc[size_t(j * nb + i)]);
-        b.clearFastMathFlags();
+        Value *r;
+        if (em.isFloat(t)) {
+          IRBuilder<>::FastMathFlagGuard guard(b);
+          b.setFastMathFlags(reassoc); // a tree of vector adds, not a serial chain
+          r = b.CreateFAddReduce(em.fconst(t, -0.0), acc[size_t(j * nb + i)]);
+        } else {
+          r = b.CreateAddReduce(acc[size_t(j * nb + i)]);
+        }
         if (s.alpha != 1.0f)
           r = b.CreateFMul(alpha, r);
         Value *idx = b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), b.CreateAdd(m0, em.i64(j))), em.i64(N)),
@@ -241,7 +255,8 @@ void emit(Emitter &em, const MatMulSpec &s) {
     return;
   }
   const int64_t M = s.m, N = s.n, K = s.k;
-  Value *alpha = em.fconst(t, s.alpha), *beta = em.fconst(t, s.beta);
+  Value *alpha = em.constant(t, s.alpha), *beta = em.constant(t, s.beta);
+  const Operand opA = Operand::of(t, s.integer, false), opB = Operand::of(t, s.integer, true);
 
   // Element index of A[b][m][k] for either storage order.
   auto aIndex = [&](Value *bi, Value *mi, Value *ki) {
@@ -267,10 +282,10 @@ void emit(Emitter &em, const MatMulSpec &s) {
       Value *row = b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), mi), em.i64(N));
       em.forLoop(N, [&](Value *ni) {
         Value *bRow = b.CreateAdd(bBase(bi), b.CreateMul(ni, em.i64(K)));
-        Value *acc = em.forLoop(K, {em.fconst(t, 0)}, [&](Value *ki, const Emitter::Carried &c) {
-          Value *a = em.load(t, A, aIndex(bi, mi, ki));
-          Value *bv = em.load(t, B, b.CreateAdd(bRow, ki));
-          return Emitter::Carried{mulAdd(em, a, bv, c[0], true)};
+        Value *acc = em.forLoop(K, {em.constant(t, 0)}, [&](Value *ki, const Emitter::Carried &c) {
+          Value *a = opA.load(em, A, aIndex(bi, mi, ki));
+          Value *bv = opB.load(em, B, b.CreateAdd(bRow, ki));
+          return Emitter::Carried{em.isFloat(t) ? mulAdd(em, a, bv, c[0], true) : em.mulAdd(t, a, bv, c[0])};
         })[0];
         if (s.alpha != 1.0f)
           acc = b.CreateFMul(alpha, acc);
@@ -283,10 +298,14 @@ void emit(Emitter &em, const MatMulSpec &s) {
 
 std::string key(const MatMulSpec &s) {
   // beta only matters with C: specs differing only in an unused beta share a vertex.
-  return fmt::format("matmul:dtype={},batch={},m={},n={},k={},transA={:d},transB={:d},broadcastB={:d},"
-                     "hasC={:d},alpha={},beta={}",
-                     dtypeName(s.dtype), s.batch, s.m, s.n, s.k, s.transA, s.transB, s.broadcastB, s.hasC,
-                     s.alpha, s.hasC ? s.beta : 0.0f);
+  std::string k = fmt::format("matmul:dtype={},batch={},m={},n={},k={},transA={:d},transB={:d},broadcastB={:d},"
+                              "hasC={:d},alpha={},beta={}",
+                              dtypeName(s.dtype), s.batch, s.m, s.n, s.k, s.transA, s.transB, s.broadcastB, s.hasC,
+                              s.alpha, s.hasC ? s.beta : 0.0f);
+  if (s.integer)
+    k += fmt::format(",a={},aZero={},b={},bZero={}", dtypeName(s.integer->a), s.integer->aZero,
+                     dtypeName(s.integer->b), s.integer->bZero);
+  return k;
 }
 
 } // namespace popc::codegen::detail

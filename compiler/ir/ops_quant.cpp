@@ -1,7 +1,7 @@
 // Quantized ops (ONNX QuantizeLinear family; ORT's quantizer and PyTorch's QDQ
 // export produce them). Only their outputs here: the quantize-decomposition
 // pass (compiler/passes/quantize_decompose.cpp) rewrites each into casts,
-// float arithmetic and a float64 MatMul/Conv, exact for int8/uint8 data.
+// float arithmetic and MatMulInteger/ConvInteger, which lower to int8 vertices.
 #include "compiler/ir/op_helpers.h"
 
 namespace popc::ir::detail {

@@ -5,6 +5,8 @@
 // partial sum; a reduce step then adds the partials on the block's first tile
 // (Poplibs' input-channel split). Splitting the input channels keeps wide
 // layers from replicating their whole input onto every tile.
+// ConvInteger is the same on int8/uint8 input and weights with an int32
+// output; its zero points (constants) are compiled into the vertices.
 #include "compiler/lib/ops.h"
 #include "compiler/lib/partials.h"
 #include "compiler/lib/planner.h"
@@ -44,7 +46,12 @@ struct SmallestPlan {
   uint64_t memory = UINT64_MAX;
 };
 
-ConvPlan planConv(const ConvShape &s, const Window2d &w, uint64_t es, const Lowering &L) {
+// Element bytes of the input, the weights (and bias) and the output.
+struct ElementSizes {
+  uint64_t x = 4, w = 4, out = 4;
+};
+
+ConvPlan planConv(const ConvShape &s, const Window2d &w, const ElementSizes &es, const Lowering &L) {
   PlanChooser<ConvPlan> chooser;
   SmallestPlan smallest;
   const auto &t = L.graph.target();
@@ -68,19 +75,19 @@ ConvPlan planConv(const ConvShape &s, const Window2d &w, uint64_t es, const Lowe
             const uint64_t compute = tileCycles(t, ceilDiv(vertices, workers) * dotCycles(outputs / vertices, icb * window));
             const uint64_t slabRows =
                 std::min<uint64_t>(s.h, (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1);
-            const uint64_t slabBytes = nb * gb * icb * slabRows * s.w * es;
-            const uint64_t weightBytes = gb * ocb * (icb * window + 1) * es;
+            const uint64_t slabBytes = nb * gb * icb * slabRows * s.w * es.x;
+            const uint64_t weightBytes = gb * ocb * (icb * window + 1) * es.w;
             uint64_t inBytes = slabBytes + weightBytes;
-            uint64_t memory = inBytes + outputs * es;
+            uint64_t memory = inBytes + outputs * es.out;
             uint64_t cost = compute + exchangeCycles(t, inBytes);
             // Per run the host copies every tile's input slab and the partial
             // sums of a split reduction. The weights are laid out once at load,
             // but each replica beyond the first uses up the tiles' budget for
             // laid-out constants (then later layers' weights travel every run).
-            const uint64_t allWeights = uint64_t(s.m) * (uint64_t(s.cg) * window + 1) * es;
+            const uint64_t allWeights = uint64_t(s.m) * (uint64_t(s.cg) * window + 1) * es.w;
             uint64_t bytesMoved = used * slabBytes + (used * weightBytes > allWeights ? used * weightBytes - allWeights : 0);
             if (slices > 1) { // the reduce: partials move to the block's first tile and are summed
-              const uint64_t partialBytes = (slices - 1) * outputs * es;
+              const uint64_t partialBytes = (slices - 1) * outputs * es.out;
               // (The reduce's cycles as first estimated, below what the cycle model
               // charges; the exact partialReduceCycles moved ResNet-50 towards
               // replicated activations: 2 % fewer cycles, 15 % more host time.)
@@ -109,13 +116,14 @@ struct Block {
 
 struct ConvOp {
   const ir::Op &op;
-  ConvShape s;
+  ConvShape s{};
   Window2d w;
-  ConvPlan plan;
-  Value x, weights, out;
-  std::optional<Value> bias;
-  uint64_t es = 4;
+  ConvPlan plan{};
+  Value x, weights, out{};
+  std::optional<Value> bias{};
+  ElementSizes es{};
   int64_t slices = 1;
+  std::optional<codegen::IntegerOperands> integer{}; // ConvInteger
 };
 
 std::vector<Block> mapOutput(const ConvOp &c, Lowering &L) {
@@ -124,7 +132,7 @@ std::vector<Block> mapOutput(const ConvOp &c, Lowering &L) {
   std::vector<Block> blocks;
   const uint64_t count = ceilDiv(s.n, p.nb) * ceilDiv(s.groups, p.gb) * ceilDiv(s.mg, p.ocb) * ceilDiv(s.oh, p.ohb);
   uint32_t tile = L.allocTiles(count * uint64_t(c.slices));
-  const uint64_t plane = uint64_t(s.oh * s.ow), es = c.es;
+  const uint64_t plane = uint64_t(s.oh * s.ow), es = c.es.out;
   std::vector<graph::Interval> mapping;
   for (int64_t n0 = 0; n0 < s.n; n0 += p.nb)
     for (int64_t g0 = 0; g0 < s.groups; g0 += p.gb)
@@ -152,7 +160,7 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
                      graph::TensorId dst, bool withBias, bool relu, OpBuilder &builder, Lowering &L) {
   const ConvShape &s = c.s;
   const Window2d &w = c.w;
-  const uint64_t es = c.es;
+  const uint64_t xEs = c.es.x, wEs = c.es.w, es = c.es.out;
   const uint64_t window = uint64_t(w.kernelH * w.kernelW);
   const int64_t icn = ic1 - ic0;
   const int64_t ocb = b.oc1 - b.oc0, ohb = b.oh1 - b.oh0;
@@ -169,11 +177,11 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
       const int64_t oc1 = splitRows ? b.oc1 : b.oc0 + int64_t(bounds[v + 1]);
       RunList wRuns; // [oc][ic0:ic1][kh][kw]: one run per output channel (merged when whole)
       for (int64_t oc = oc0; oc < oc1; ++oc)
-        wRuns.add((uint64_t((g * s.mg + oc) * s.cg + ic0) * window) * es, uint64_t(icn) * window * es);
+        wRuns.add((uint64_t((g * s.mg + oc) * s.cg + ic0) * window) * wEs, uint64_t(icn) * window * wEs);
       weightFields.push_back(builder.gather(c.weights.tensor, wRuns, tile, "w"));
       if (withBias) {
         RunList bRuns;
-        bRuns.add(uint64_t(g * s.mg + oc0) * es, uint64_t(oc1 - oc0) * es);
+        bRuns.add(uint64_t(g * s.mg + oc0) * wEs, uint64_t(oc1 - oc0) * wEs);
         biasFields.push_back(builder.gather(c.bias->tensor, bRuns, tile, "b"));
       }
     }
@@ -181,7 +189,7 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
       RunList slabRuns;
       for (int64_t ic = ic0; ic < ic1; ++ic) {
         const uint64_t base = uint64_t((n * s.c + g * s.cg + ic) * s.h + slab.lo) * s.w;
-        slabRuns.add(base * es, uint64_t(slab.rows * s.w) * es);
+        slabRuns.add(base * xEs, uint64_t(slab.rows * s.w) * xEs);
       }
       const graph::FieldRef slabField = builder.gather(c.x.tensor, slabRuns, tile, fmt::format("x{}g{}", n, g));
       for (size_t v = 0; v + 1 < bounds.size(); ++v) {
@@ -197,8 +205,8 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
         const int64_t padTopLocal = used.padTopLocal - (subSlab ? 0 : (oh0 - b.oh0) * w.strideH);
         graph::FieldRef in = slabField;
         if (subSlab) {
-          in.blockOffset += uint64_t(vslab.lo - slab.lo) * s.w * es;
-          in.bytes = uint64_t(vslab.rows * s.w) * es;
+          in.blockOffset += uint64_t(vslab.lo - slab.lo) * s.w * xEs;
+          in.bytes = uint64_t(vslab.rows * s.w) * xEs;
         }
         std::vector<graph::FieldRef> fields{in, weightFields[v]};
         if (withBias)
@@ -210,7 +218,8 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
         fields.push_back({dst, tile, outOffset, uint64_t((oc1 - oc0) * (oh1 - oh0) * s.ow) * es});
 
         codegen::ConvSpec spec;
-        spec.dtype = c.x.info.dtype;
+        spec.dtype = c.out.info.dtype;
+        spec.integer = c.integer;
         spec.inChannels = uint32_t(icn);
         spec.outChannels = uint32_t(oc1 - oc0);
         setSlabGeometry(spec, w, used.rows, s.w, oh1 - oh0, s.ow, padTopLocal);
@@ -236,10 +245,16 @@ const std::string *fusableRelu(const ir::Op &op, const ir::Graph &g) {
 }
 
 void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
-  if (L.value(op.inputs[0]).info.shape.size() != 4)
+  if (L.value(op.inputs[0]).info.shape.size() != 4) {
+    if (op.type == "ConvInteger") // the pass decomposes these
+      fail("ConvInteger '{}': only 2-D integer convolution has vertices", op.name);
     return lowerConvNd(op, g, L); // 1-D and 3-D: the codelet
-  ConvOp c{op, {}, window2d(op, g), {}, L.value(op.inputs[0]), L.value(op.inputs[1]), {}, {}};
-  if (op.hasInput(2))
+  }
+  ConvOp c{.op = op, .w = window2d(op, g), .x = L.value(op.inputs[0]), .weights = L.value(op.inputs[1])};
+  if (op.type == "ConvInteger")
+    c.integer = codegen::IntegerOperands{c.x.info.dtype, c.weights.info.dtype, constantZeroPoint(op, g, 2),
+                                         constantZeroPoint(op, g, 3)};
+  else if (op.hasInput(2))
     c.bias = L.value(op.inputs[2]);
   const ir::TensorInfo &outInfo = g.tensor(op.outputs[0]).info;
   const Shape &xs = c.x.info.shape;
@@ -250,8 +265,8 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
        op.attrs.getInt("group", 1), 0, 0};
   s.cg = s.c / s.groups;
   s.mg = s.m / s.groups;
-  c.es = c.x.elemSize();
   c.out = L.newValue(op.outputs[0], outInfo);
+  c.es = {c.x.elemSize(), c.weights.elemSize(), c.out.elemSize()};
   L.bind(op.outputs[0], c.out);
   if (outInfo.elements() == 0)
     return;
@@ -263,7 +278,7 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
 
   if (c.slices == 1) {
     // A Relu that is the only reader of this output runs inside the conv vertices.
-    const std::string *relu = fusableRelu(op, g);
+    const std::string *relu = c.integer ? nullptr : fusableRelu(op, g);
     OpBuilder builder(L, op.name);
     for (const Block &b : blocks)
       addConvVertices(c, b, 0, s.cg, b.tile, c.out.tensor, c.bias.has_value(), relu != nullptr, builder, L);
@@ -292,6 +307,7 @@ void lowerConv(const ir::Op &op, const ir::Graph &g, Lowering &L) {
 
 void registerConvLowerings(LoweringTable &t) {
   t["Conv"] = lowerConv;
+  t["ConvInteger"] = lowerConv;
   t["ConvTranspose"] = lowerConvTranspose;
 }
 

@@ -5,6 +5,8 @@
 // busiest tile plus the cycles to exchange its operands. Splitting K keeps a
 // wide layer from copying all of A's rows to every column block of B.
 // Each tile's block is computed by up to one vertex per worker.
+// MatMulInteger is the same problem on int8/uint8 operands with an int32
+// output; its zero points (constants) are compiled into the vertices.
 #include "compiler/lib/ops.h"
 #include "compiler/lib/partials.h"
 #include "compiler/lib/planner.h"
@@ -30,6 +32,10 @@ struct Problem {
   bool broadcastB = false; // one B matrix for all batches
   float alpha = 1, beta = 1;
   std::vector<uint64_t> aMatrix, bMatrix; // per batch: matrix index into A / B
+  std::optional<codegen::IntegerOperands> integer; // MatMulInteger
+
+  uint64_t aSize() const { return a.elemSize(); } // element bytes of A and B (int8 for MatMulInteger)
+  uint64_t bSize() const { return b.elemSize(); }
 };
 
 struct Plan {
@@ -39,7 +45,7 @@ struct Plan {
 
 Plan choosePlan(const Problem &p, const Lowering &L) {
   const auto &t = L.graph.target();
-  const uint64_t es = p.out.elemSize();
+  const uint64_t es = p.out.elemSize(), aEs = p.aSize(), bEs = p.bSize();
   const uint64_t tiles = L.numTiles(), workers = L.workers();
   uint64_t bestMemory = UINT64_MAX;
   Plan smallest; // fallback when nothing fits: least memory per tile
@@ -59,7 +65,7 @@ Plan choosePlan(const Problem &p, const Lowering &L) {
             continue;
           const uint64_t rowsPerWorker = bb > 1 ? ceilDiv(bb, workers) * mb : ceilDiv(mb, workers);
           const uint64_t compute = tileCycles(t, dotCycles(rowsPerWorker * nb, kb));
-          const uint64_t aBytes = bb * mb * kb * es, bBytes = (p.broadcastB ? 1 : bb) * kb * nb * es;
+          const uint64_t aBytes = bb * mb * kb * aEs, bBytes = (p.broadcastB ? 1 : bb) * kb * nb * bEs;
           const uint64_t cBytes = p.c ? mb * nb * es : 0, outputs = bb * mb * nb;
           uint64_t memory = aBytes + bBytes + cBytes + outputs * es;
           // A constant B (or C) laid out at load is not exchanged in a run.
@@ -68,7 +74,7 @@ Plan choosePlan(const Problem &p, const Lowering &L) {
           uint64_t cost = compute + exchangeCycles(t, aBytes + (bAtLoad ? 0 : bBytes) + (cAtLoad ? 0 : cBytes));
           // A constant B is laid out once at load, but its replicas use up the
           // tiles' budget for laid-out constants; any other B travels every run.
-          const uint64_t allB = (p.broadcastB ? 1 : p.batch) * p.k * p.n * es;
+          const uint64_t allB = (p.broadcastB ? 1 : p.batch) * p.k * p.n * bEs;
           const uint64_t bTravel = constB ? (used * bBytes > allB ? used * bBytes - allB : 0) : used * bBytes;
           uint64_t bytesMoved = used * aBytes + blocks * (p.c && !constC ? cBytes : 0) + bTravel;
           if (slices > 1) { // the reduce: partials move to the block's first tile and are summed
@@ -101,7 +107,7 @@ uint64_t aOffset(const Problem &p, uint64_t b, uint64_t row, uint64_t col) {
 void addMatMulVertices(const Problem &p, uint64_t b0, uint64_t b1, uint64_t m0, uint64_t m1, uint64_t n0,
                        uint64_t n1, uint64_t k0, uint64_t k1, uint32_t tile, graph::TensorId dst,
                        OpBuilder &builder, Lowering &L) {
-  const uint64_t es = p.out.elemSize();
+  const uint64_t es = p.out.elemSize(), aEs = p.aSize(), bEs = p.bSize();
   const uint64_t nb = n1 - n0, bb = b1 - b0, mb = m1 - m0, kb = k1 - k0;
   const bool withC = p.c.has_value() && k0 == 0;
   // B block: shared by every vertex on the tile.
@@ -110,10 +116,10 @@ void addMatMulVertices(const Problem &p, uint64_t b0, uint64_t b1, uint64_t m0, 
     const uint64_t base = p.bMatrix[b] * p.k * p.n;
     if (p.transB)
       for (uint64_t n = n0; n < n1; ++n)
-        bRuns.add((base + n * p.k + k0) * es, kb * es);
+        bRuns.add((base + n * p.k + k0) * bEs, kb * bEs);
     else
       for (uint64_t kk = k0; kk < k1; ++kk)
-        bRuns.add((base + kk * p.n + n0) * es, nb * es);
+        bRuns.add((base + kk * p.n + n0) * bEs, nb * bEs);
   }
   const graph::FieldRef bField = builder.gather(p.b.tensor, bRuns, tile, "B");
 
@@ -131,17 +137,17 @@ void addMatMulVertices(const Problem &p, uint64_t b0, uint64_t b1, uint64_t m0, 
     for (uint64_t b = vb0; b < vb1; ++b) {
       if (p.transA)
         for (uint64_t kk = k0; kk < k1; ++kk)
-          aRuns.add(aOffset(p, b, vm0, kk) * es, rows * es);
+          aRuns.add(aOffset(p, b, vm0, kk) * aEs, rows * aEs);
       else
         for (uint64_t m = vm0; m < vm1; ++m)
-          aRuns.add(aOffset(p, b, m, k0) * es, kb * es);
+          aRuns.add(aOffset(p, b, m, k0) * aEs, kb * aEs);
     }
     std::vector<graph::FieldRef> fields{builder.gather(p.a.tensor, aRuns, tile, "A")};
 
     graph::FieldRef bf = bField;
     if (!p.broadcastB) {
-      bf.blockOffset += (vb0 - b0) * kb * nb * es;
-      bf.bytes = vbatch * kb * nb * es;
+      bf.blockOffset += (vb0 - b0) * kb * nb * bEs;
+      bf.bytes = vbatch * kb * nb * bEs;
     }
     fields.push_back(bf);
     if (withC) {
@@ -156,6 +162,7 @@ void addMatMulVertices(const Problem &p, uint64_t b0, uint64_t b1, uint64_t m0, 
 
     codegen::MatMulSpec spec;
     spec.dtype = p.out.info.dtype;
+    spec.integer = p.integer;
     spec.batch = uint32_t(vbatch);
     spec.m = uint32_t(rows);
     spec.n = uint32_t(nb);
@@ -263,6 +270,9 @@ void lowerMatMul(const ir::Op &op, const ir::Graph &g, Lowering &L) {
     p.aMatrix = {0};
     p.bMatrix = {0};
   }
+  if (op.type == "MatMulInteger")
+    p.integer = codegen::IntegerOperands{p.a.info.dtype, p.b.info.dtype, constantZeroPoint(op, g, 2),
+                                         constantZeroPoint(op, g, 3)};
   p.out = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
   if (p.out.info.elements() > 0)
     lowerProblem(p, L);
@@ -294,8 +304,19 @@ void lowerGemm(const ir::Op &op, const ir::Graph &g, Lowering &L) {
 
 } // namespace
 
+int32_t constantZeroPoint(const ir::Op &op, const ir::Graph &g, size_t i) {
+  if (!op.hasInput(i))
+    return 0;
+  const ir::Tensor &t = g.tensor(op.inputs[i]);
+  if (t.kind != ir::TensorKind::Constant || t.info.elements() != 1)
+    fail("{} '{}': zero point '{}' must be a scalar constant here (run the quantize-decomposition pass)", op.type,
+         op.name, t.name);
+  return int32_t(t.toInt64s()[0]);
+}
+
 void registerMatMulLowerings(LoweringTable &t) {
   t["MatMul"] = lowerMatMul;
+  t["MatMulInteger"] = lowerMatMul;
   t["Gemm"] = lowerGemm;
 }
 

@@ -31,6 +31,11 @@ void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &
 void lowerConvTranspose(const ir::Op &op, const ir::Graph &g, Lowering &L);
 void lowerConvNd(const ir::Op &op, const ir::Graph &g, Lowering &L);
 
+// The zero point input `i` of MatMulInteger/ConvInteger, a scalar constant (0
+// when absent); anything else is refused (the quantize-decomposition pass
+// leaves only these).
+int32_t constantZeroPoint(const ir::Op &op, const ir::Graph &g, size_t i);
+
 // Pooling the 2-D kernels do not cover (1-D/3-D, Indices, integer data): codelet.
 void lowerPoolNd(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax);
 

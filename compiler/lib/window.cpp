@@ -7,7 +7,8 @@
 namespace popc::lib {
 
 Window2d window2d(const ir::Op &op, const ir::Graph &g) {
-  const ir::WindowParams p = op.type == "Conv" ? ir::convParams(op, g) : ir::poolParams(op, g);
+  const bool conv = op.type == "Conv" || op.type == "ConvInteger";
+  const ir::WindowParams p = conv ? ir::convParams(op, g) : ir::poolParams(op, g);
   if (p.kernel.size() != 2)
     fail("{} '{}': only 2-D windows are supported (kernel has {} dims)", op.type, op.name, p.kernel.size());
   Window2d w;

@@ -14,7 +14,8 @@ namespace popc::passes {
 // Constant tensors.
 size_t foldConstants(ir::Ir &ir);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
-// ConvInteger, QLinearMatMul, QLinearConv as exact float arithmetic (quantize_decompose.cpp).
+// ConvInteger, QLinearMatMul, QLinearConv as integer products (int8 vertices) and
+// exact float arithmetic (quantize_decompose.cpp).
 size_t decomposeQuantized(ir::Ir &ir);
 // ScatterND, MaxUnpool and GatherND with run-time indices as ScatterElements and
 // Gather on a flat view (index_decompose.cpp).

@@ -1,18 +1,29 @@
-// Quantized ops as float arithmetic, exactly as ONNX defines them:
+// Quantized ops as integer products and float arithmetic, exactly as ONNX defines them:
 //   DequantizeLinear   y = (float(x) - float(zp)) * scale
 //   QuantizeLinear     y = saturate(round_half_even(x / scale) + zp)
 //   DynamicQuantizeLinear  scale = (max(0, max x) - min(0, min x)) / 255, zp and y as above
-//   MatMulInteger/ConvInteger  int32((A - a_zp) · (B - b_zp)), the product in float64
+//   MatMulInteger/ConvInteger  int32 sum of (A - a_zp) * (B - b_zp)
 //   QLinearMatMul/QLinearConv  saturate(round(float(acc [+ B]) * (a_scale * b_scale / y_scale)) + y_zp)
 // Per-axis scales and zero points are reshaped to broadcast along their axis.
-// The integer products run as a float64 MatMul/Conv: every int8 x int8 product
-// and every sum of up to 2^37 of them is exact in float64, so results equal an
-// int32 accumulator bit for bit (the simulated cycles are float64's).
+// The integer products are MatMulInteger/ConvInteger ops, which lower to int8
+// vertices with int32 accumulators; those vertices compile a zero point in
+// when it is one constant (absent, a scalar, or per-axis with equal values).
+// A MatMul's other zero points (computed at run time, as DynamicQuantizeLinear
+// gives, or differing per row or column) become int32 corrections:
+//   sum (a' - ra)(b' - rb) = sum a'b' - rb sum_k a' - ra sum_k b' + K ra rb.
+// A 2-D ConvInteger's corrections are window sums, convolutions with ones:
+//   sum (x' - rx)(w' - rw) = sum x'w' - rw sum x' - rx sum w' + rx rw sum 1.
+// Other ConvIntegers (1-D, 3-D) run as a float64 Conv:
+// every int8 x int8 product and every sum of up to 2^37 of them is exact in
+// float64, so results equal an int32 accumulator bit for bit.
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 namespace popc::passes {
 
@@ -20,6 +31,19 @@ namespace {
 
 // ONNX TensorProto data types (Cast's `to`).
 constexpr int64_t kFloat = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kDouble = 11;
+
+// The value of a zero point the integer vertices can compile in: absent (0),
+// or a constant whose elements are all equal.
+std::optional<int64_t> uniformZeroPoint(const ir::Graph &g, const std::string &zp) {
+  if (zp.empty())
+    return 0;
+  if (!isConstant(g, zp))
+    return std::nullopt;
+  const std::vector<int64_t> v = g.tensor(zp).toInt64s();
+  if (v.empty() || std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end())
+    return v.empty() ? std::optional<int64_t>(0) : std::nullopt;
+  return v[0];
+}
 
 class Decomposer {
 public:
@@ -71,6 +95,88 @@ public:
     if (!zp.empty())
       v = add("Sub", {v, cast(alongAxis(zp, info(x).shape.size(), axis), kDouble)});
     return v;
+  }
+
+  // A uniform zero point as the integer op's input: none for 0, else a scalar constant.
+  std::string zeroPointInput(const std::string &zp, int64_t value) {
+    if (value == 0)
+      return "";
+    if (info(zp).shape.empty())
+      return zp;
+    const DType t = info(zp).dtype;
+    return addConstant(g_, op_.name + "_zp", {t, {}}, {uint8_t(t == DType::I8 ? int8_t(value) : uint8_t(value))});
+  }
+
+  // A uint8 constant of ones shaped like x (one batch item when `image`).
+  std::string ones(const std::string &x, bool image) {
+    Shape shape = info(x).shape;
+    if (image)
+      shape[0] = 1;
+    return addConstant(g_, op_.name + "_ones", {DType::U8, shape}, std::vector<uint8_t>(size_t(numElements(shape)), 1));
+  }
+
+  // int32 Sum over `axis` (kept) of x - zero, x widened to int32.
+  std::string centredSum(const std::string &x, const std::string &zero, int64_t axis) {
+    std::string v = cast(x, kInt32);
+    if (!zero.empty())
+      v = add("Sub", {v, cast(zero, kInt32)});
+    ir::Attributes keep;
+    keep.set("keepdims", int64_t(1));
+    if (g_.opset >= 13) // axes became an input in opset 13
+      return add("ReduceSum", {v, addInt64Constant(g_, op_.name + "_axes", {axis})}, "", keep);
+    keep.set("axes", std::vector<int64_t>{axis});
+    return add("ReduceSum", {v}, "", keep);
+  }
+
+  // The int32 product of MatMulInteger/ConvInteger inputs x, w (zero points xz,
+  // wz) on the integer vertices, written to `output` (a fresh name when
+  // empty), or "" when they cannot take it.
+  std::string integerProduct(const std::string &type, const std::string &x, const std::string &xz,
+                             const std::string &w, const std::string &wz, const std::string &output = "") {
+    const std::optional<int64_t> cx = uniformZeroPoint(g_, xz), cw = uniformZeroPoint(g_, wz);
+    const size_t xr = info(x).shape.size(), wr = info(w).shape.size();
+    ir::Attributes attrs = type == "Conv" ? op_.attrs : ir::Attributes{};
+    if (type == "Conv") {
+      if (xr != 4)
+        return "";
+      const std::string bakedX = cx ? zeroPointInput(xz, *cx) : "", bakedW = cw ? zeroPointInput(wz, *cw) : "";
+      if (cx && cw)
+        return add("ConvInteger", {x, w, bakedX, bakedW}, output, attrs);
+      // Sums over each output's in-image window taps (padding contributes 0):
+      // of x' (a conv with ones for weights), of w' (ones for the image), of 1.
+      const std::string onesX = ones(x, true), onesW = ones(w, false);
+      std::string acc = add("ConvInteger", {x, w, bakedX, bakedW}, "", attrs);
+      const std::string rx = cx ? "" : cast(xz, kInt32);
+      const std::string rw = cw ? "" : cast(alongAxis(wz, xr, 1), kInt32);
+      if (!rw.empty())
+        acc = add("Sub", {acc, add("Mul", {rw, add("ConvInteger", {x, onesW, bakedX}, "", attrs)})},
+                  rx.empty() ? output : "");
+      if (!rx.empty())
+        acc = add("Sub", {acc, add("Mul", {rx, add("ConvInteger", {onesX, w, "", bakedW}, "", attrs)})},
+                  rw.empty() ? output : "");
+      if (!rx.empty() && !rw.empty())
+        acc = add("Add", {acc, add("Mul", {add("Mul", {rx, rw}), add("ConvInteger", {onesX, onesW}, "", attrs)})},
+                  output);
+      return acc;
+    }
+    if ((!cx || !cw) && (xr < 2 || wr < 2))
+      return "";
+    // The kernel centres on the uniform zero points; ra, rb are the others.
+    const std::string bakedX = cx ? zeroPointInput(xz, *cx) : "", bakedW = cw ? zeroPointInput(wz, *cw) : "";
+    std::string acc = add("MatMulInteger", {x, w, bakedX, bakedW}, cx && cw ? output : "");
+    const std::string ra = cx ? "" : cast(alongAxis(xz, xr, int64_t(xr) - 2), kInt32);
+    const std::string rb = cw ? "" : cast(alongAxis(wz, wr, int64_t(wr) - 1), kInt32);
+    if (!rb.empty())
+      acc = add("Sub", {acc, add("Mul", {rb, centredSum(x, bakedX, -1)})}, ra.empty() ? output : "");
+    if (!ra.empty())
+      acc = add("Sub", {acc, add("Mul", {ra, centredSum(w, bakedW, -2)})}, rb.empty() ? output : "");
+    if (!ra.empty() && !rb.empty()) {
+      const auto k = uint32_t(info(x).shape.back());
+      const std::string kc = addConstant(g_, op_.name + "_k", {DType::I32, {}},
+                                         {uint8_t(k), uint8_t(k >> 8), uint8_t(k >> 16), uint8_t(k >> 24)});
+      acc = add("Add", {acc, add("Mul", {kc, add("Mul", {ra, rb})})}, output);
+    }
+    return acc;
   }
 
   // The exact integer product of MatMul/Conv inputs x, w (zero points xz, wz), float64.
@@ -134,23 +240,42 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const std::map<st
     d.add("Cast", {d.add("Max", {d.add("Min", {y, d.scalar(DType::F32, 255)}), zero})}, out, toU8);
   } else if (op.type == "MatMulInteger" || op.type == "ConvInteger") {
     const std::string type = op.type == "MatMulInteger" ? "MatMul" : "Conv";
-    const std::string acc = d.product(type, op.inputs[0], inputOrEmpty(op, 2), op.inputs[1], inputOrEmpty(op, 3));
-    ir::Attributes toI32;
-    toI32.set("to", kInt32);
-    d.add("Cast", {acc}, out, toI32);
+    const std::string x = op.inputs[0], xz = inputOrEmpty(op, 2), w = op.inputs[1], wz = inputOrEmpty(op, 3);
+    if (d.integerProduct(type, x, xz, w, wz, out).empty()) {
+      ir::Attributes toI32;
+      toI32.set("to", kInt32);
+      d.add("Cast", {d.product(type, x, xz, w, wz)}, out, toI32);
+    }
   } else { // QLinearMatMul, QLinearConv
     const bool conv = op.type == "QLinearConv";
-    std::string acc = d.product(conv ? "Conv" : "MatMul", op.inputs[0], op.inputs[2], op.inputs[3], op.inputs[5]);
+    const std::string type = conv ? "Conv" : "MatMul";
+    std::string acc = d.integerProduct(type, op.inputs[0], op.inputs[2], op.inputs[3], op.inputs[5]);
+    const bool integer = !acc.empty();
+    if (!integer)
+      acc = d.product(type, op.inputs[0], op.inputs[2], op.inputs[3], op.inputs[5]);
     const size_t rank = types.at(out).shape.size();
     // The output channel axis of w's per-channel scale: 1 for Conv, the last for MatMul.
     const int64_t channel = conv ? 1 : int64_t(rank) - 1;
-    if (conv && op.hasInput(8))
-      acc = d.add("Add", {acc, d.cast(d.alongAxis(op.inputs[8], rank, 1), kDouble)});
+    if (conv && op.hasInput(8)) {
+      const std::string bias = d.alongAxis(op.inputs[8], rank, 1);
+      acc = d.add("Add", {acc, integer ? bias : d.cast(bias, kDouble)});
+    }
     const std::string multiplier = d.add(
         "Div", {d.add("Mul", {op.inputs[1], d.alongAxis(op.inputs[4], rank, channel)}), op.inputs[6]});
     d.requantize(d.add("Mul", {d.cast(acc, kFloat), multiplier}), op.inputs[7], types.at(out).dtype, out, rank, 1);
   }
   return d.next() - index;
+}
+
+// A MatMulInteger/ConvInteger the integer vertices take as it is: zero points
+// absent or scalar constants, and a 2-D convolution.
+bool onIntegerVertices(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "MatMulInteger" && op.type != "ConvInteger")
+    return false;
+  for (size_t i : {2, 3})
+    if (op.hasInput(i) && !(isConstant(g, op.inputs[i]) && g.tensor(op.inputs[i]).info.shape.empty()))
+      return false;
+  return op.type == "MatMulInteger" || g.tensor(op.inputs[0]).info.shape.size() == 4;
 }
 
 } // namespace
@@ -159,7 +284,7 @@ size_t decomposeQuantized(ir::Ir &ir) {
   static const std::set<std::string> types{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
                                            "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"};
   const size_t count = replaceOps(
-      ir, [](const ir::Graph &, const ir::Op &op) { return types.count(op.type) > 0; },
+      ir, [](const ir::Graph &g, const ir::Op &op) { return types.count(op.type) > 0 && !onIntegerVertices(g, op); },
       [](ir::Graph &g, size_t i, const Replaced &r) { return decompose(g, i, r.op, r.outputs); });
   if (count)
     log::get("passes")->debug("quantize-decomposition: {} quantized ops as float arithmetic", count);
