@@ -145,6 +145,14 @@ int main(int argc, char **argv) {
       },
       "Print the IR pass pipeline in order (passes and the checkpoints --dump-ir/--dump-dot write) and exit");
   bool noIndexChecks = false;
+  std::string partialsType = "float";
+  app.add_option("--partials-type", partialsType,
+                 "Accumulator type of float16 MatMul, Gemm and Conv (PopART's partialsTypeMatMuls and the "
+                 "convolution option partialsType): 'float' (default) accumulates in float32; 'half' "
+                 "accumulates in float16, rounding every partial sum, at twice the AMP rate and half the "
+                 "memory (less accurate: see docs/cycle-model.md)")
+      ->check(CLI::IsMember({"float", "half"}))
+      ->default_str("float");
   app.add_flag("--no-index-checks", noIndexChecks,
                "Leave out Gather's run-time index check (an index outside the axis then reads zeros "
                "instead of stopping the run with the node, the index and the bound): a little faster");
@@ -231,6 +239,7 @@ int main(int argc, char **argv) {
     options.sequenceLengths = onnx::parseSequenceLengths(sequenceInputs);
     options.absentOptionals.insert(absentOptionals.begin(), absentOptionals.end());
     options.indexChecks = !noIndexChecks;
+    options.halfPartials = partialsType == "half";
     if (train) {
       const bool adam = training.optimizer == "adam" || training.optimizer == "adamw";
       for (CLI::Option *o : {momentumOpt, dampeningOpt, nesterovOpt})

@@ -19,9 +19,11 @@ KernelDesc describe(const ConvSpec &s) {
     validateIntegerOperands("Conv", s.dtype, *s.integer);
     if (s.hasBias || s.relu)
       fail("codegen: integer Conv has no bias and no fused relu");
-  } else if (s.dtype != DType::F32 && s.dtype != DType::F64) {
+  } else if (s.dtype != DType::F32 && s.dtype != DType::F64 && s.dtype != DType::F16) {
     unsupported("Conv", s.dtype);
   }
+  if (s.halfPartials && s.dtype != DType::F16)
+    fail("codegen: half partials are for float16 Conv, not {}", dtypeName(s.dtype));
   const DType inType = s.integer ? s.integer->a : s.dtype, wType = s.integer ? s.integer->b : s.dtype;
   windowOf(s).validate("Conv");
   KernelDesc d;
@@ -34,6 +36,8 @@ KernelDesc describe(const ConvSpec &s) {
     d.name += "_bias";
   if (s.relu)
     d.name += "_relu";
+  if (s.halfPartials)
+    d.name += "_halfPartials";
   if (s.integer)
     d.name += fmt::format("_{}z{}_{}z{}", dtypeName(inType), s.integer->aZero, dtypeName(wType), s.integer->bZero);
   d.fields.push_back({"in", fieldBytes("in", {s.inChannels, s.inRows, s.inWidth}, inType), FieldAccess::Input});
@@ -45,7 +49,7 @@ KernelDesc describe(const ConvSpec &s) {
       {"out", fieldBytes("out", {s.outChannels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
   const uint64_t outputs = uint64_t(s.outChannels) * s.outRows * s.outWidth;
   d.cycles = cycles::conv(outputs, uint64_t(s.inChannels) * s.kernelH * s.kernelW, s.relu, s.dtype == DType::F64,
-                          s.integer.has_value());
+                          s.integer.has_value(), s.halfPartials);
   return d;
 }
 
@@ -85,7 +89,7 @@ class ConvEmitter {
 public:
   ConvEmitter(Emitter &em, const ConvSpec &s)
       : em_(em), b_(em.b()), s_(s), w_(windowOf(s)), inOperand_(Operand::of(s.dtype, s.integer, false)),
-        weightsOperand_(Operand::of(s.dtype, s.integer, true)) {}
+        weightsOperand_(Operand::of(s.dtype, s.integer, true)), accum_{computeTypeOf(s.dtype), s.halfPartials} {}
 
   void run();
 
@@ -103,6 +107,7 @@ private:
   const ConvSpec &s_;
   Window w_;
   Operand inOperand_, weightsOperand_; // how the in and weights fields are read
+  Accumulator accum_;
   Tiling t_;
   std::vector<Window::ConstRows> rows_;       // per kernel row
   std::vector<Window::ConstColumns> cols_;    // per kernel column
@@ -173,7 +178,7 @@ std::vector<Chunks> ConvEmitter::chunks() const {
 
 void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int64_t groups, Value *colStart,
                        std::optional<int64_t> constStart) {
-  const DType dt = s_.dtype;
+  const DType dt = accum_.compute;
   const int64_t V = t_.v, NV = t_.nv, NR = t_.nr, KH = s_.kernelH, KW = s_.kernelW, KK = KH * KW;
   const int64_t IC = s_.inChannels, W = s_.inWidth, SW = s_.strideW;
   const int64_t inPlane = int64_t(s_.inRows) * W, outPlane = int64_t(s_.outRows) * s_.outWidth;
@@ -221,7 +226,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   Emitter::Carried init(size_t(nSets * chains), Constant::getNullValue(vt));
   for (int64_t j = 0; j < ob; ++j) {
     Value *oc = b_.CreateAdd(oc0, em_.i64(j));
-    Value *start = em_.splat(unsigned(V), bias_ ? em_.load(dt, bias_, oc) : em_.constant(dt, 0));
+    Value *start = em_.splat(unsigned(V), bias_ ? Operand::of(s_.dtype).load(em_, bias_, oc) : em_.constant(dt, 0));
     for (int64_t r = 0; r < NR; ++r)
       for (int64_t v = 0; v < NV; ++v)
         init[slot(0, j, r, v)] = start;
@@ -260,7 +265,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
             Value *x = inOperand_.loadLanes(em_, row, col, on, t_.flat ? 1 : SW, enable);
             for (int64_t j = 0; j < ob; ++j) {
               const size_t k = slot(tapSet, j, r, v);
-              next[k] = em_.mulAdd(dt, weight(j), x, next[k]);
+              next[k] = accum_.mulAdd(em_, weight(j), x, next[k]);
             }
           }
         }
@@ -269,7 +274,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   Emitter::Carried sum = em_.unrolledLoop(IC, icStep, init, channel);
   for (int64_t set = 1; set < nSets; ++set)
     for (size_t k = 0; k < size_t(chains); ++k)
-      sum[k] = em_.add(dt, sum[k], sum[size_t(set) * size_t(chains) + k]);
+      sum[k] = accum_.add(em_, sum[k], sum[size_t(set) * size_t(chains) + k]);
   Value *zero = Constant::getNullValue(vt);
   for (int64_t j = 0; j < ob; ++j)
     for (int64_t r = 0; r < NR; ++r)
@@ -287,7 +292,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
         Value *idx = b_.CreateAdd(b_.CreateMul(oc, em_.i64(outPlane)),
                                   b_.CreateAdd(b_.CreateMul(b_.CreateAdd(ohl0, em_.i64(r)), em_.i64(t_.width)),
                                                b_.CreateAdd(colStart, em_.i64(v * V))));
-        em_.storeLanes(dt, x, out_, idx, on);
+        storeResultLanes(em_, s_.dtype, x, out_, idx, on);
       }
 }
 
@@ -336,6 +341,7 @@ std::string key(const ConvSpec &s) {
                      dtypeName(s.dtype), s.inChannels, s.outChannels, s.inHeight, s.inWidth, s.inRowBegin, s.inRows,
                      s.outRowBegin, s.outRows, s.outWidth, s.kernelH, s.kernelW, s.strideH, s.strideW, s.dilationH,
                      s.dilationW, s.padTop, s.padLeft, s.hasBias, s.relu) +
+         (s.halfPartials ? ",halfPartials=1" : "") +
          (s.integer ? fmt::format(",in={},inZero={},w={},wZero={}", dtypeName(s.integer->a), s.integer->aZero,
                                   dtypeName(s.integer->b), s.integer->bZero)
                     : std::string());

@@ -23,15 +23,21 @@ constexpr uint64_t integerFactor(bool integer) { return integer ? 2 : 1; }
 constexpr uint64_t dotProduct(uint64_t k) { return 5 + (k + 1) / 2; }
 
 // MatMul: a dot product per output, plus a cycle per output to add beta*C.
-constexpr uint64_t matmul(uint64_t outputs, uint64_t k, bool hasC, bool is64Bit, bool integer = false) {
-  return (kVertexOverhead + outputs * dotProduct(k) + (hasC ? outputs : 0)) * f64Factor(is64Bit) *
+// With half partials the AMP accumulates in float16 at twice the rate: 4 MACs per cycle.
+constexpr uint64_t dotProductHalfPartials(uint64_t k) { return 5 + (k + 3) / 4; }
+constexpr uint64_t dot(uint64_t k, bool halfPartials) { return halfPartials ? dotProductHalfPartials(k) : dotProduct(k); }
+
+constexpr uint64_t matmul(uint64_t outputs, uint64_t k, bool hasC, bool is64Bit, bool integer = false,
+                          bool halfPartials = false) {
+  return (kVertexOverhead + outputs * dot(k, halfPartials) + (hasC ? outputs : 0)) * f64Factor(is64Bit) *
          integerFactor(integer);
 }
 
 // Conv: a dot product of length inChannels*kernelH*kernelW per output, plus a
 // cycle per output for a fused relu.
-constexpr uint64_t conv(uint64_t outputs, uint64_t reduction, bool relu, bool is64Bit, bool integer = false) {
-  return (kVertexOverhead + outputs * dotProduct(reduction) + (relu ? outputs : 0)) * f64Factor(is64Bit) *
+constexpr uint64_t conv(uint64_t outputs, uint64_t reduction, bool relu, bool is64Bit, bool integer = false,
+                        bool halfPartials = false) {
+  return (kVertexOverhead + outputs * dot(reduction, halfPartials) + (relu ? outputs : 0)) * f64Factor(is64Bit) *
          integerFactor(integer);
 }
 

@@ -80,12 +80,16 @@ struct IntegerOperands {
 // [b][n][k] if transB; with broadcastB it has no batch dimension (one B for all b).
 // Fields: A, B, C (only if hasC), out. With `integer`, dtype (C and out) is
 // int32, A and B are the integer operand types, alpha is 1 and there is no C.
+// dtype float16 is computed in float32, and with halfPartials every partial
+// sum is rounded to float16 (the AMP accumulating in half, PopART's
+// partialsType "half"); the output is rounded once when stored.
 struct MatMulSpec {
   DType dtype = DType::F32;
   uint32_t batch = 1, m = 0, n = 0, k = 0;
   bool transA = false, transB = false, broadcastB = false;
   bool hasC = false;
   float alpha = 1.0f, beta = 1.0f;
+  bool halfPartials = false; // float16 only
   std::optional<IntegerOperands> integer = std::nullopt;
 };
 
@@ -97,6 +101,7 @@ struct MatMulSpec {
 // Weights: [outChannels][inChannels][kernelH][kernelW]; bias: [outChannels].
 // Out: [outChannels][outRows][outWidth]. Fields: in, weights, bias (if hasBias), out.
 // With `integer` (in: a, weights: b), dtype (out) is int32, without bias or relu.
+// float16 and halfPartials as for MatMulSpec.
 struct ConvSpec {
   DType dtype = DType::F32;
   uint32_t inChannels = 0, outChannels = 0;
@@ -108,6 +113,7 @@ struct ConvSpec {
   int32_t padTop = 0, padLeft = 0;
   bool hasBias = false;
   bool relu = false; // fused activation applied after the bias
+  bool halfPartials = false; // float16 only
   std::optional<IntegerOperands> integer = std::nullopt;
 };
 

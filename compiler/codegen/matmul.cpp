@@ -32,9 +32,11 @@ KernelDesc describe(const MatMulSpec &s) {
     validateIntegerOperands("MatMul", s.dtype, *s.integer);
     if (s.hasC || s.alpha != 1.0f)
       fail("codegen: integer MatMul has no C and no alpha");
-  } else if (s.dtype != DType::F32 && s.dtype != DType::F64) {
+  } else if (s.dtype != DType::F32 && s.dtype != DType::F64 && s.dtype != DType::F16) {
     unsupported("MatMul", s.dtype);
   }
+  if (s.halfPartials && s.dtype != DType::F16)
+    fail("codegen: half partials are for float16 MatMul, not {}", dtypeName(s.dtype));
   const DType aType = s.integer ? s.integer->a : s.dtype, bType = s.integer ? s.integer->b : s.dtype;
   KernelDesc d;
   d.kind = "matmul";
@@ -51,12 +53,15 @@ KernelDesc describe(const MatMulSpec &s) {
     d.name += fmt::format("_C_beta{}", s.beta);
   if (s.alpha != 1.0f)
     d.name += fmt::format("_alpha{}", s.alpha);
+  if (s.halfPartials)
+    d.name += "_halfPartials";
   d.fields.push_back({"A", fieldBytes("A", {s.batch, s.m, s.k}, aType), FieldAccess::Input});
   d.fields.push_back({"B", fieldBytes("B", {s.broadcastB ? 1u : s.batch, s.k, s.n}, bType), FieldAccess::Input});
   if (s.hasC)
     d.fields.push_back({"C", fieldBytes("C", {s.batch, s.m, s.n}, s.dtype), FieldAccess::Input});
   d.fields.push_back({"out", fieldBytes("out", {s.batch, s.m, s.n}, s.dtype), FieldAccess::Output});
-  d.cycles = cycles::matmul(uint64_t(s.batch) * s.m * s.n, s.k, s.hasC, s.dtype == DType::F64, s.integer.has_value());
+  d.cycles = cycles::matmul(uint64_t(s.batch) * s.m * s.n, s.k, s.hasC, s.dtype == DType::F64, s.integer.has_value(),
+                            s.halfPartials);
   return d;
 }
 
@@ -70,8 +75,10 @@ namespace {
 // hide the FMA latency when a tile has few chains.
 void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
   IRBuilder<> &b = em.b();
-  const DType t = s.dtype;
-  const Operand opA = Operand::of(t, s.integer, false), opB = Operand::of(t, s.integer, true);
+  const DType t = computeTypeOf(s.dtype);
+  const Operand opA = Operand::of(s.dtype, s.integer, false), opB = Operand::of(s.dtype, s.integer, true);
+  const Operand opC = Operand::of(s.dtype);
+  const Accumulator accum{t, s.halfPartials};
   const int64_t M = s.m, N = s.n, K = s.k;
   int64_t V = t == DType::F64 ? 8 : 16;
   while (V > 4 && V / 2 >= N)
@@ -107,7 +114,7 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
       for (int64_t j = 0; j < mb; ++j)
         for (int64_t v = 0; v < NV; ++v)
           if (any(lanes[size_t(v)])) {
-            Value *c = em.loadLanes(t, C, outIndex(j, v), lanes[size_t(v)]);
+            Value *c = opC.loadLanes(em, C, outIndex(j, v), lanes[size_t(v)]);
             init[slot(0, j, v)] = s.beta != 1.0f ? b.CreateFMul(em.splat(unsigned(V), beta), c) : c;
           }
     Value *bBase = s.broadcastB ? em.i64(0) : b.CreateMul(bi, em.i64(K * N));
@@ -124,7 +131,7 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
         Value *as = em.splat(unsigned(V), a);
         for (int64_t v = 0; v < NV; ++v)
           if (x[size_t(v)])
-            acc[slot(set, j, v)] = em.mulAdd(t, as, x[size_t(v)], acc[slot(set, j, v)]);
+            acc[slot(set, j, v)] = accum.mulAdd(em, as, x[size_t(v)], acc[slot(set, j, v)]);
       }
     };
     Emitter::Carried sum = em.unrolledLoop(K, kStep, init, step);
@@ -134,8 +141,8 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
           continue;
         Value *r = sum[slot(0, j, v)];
         for (int64_t set = 1; set < kStep; ++set)
-          r = em.add(t, r, sum[slot(set, j, v)]);
-        em.storeLanes(t, r, out, outIndex(j, v), lanes[size_t(v)]);
+          r = accum.add(em, r, sum[slot(set, j, v)]);
+        storeResultLanes(em, s.dtype, r, out, outIndex(j, v), lanes[size_t(v)]);
       }
   };
   auto rowBlock = [&](Value *bi, Value *m0, int64_t mb) {
@@ -164,8 +171,10 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
 // `mb`), summed horizontally at the end. The k tail is one masked chunk.
 void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
   IRBuilder<> &b = em.b();
-  const DType t = s.dtype;
-  const Operand opA = Operand::of(t, s.integer, false), opB = Operand::of(t, s.integer, true);
+  const DType t = computeTypeOf(s.dtype);
+  const Operand opA = Operand::of(s.dtype, s.integer, false), opB = Operand::of(s.dtype, s.integer, true);
+  const Operand opC = Operand::of(s.dtype);
+  const Accumulator accum{t, s.halfPartials};
   const int64_t M = s.m, N = s.n, K = s.k;
   int64_t V = t == DType::F64 ? 8 : 16;
   while (V > 4 && V / 2 >= K)
@@ -184,7 +193,7 @@ void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C
         bv.push_back(opB.loadLanes(em, B, b.CreateAdd(bBase, b.CreateAdd(em.i64(i * K), kc)), lanes));
       for (int64_t j = 0; j < mb; ++j)
         for (int64_t i = 0; i < nb; ++i)
-          acc[size_t(j * nb + i)] = em.mulAdd(t, a[size_t(j)], bv[size_t(i)], acc[size_t(j * nb + i)]);
+          acc[size_t(j * nb + i)] = accum.mulAdd(em, a[size_t(j)], bv[size_t(i)], acc[size_t(j * nb + i)]);
     };
     Emitter::Carried acc(size_t(mb * nb), Constant::getNullValue(vt));
     const std::vector<bool> all(size_t(V), true);
@@ -216,12 +225,12 @@ void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C
         Value *idx = b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), b.CreateAdd(m0, em.i64(j))), em.i64(N)),
                                  b.CreateAdd(n0, em.i64(i)));
         if (C) {
-          Value *c = em.load(t, C, idx);
+          Value *c = opC.load(em, C, idx);
           if (s.beta != 1.0f)
             c = b.CreateFMul(beta, c);
           r = b.CreateFAdd(r, c);
         }
-        em.store(t, r, out, idx);
+        storeResult(em, s.dtype, r, out, idx);
       }
   };
   auto columns = [&](Value *bi, Value *m0, int64_t mb) {
@@ -240,7 +249,7 @@ void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C
 
 void emit(Emitter &em, const MatMulSpec &s) {
   IRBuilder<> &b = em.b();
-  DType t = s.dtype;
+  const DType t = computeTypeOf(s.dtype);
   Value *A = em.field(0), *B = em.field(1);
   Value *C = s.hasC ? em.field(2) : nullptr;
   Value *out = em.field(s.hasC ? 3 : 2);
@@ -256,7 +265,9 @@ void emit(Emitter &em, const MatMulSpec &s) {
   }
   const int64_t M = s.m, N = s.n, K = s.k;
   Value *alpha = em.constant(t, s.alpha), *beta = em.constant(t, s.beta);
-  const Operand opA = Operand::of(t, s.integer, false), opB = Operand::of(t, s.integer, true);
+  const Operand opA = Operand::of(s.dtype, s.integer, false), opB = Operand::of(s.dtype, s.integer, true);
+  const Operand opC = Operand::of(s.dtype);
+  const Accumulator accum{t, s.halfPartials};
 
   // Element index of A[b][m][k] for either storage order.
   auto aIndex = [&](Value *bi, Value *mi, Value *ki) {
@@ -269,7 +280,7 @@ void emit(Emitter &em, const MatMulSpec &s) {
   auto withC = [&](Value *acc, Value *idx) -> Value * {
     if (!C)
       return acc;
-    Value *c = em.load(t, C, idx);
+    Value *c = opC.load(em, C, idx);
     if (s.beta != 1.0f)
       c = b.CreateFMul(beta, c);
     return b.CreateFAdd(acc, c);
@@ -285,12 +296,14 @@ void emit(Emitter &em, const MatMulSpec &s) {
         Value *acc = em.forLoop(K, {em.constant(t, 0)}, [&](Value *ki, const Emitter::Carried &c) {
           Value *a = opA.load(em, A, aIndex(bi, mi, ki));
           Value *bv = opB.load(em, B, b.CreateAdd(bRow, ki));
-          return Emitter::Carried{em.isFloat(t) ? mulAdd(em, a, bv, c[0], true) : em.mulAdd(t, a, bv, c[0])};
+          if (s.halfPartials || s.integer)
+            return Emitter::Carried{accum.mulAdd(em, a, bv, c[0])};
+          return Emitter::Carried{mulAdd(em, a, bv, c[0], true)};
         })[0];
         if (s.alpha != 1.0f)
           acc = b.CreateFMul(alpha, acc);
         Value *idx = b.CreateAdd(row, ni);
-        em.store(t, withC(acc, idx), out, idx);
+        storeResult(em, s.dtype, withC(acc, idx), out, idx);
       });
     });
   });
@@ -302,6 +315,8 @@ std::string key(const MatMulSpec &s) {
                               "hasC={:d},alpha={},beta={}",
                               dtypeName(s.dtype), s.batch, s.m, s.n, s.k, s.transA, s.transB, s.broadcastB, s.hasC,
                               s.alpha, s.hasC ? s.beta : 0.0f);
+  if (s.halfPartials)
+    k += ",halfPartials=1";
   if (s.integer)
     k += fmt::format(",a={},aZero={},b={},bZero={}", dtypeName(s.integer->a), s.integer->aZero,
                      dtypeName(s.integer->b), s.integer->bZero);

@@ -6,24 +6,54 @@ namespace popc::codegen::detail {
 
 using namespace llvm;
 
-Operand Operand::of(DType accType, const std::optional<IntegerOperands> &integer, bool second) {
+namespace {
+
+// `scalar` as a vector like `like`, or as it is when `like` is a scalar.
+Type *shaped(Type *scalar, Type *like) {
+  if (auto *vt = dyn_cast<FixedVectorType>(like))
+    return FixedVectorType::get(scalar, vt->getNumElements());
+  return scalar;
+}
+
+// float32 compute values rounded to float16 and back.
+Value *roundToHalf(IRBuilder<> &b, Value *v) {
+  return b.CreateFPExt(b.CreateFPTrunc(v, shaped(b.getHalfTy(), v->getType())), v->getType());
+}
+
+// A compute value as the bits a field of `stored` type holds.
+Value *narrow(Emitter &em, DType stored, Value *v) {
+  if (stored != DType::F16)
+    return v;
+  IRBuilder<> &b = em.b();
+  return b.CreateBitCast(b.CreateFPTrunc(v, shaped(b.getHalfTy(), v->getType())),
+                         shaped(b.getInt16Ty(), v->getType()));
+}
+
+} // namespace
+
+DType computeTypeOf(DType dtype) { return dtype == DType::F16 ? DType::F32 : dtype; }
+
+Operand Operand::of(DType dtype) { return {dtype, computeTypeOf(dtype), 0}; }
+
+Operand Operand::of(DType dtype, const std::optional<IntegerOperands> &integer, bool second) {
   if (!integer)
-    return {accType, accType, 0};
-  return {second ? integer->b : integer->a, accType, second ? integer->bZero : integer->aZero};
+    return of(dtype);
+  return {second ? integer->b : integer->a, dtype, second ? integer->bZero : integer->aZero};
 }
 
 Value *Operand::widen(Emitter &em, Value *v) const {
-  if (stored == acc)
+  IRBuilder<> &b = em.b();
+  if (stored == compute)
     return v;
-  Type *to = em.type(acc);
-  if (auto *vt = dyn_cast<FixedVectorType>(v->getType()))
-    to = FixedVectorType::get(to, vt->getNumElements());
-  return em.b().CreateIntCast(v, to, /*isSigned=*/stored != DType::U8);
+  if (stored == DType::F16)
+    return b.CreateFPExt(b.CreateBitCast(v, shaped(b.getHalfTy(), v->getType())),
+                         shaped(em.type(compute), v->getType()));
+  return b.CreateIntCast(v, shaped(em.type(compute), v->getType()), /*isSigned=*/stored != DType::U8);
 }
 
 Value *Operand::load(Emitter &em, Value *base, Value *index) const {
   Value *v = widen(em, em.load(stored, base, index));
-  return zero ? em.b().CreateSub(v, em.constant(acc, zero)) : v;
+  return zero ? em.b().CreateSub(v, em.constant(compute, zero)) : v;
 }
 
 Value *Operand::loadLanes(Emitter &em, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride,
@@ -35,11 +65,29 @@ Value *Operand::loadLanes(Emitter &em, Value *base, Value *index, const std::vec
   // padding element, whose centred value is 0.
   std::vector<Constant *> zeros;
   for (bool on : lanes)
-    zeros.push_back(ConstantInt::get(em.type(acc), on ? uint64_t(int64_t(zero)) : 0, true));
+    zeros.push_back(ConstantInt::get(em.type(compute), on ? uint64_t(int64_t(zero)) : 0, true));
   Value *z = ConstantVector::get(zeros);
   if (enable)
     z = em.b().CreateSelect(enable, z, Constant::getNullValue(z->getType()));
   return em.b().CreateSub(v, z);
+}
+
+Value *Accumulator::mulAdd(Emitter &em, Value *a, Value *b, Value *c) const {
+  Value *r = em.mulAdd(compute, a, b, c);
+  return halfPartials ? roundToHalf(em.b(), r) : r;
+}
+
+Value *Accumulator::add(Emitter &em, Value *x, Value *y) const {
+  Value *r = em.add(compute, x, y);
+  return halfPartials ? roundToHalf(em.b(), r) : r;
+}
+
+void storeResult(Emitter &em, DType stored, Value *v, Value *base, Value *index) {
+  em.store(stored, narrow(em, stored, v), base, index);
+}
+
+void storeResultLanes(Emitter &em, DType stored, Value *v, Value *base, Value *index, const std::vector<bool> &lanes) {
+  em.storeLanes(stored, narrow(em, stored, v), base, index, lanes);
 }
 
 void validateIntegerOperands(const char *kernel, DType dtype, const IntegerOperands &integer) {

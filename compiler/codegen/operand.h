@@ -1,7 +1,7 @@
-// Internal to compiler/codegen: how the MatMul and Conv kernels read an
-// operand. A float operand is read as stored. An integer one (kernels.h
-// IntegerOperands) is widened to the int32 accumulator and centred on its
-// zero point; lanes that are off (padding, tails) then read 0, not -zero.
+// Internal to compiler/codegen: how the MatMul and Conv kernels read their
+// operands, accumulate and store. Values are computed in the accumulator's
+// compute type: float32 for float16 data, int32 for integer operands (kernels.h
+// IntegerOperands), else the data's own type.
 #pragma once
 #include "compiler/codegen/emitter.h"
 #include "compiler/codegen/kernels.h"
@@ -10,13 +10,17 @@
 
 namespace popc::codegen::detail {
 
+// An operand field read in the compute type: float16 is widened; an integer
+// operand is widened to int32 and centred on its zero point, where lanes that
+// are off (padding, tails) read 0, not -zero.
 struct Operand {
   DType stored = DType::F32; // element type in the field
-  DType acc = DType::F32;    // accumulator type the value is read as
+  DType compute = DType::F32;
   int32_t zero = 0;
 
-  // `accType` read as stored, or the integer operand (first or second) of `integer`.
-  static Operand of(DType accType, const std::optional<IntegerOperands> &integer, bool second);
+  // A field of the kernel's `dtype` (C, bias), or its first or second integer operand.
+  static Operand of(DType dtype);
+  static Operand of(DType dtype, const std::optional<IntegerOperands> &integer, bool second);
 
   Value *load(Emitter &em, Value *base, Value *index) const;
   Value *loadLanes(Emitter &em, Value *base, Value *index, const std::vector<bool> &lanes, int64_t stride = 1,
@@ -25,6 +29,23 @@ struct Operand {
 private:
   Value *widen(Emitter &em, Value *v) const;
 };
+
+// The accumulator: multiply-adds in the compute type; with half partials
+// (the IPU's AMP accumulating in float16) each result is rounded to float16.
+struct Accumulator {
+  DType compute = DType::F32;
+  bool halfPartials = false;
+
+  Value *mulAdd(Emitter &em, Value *a, Value *b, Value *c) const;
+  Value *add(Emitter &em, Value *x, Value *y) const;
+};
+
+// The compute type of a kernel whose output field is `dtype` (float16 → float32).
+DType computeTypeOf(DType dtype);
+
+// Stores compute values to a field of `stored` type (float16 rounded once).
+void storeResult(Emitter &em, DType stored, Value *v, Value *base, Value *index);
+void storeResultLanes(Emitter &em, DType stored, Value *v, Value *base, Value *index, const std::vector<bool> &lanes);
 
 // Validates the integer operands of a kernel whose accumulator is `dtype`.
 void validateIntegerOperands(const char *kernel, DType dtype, const IntegerOperands &integer);

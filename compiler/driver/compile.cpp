@@ -161,8 +161,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // changing the executable — so the cache key cannot silently miss it.
   const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
                dotCheckpoints_, irDumpFile_, autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
-               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_, training_] = *this;
-  (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_, (void)training_; // described below
+               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_, halfPartials_, training_] = *this;
+  (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_, (void)halfPartials_, (void)training_; // below
   (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
   (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
   (void)dumpIrDir_, (void)dumpDotDir_, (void)dotCheckpoints_, (void)irDumpFile_; // debug output only
@@ -179,6 +179,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // Multi-IPU options only when set, so plain compiles keep their metadata and cache keys.
   if (!indexChecks)
     d["no-index-checks"] = "1";
+  if (halfPartials)
+    d["partials-type"] = "half";
   if (autoShard)
     d["auto-shard"] = std::to_string(autoShard);
   if (pipeline)
@@ -280,6 +282,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   }
   ir::Ir ir = onnx::importOnnx(modelPath, importOptions);
   ir.training = options.training;
+  ir.halfPartials = options.halfPartials;
   if (ir.training) {
     ir.training->accumulationFactor = options.accumulationFactor;
     ir.training->replicationFactor = options.replicationFactor;

@@ -46,6 +46,7 @@ struct CompileOptions {
   std::map<std::string, int64_t> sequenceLengths;
   std::set<std::string> absentOptionals;
   bool indexChecks = true; // --no-index-checks: Gather does not report out-of-range indices
+  bool halfPartials = false; // --partials-type half: float16 MatMul/Gemm/Conv accumulate in float16
   // --train: compile one training step (docs/training.md) instead of inference.
   std::optional<ir::TrainingConfig> training;
 

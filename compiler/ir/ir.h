@@ -167,6 +167,9 @@ struct Ir {
   int64_t opsetVersion = 13; // ai.onnx opset the model was imported with
   std::vector<std::string> initializers; // the model's initializers, in file order (trainable by default)
   std::optional<TrainingConfig> training; // set: the passes build a training step
+  // float16 MatMul/Gemm/Conv accumulate in float16 (--partials-type half): the
+  // float16-promotion pass leaves them in float16.
+  bool halfPartials = false;
   // After the training passes: each trainable tensor and its gradient.
   std::map<std::string, std::string> gradients;
 };

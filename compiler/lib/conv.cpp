@@ -220,6 +220,7 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
         codegen::ConvSpec spec;
         spec.dtype = c.out.info.dtype;
         spec.integer = c.integer;
+        spec.halfPartials = L.halfPartials && spec.dtype == DType::F16;
         spec.inChannels = uint32_t(icn);
         spec.outChannels = uint32_t(oc1 - oc0);
         setSlabGeometry(spec, w, used.rows, s.w, oh1 - oh0, s.ow, padTopLocal);

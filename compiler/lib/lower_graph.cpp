@@ -117,6 +117,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
   Lowering L(dg, codegen);
   L.layoutConstantsAtLoad = true;
   L.indexChecks = options.indexChecks;
+  L.halfPartials = ir.halfPartials;
   L.setCurrentIpu(0);
   const ir::Graph &g = ir.main;
   dg.modelName = ir.modelName;

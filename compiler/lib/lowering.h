@@ -100,6 +100,9 @@ public:
   // Gather with run-time indices reports an index outside its axis (popc-onnx
   // --no-index-checks turns it off: such an index then reads zeros).
   bool indexChecks = true;
+  // float16 MatMul/Gemm/Conv accumulate in float16 (popc-onnx --partials-type
+  // half; otherwise the float16-promotion pass gives them float32 partials).
+  bool halfPartials = false;
   static constexpr double kLoadLayoutShare = 0.3;
   // Bytes of laid-out constants on `tile` so far; `reserve` adds to it if they fit.
   bool reserveLoadLayout(uint32_t tile, uint64_t bytes);

@@ -163,6 +163,7 @@ void addMatMulVertices(const Problem &p, uint64_t b0, uint64_t b1, uint64_t m0, 
     codegen::MatMulSpec spec;
     spec.dtype = p.out.info.dtype;
     spec.integer = p.integer;
+    spec.halfPartials = L.halfPartials && spec.dtype == DType::F16;
     spec.batch = uint32_t(vbatch);
     spec.m = uint32_t(rows);
     spec.n = uint32_t(nb);

@@ -6,6 +6,8 @@
 // inputs, the op in float32, and Cast(float32 -> float16) of its result.
 // Elementwise ops stay float16. A constant's cast folds at compile time, so
 // such weights are held as float32 on the tiles (docs/architecture.md).
+// With half partials (--partials-type half) a float16 MatMul, Gemm or 2-D
+// Conv stays float16: its vertices accumulate in float16.
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
@@ -33,11 +35,21 @@ bool isHalf(const ir::Graph &g, const std::string &name) {
   return !name.empty() && g.hasTensor(name) && g.tensor(name).info.dtype == DType::F16;
 }
 
+// An op the vertices run in float16 with half partials: every input float16.
+bool halfPartialsOp(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "MatMul" && op.type != "Gemm" && op.type != "Conv")
+    return false;
+  for (const std::string &in : op.inputs)
+    if (!in.empty() && !isHalf(g, in))
+      return false;
+  return op.type != "Conv" || g.tensor(op.inputs[0]).info.shape.size() == 4;
+}
+
 } // namespace
 
 size_t promoteFloat16(ir::Ir &ir) {
-  auto select = [](const ir::Graph &g, const ir::Op &op) {
-    if (!accumulatingOps().count(op.type))
+  auto select = [half = ir.halfPartials](const ir::Graph &g, const ir::Op &op) {
+    if (!accumulatingOps().count(op.type) || (half && halfPartialsOp(g, op)))
       return false;
     bool anyHalf = false;
     for (const std::string &in : op.inputs)

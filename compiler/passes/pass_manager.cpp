@@ -58,7 +58,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
       {"quantize-decomposition", decomposeQuantized,
-       "QuantizeLinear/DequantizeLinear/QLinearConv/... as casts, float arithmetic and exact float64 MatMul/Conv"},
+       "QuantizeLinear/DequantizeLinear/QLinearConv/... as casts, float arithmetic and MatMulInteger/ConvInteger (int8 vertices)"},
       {"index-decomposition", decomposeIndexOps,
        "ScatterND, MaxUnpool and run-time-index GatherND as ScatterElements/Gather on a flat view"},
       {"linalg-decomposition", decomposeLinalg, "Det as Leibniz's sum of products, DFT/STFT as MatMuls by cos/sin matrices, MelWeightMatrix as a constant"},
@@ -67,7 +67,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"maxpool-rewrites", rewriteMaxPools,
        "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
       {"float16-promotion", promoteFloat16,
-       "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back"},
+       "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back "
+       "(with --partials-type half, MatMul/Gemm/Conv stay float16)"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},
       {"noop-removal", removeNoOps, "drop Identity, inference Dropout, reshapes to the same shape, identity Transposes"},
       {"conv-bn-fold", foldConvBatchNorm, "fold a constant BatchNormalization (or per-channel Mul/Add) into the Conv before it"},

@@ -10,7 +10,8 @@ mkdir -p "$work" && cd "$work"
 for onnx in *.onnx; do
   m=${onnx%.onnx}
   "$bin/popc-onnx" "$onnx" -o "$m.popef" --no-cache
-  if ! "$bin/popef-info" "$m.popef" --all --json | grep -Eq '"(MatMul|Conv)_[^"]*_int32_u?int8z'; then
+  "$bin/popef-info" "$m.popef" --all --json >"$m.json"
+  if ! grep -Eq '"(MatMul|Conv)_[^"]*_int32_u?int8z' "$m.json"; then
     echo "$m: no integer MatMul/Conv vertex in $m.popef" >&2
     exit 1
   fi
