@@ -173,8 +173,8 @@ std::vector<TensorInfo> inferGridSample(const Op &op, const Graph &graph) {
     failOp(op, "X {} must be [N, C, H, W] and grid {} [N, H_out, W_out, 2]", shapeToString(x.shape),
            shapeToString(grid.shape));
   const std::string mode = op.attrs.getString("mode", "bilinear"), padding = op.attrs.getString("padding_mode", "zeros");
-  if (mode != "bilinear" && mode != "nearest")
-    failOp(op, "mode '{}': popc's GridSample does bilinear and nearest", mode);
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    failOp(op, "mode '{}' must be bilinear, nearest or bicubic", mode);
   if (padding != "zeros" && padding != "border" && padding != "reflection")
     failOp(op, "padding_mode '{}' must be zeros, border or reflection", padding);
   return {TensorInfo{x.dtype, {x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}}};

@@ -1,9 +1,11 @@
-// GridSample (opset 16; nearest and bilinear, every padding mode) as ops popc
-// lowers, following PyTorch's grid_sampler (which ONNX's test data comes from):
+// GridSample (opset 16; every mode and padding mode) as ops popc lowers,
+// following PyTorch's grid_sampler (which ONNX's test data comes from):
 //   x = unnormalise(grid x) (align_corners: (g + 1)(W - 1)/2, else ((g + 1)W - 1)/2),
 //   border: clamp to [0, W-1]; reflection: reflect about the edges, then clamp;
-//   nearest: round half to even; bilinear: the 4 corners weighted by distance.
-// Each corner is a GatherElements of X viewed [N, C, H*W] at y*W + x, times
+//   nearest: round half to even; bilinear: the 4 corners weighted by distance;
+//   bicubic: the 4x4 pixels around floor(x), each coordinate padded on its own,
+//   weighted by Keys' cubic convolution (A = -0.75) of the fraction.
+// Each tap is a GatherElements of X viewed [N, C, H*W] at y*W + x, times
 // its weight and an in-bounds mask (zeros padding: outside reads nothing).
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
@@ -38,16 +40,36 @@ public:
     return add("Where", {even, add("Add", {extra, f(low)}), add("Sub", {f(span + low), extra})});
   }
 
-  // The source coordinate of normalised grid values `g` along an axis of `size`.
-  std::string source(const std::string &g, int64_t size, bool align, const std::string &padding) {
+  // The pixel coordinate of normalised grid values `g` along an axis of `size`.
+  std::string unnormalise(const std::string &g, int64_t size, bool align) {
     const double n = double(size);
-    std::string x = align ? add("Mul", {add("Add", {g, f(1.0)}), f((n - 1) / 2)})
-                          : add("Div", {add("Sub", {add("Mul", {add("Add", {g, f(1.0)}), f(n)}), f(1.0)}), f(2.0)});
+    return align ? add("Mul", {add("Add", {g, f(1.0)}), f((n - 1) / 2)})
+                 : add("Div", {add("Sub", {add("Mul", {add("Add", {g, f(1.0)}), f(n)}), f(1.0)}), f(2.0)});
+  }
+
+  // A coordinate along an axis of `size` under the padding mode.
+  std::string pad(std::string x, int64_t size, bool align, const std::string &padding) {
+    const double n = double(size);
     if (padding == "border")
       x = clamp(x, 0, n - 1);
     else if (padding == "reflection")
       x = clamp(align ? reflect(x, 0, 2 * (n - 1)) : reflect(x, -1, 2 * n - 1), 0, n - 1);
     return x;
+  }
+
+  // Keys' cubic convolution weights of the taps at -1, 0, 1, 2 from floor(x),
+  // for the fraction t (PyTorch's get_cubic_upsample_coefficients, A = -0.75).
+  std::vector<std::string> cubicWeights(const std::string &t) {
+    constexpr double A = -0.75;
+    auto near = [&](const std::string &x) { // |x| <= 1: ((A + 2)x - (A + 3))x^2 + 1
+      return add("Add", {add("Mul", {add("Mul", {add("Sub", {add("Mul", {x, f(A + 2)}), f(A + 3)}), x}), x}), f(1.0)});
+    };
+    auto far = [&](const std::string &x) { // 1 < |x| < 2: ((Ax - 5A)x + 8A)x - 4A
+      return add("Sub", {add("Mul", {add("Add", {add("Mul", {add("Sub", {add("Mul", {x, f(A)}), f(5 * A)}), x}), f(8 * A)}), x}),
+                         f(4 * A)});
+    };
+    const std::string rest = add("Sub", {f(1.0), t});
+    return {far(add("Add", {t, f(1.0)})), near(t), near(rest), far(add("Add", {rest, f(1.0)}))};
   }
 
   // X [N,C,H,W] at integral float coordinates (cx, cy) [N,Ho,Wo], times `weight`,
@@ -90,8 +112,25 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorI
   auto coordinate = [&](int64_t which) {
     return s.add("Gather", {op.inputs[1], addInt64Constant(g, op.name + "_xy", {which}, true)}, last);
   };
-  const std::string ix = s.source(coordinate(0), x[3], align, padding);
-  const std::string iy = s.source(coordinate(1), x[2], align, padding);
+  if (mode == "bicubic") { // padding applies to each tap's coordinate, not to the sample point
+    const std::string ix = s.unnormalise(coordinate(0), x[3], align), iy = s.unnormalise(coordinate(1), x[2], align);
+    const std::string x0 = s.add("Floor", {ix}), y0 = s.add("Floor", {iy});
+    const std::vector<std::string> wx = s.cubicWeights(s.add("Sub", {ix, x0})), wy = s.cubicWeights(s.add("Sub", {iy, y0}));
+    std::vector<std::string> cx, cy;
+    for (int k = 0; k < 4; ++k) {
+      cx.push_back(s.pad(s.add("Add", {x0, s.f(k - 1)}), x[3], align, padding));
+      cy.push_back(s.pad(s.add("Add", {y0, s.f(k - 1)}), x[2], align, padding));
+    }
+    std::string sum;
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i) {
+        const std::string t = s.tap(cx[size_t(i)], cy[size_t(j)], s.add("Mul", {wx[size_t(i)], wy[size_t(j)]}), x, out.shape);
+        sum = sum.empty() ? t : s.add("Add", {sum, t}, {}, i == 3 && j == 3 ? op.outputs[0] : "");
+      }
+    return s.next() - index;
+  }
+  const std::string ix = s.pad(s.unnormalise(coordinate(0), x[3], align), x[3], align, padding);
+  const std::string iy = s.pad(s.unnormalise(coordinate(1), x[2], align), x[2], align, padding);
   if (mode == "nearest") {
     s.add("Identity", {s.tap(s.add("Round", {ix}), s.add("Round", {iy}), s.f(1.0), x, out.shape)}, {}, op.outputs[0]);
     return s.next() - index;

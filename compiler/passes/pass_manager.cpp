@@ -63,7 +63,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "ScatterND, MaxUnpool and run-time-index GatherND as ScatterElements/Gather on a flat view"},
       {"linalg-decomposition", decomposeLinalg, "Det as Leibniz's sum of products, DFT/STFT as MatMuls by cos/sin matrices, MelWeightMatrix as a constant"},
       {"grid-sample-decomposition", decomposeGridSample,
-       "GridSample as coordinate arithmetic and four GatherElements of the image (bilinear) or one (nearest)"},
+       "GridSample as coordinate arithmetic and GatherElements of the image: 4 taps (bilinear), 16 (bicubic) or 1 (nearest)"},
       {"maxpool-rewrites", rewriteMaxPools,
        "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
       {"float16-promotion", promoteFloat16,
