@@ -180,6 +180,28 @@ std::vector<TensorInfo> inferGridSample(const Op &op, const Graph &graph) {
   return {TensorInfo{x.dtype, {x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}}};
 }
 
+// RoiAlign (opset 10/16; decomposed by compiler/passes/roi_align_decompose.cpp).
+std::vector<TensorInfo> inferRoiAlign(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0), &rois = inputInfo(op, graph, 1), &batch = inputInfo(op, graph, 2);
+  if (x.dtype != DType::F32 || rois.dtype != DType::F32)
+    failOp(op, "X and rois are {} and {}; popc's RoiAlign takes float32", dtypeName(x.dtype), dtypeName(rois.dtype));
+  if (x.shape.size() != 4 || rois.shape.size() != 2 || rois.shape[1] != 4)
+    failOp(op, "X {} must be [N, C, H, W] and rois {} [num_rois, 4]", shapeToString(x.shape), shapeToString(rois.shape));
+  if (batch.shape != Shape{rois.shape[0]} || (batch.dtype != DType::I64 && batch.dtype != DType::I32))
+    failOp(op, "batch_indices {} {} must be int64 [num_rois] = [{}]", dtypeName(batch.dtype), shapeToString(batch.shape),
+           rois.shape[0]);
+  const std::string mode = op.attrs.getString("mode", "avg");
+  if (mode != "avg" && mode != "max")
+    failOp(op, "mode '{}' must be avg or max", mode);
+  const std::string transform = op.attrs.getString("coordinate_transformation_mode", "half_pixel");
+  if (transform != "half_pixel" && transform != "output_half_pixel")
+    failOp(op, "coordinate_transformation_mode '{}' must be half_pixel or output_half_pixel", transform);
+  const int64_t h = op.attrs.getInt("output_height", 1), w = op.attrs.getInt("output_width", 1);
+  if (h < 1 || w < 1 || op.attrs.getInt("sampling_ratio", 0) < 0)
+    failOp(op, "output_height {}, output_width {} must be >= 1 and sampling_ratio >= 0", h, w);
+  return {TensorInfo{x.dtype, {rois.shape[0], x.shape[1], h, w}}};
+}
+
 } // namespace
 
 void registerIndexOps(OpRegistry &reg) {
@@ -187,6 +209,7 @@ void registerIndexOps(OpRegistry &reg) {
   reg.add({"ScatterND", 3, 3, inferScatterND});
   reg.add({"MaxUnpool", 2, 3, inferMaxUnpool});
   reg.add({"GridSample", 2, 2, inferGridSample});
+  reg.add({"RoiAlign", 3, 3, inferRoiAlign});
   reg.add({"Scatter", 3, 3, inferScatterElements});
   reg.add({"OneHot", 3, 3, inferOneHot});
   reg.add({"TopK", 1, 2, inferTopK});

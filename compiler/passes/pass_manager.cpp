@@ -64,6 +64,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"linalg-decomposition", decomposeLinalg, "Det as Leibniz's sum of products, DFT/STFT as MatMuls by cos/sin matrices, MelWeightMatrix as a constant"},
       {"grid-sample-decomposition", decomposeGridSample,
        "GridSample as coordinate arithmetic and GatherElements of the image: 4 taps (bilinear), 16 (bicubic) or 1 (nearest)"},
+      {"roi-align-decomposition", decomposeRoiAlign,
+       "RoiAlign as per-axis sample coordinates and four GatherElements of each roi's image (the corners of every bilinear sample)"},
       {"maxpool-rewrites", rewriteMaxPools,
        "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
       {"float16-promotion", promoteFloat16,

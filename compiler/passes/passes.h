@@ -22,9 +22,12 @@ size_t decomposeQuantized(ir::Ir &ir);
 size_t decomposeIndexOps(ir::Ir &ir);
 // Det (Leibniz, up to 4x4) and DFT (cos/sin MatMuls) (linalg_decompose.cpp).
 size_t decomposeLinalg(ir::Ir &ir);
-// GridSample (nearest, bilinear; zeros, border, reflection) as coordinate
+// GridSample (nearest, bilinear, bicubic; zeros, border, reflection) as coordinate
 // arithmetic and GatherElements (grid_sample_decompose.cpp).
 size_t decomposeGridSample(ir::Ir &ir);
+// RoiAlign as per-axis sample arithmetic and GatherElements of each roi's image
+// (roi_align_decompose.cpp).
+size_t decomposeRoiAlign(ir::Ir &ir);
 // A MaxPool whose strides and pads are multiples of its dilations as a strided
 // Slice and an undilated MaxPool; a large multi-dimensional MaxPool as one pool
 // per dimension (maxpool_rewrites.cpp).
