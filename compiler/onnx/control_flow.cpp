@@ -1,7 +1,9 @@
-// If and Loop whose control values are known at compile time are specialised
-// away before import: an If becomes the nodes of the branch it takes, a Loop
-// with a constant trip count (and a condition that stays true) is unrolled,
-// its scan outputs concatenated. popc has no device-side control flow yet, so
+// If, Loop and Scan whose control values are known at compile time are
+// specialised away before import: an If becomes the nodes of the branch it
+// takes, a Loop with a constant trip count (and a condition that stays true)
+// is unrolled, its scan outputs concatenated, and a Scan is unrolled over its
+// static sequence length (the scan inputs' shapes), each iteration reading
+// its slices with Gather. popc has no device-side control flow yet, so
 // a condition computed at run time is refused with a clear error; when it is
 // a graph input, the error says how to freeze it (--freeze-input).
 #include "compiler/onnx/onnx_internal.h"
@@ -45,6 +47,8 @@ public:
           expandIf(node, rebuilt);
         } else if (ai && node.op_type() == "Loop") {
           expandLoop(node, rebuilt, graph);
+        } else if (ai && node.op_type() == "Scan") {
+          expandScan(node, rebuilt);
         } else {
           *rebuilt.add_node() = node;
           continue;
@@ -54,7 +58,7 @@ public:
       }
       if (!changed)
         break;
-      checkExpandedSize(rebuilt.node_size(), "expanding If/Loop", path_);
+      checkExpandedSize(rebuilt.node_size(), "expanding If/Loop/Scan", path_);
       graph.clear_node();
       for (auto &n : *rebuilt.mutable_node())
         *graph.add_node() = std::move(n);
@@ -335,6 +339,216 @@ private:
       axis->set_i(0);
     }
     log::get("onnx")->debug("{}: Loop '{}' unrolled {} times", path_, node.name(), trips);
+  }
+
+  // The static dims of a graph input, initializer or value_info; empty if unknown.
+  std::vector<int64_t> staticDims(const std::string &name) const {
+    const GraphProto &g = model_.graph();
+    for (const auto &init : g.initializer())
+      if (init.name() == name)
+        return {init.dims().begin(), init.dims().end()};
+    for (const auto *list : {&g.input(), &g.value_info(), &g.output()})
+      for (const auto &v : *list)
+        if (v.name() == name && v.type().has_tensor_type() && v.type().tensor_type().has_shape()) {
+          std::vector<int64_t> dims;
+          for (const auto &d : v.type().tensor_type().shape().dim()) {
+            if (!d.has_dim_value() || d.dim_value() < 0)
+              return {};
+            dims.push_back(d.dim_value());
+          }
+          return dims;
+        }
+    return {};
+  }
+
+  std::vector<int64_t> intsAttr(const NodeProto &node, const char *name) const {
+    for (const auto &a : node.attribute())
+      if (a.name() == name)
+        return {a.ints().begin(), a.ints().end()};
+    return {};
+  }
+
+  // A node of `out`; attrs are integer attributes (a list for "axes").
+  std::string addNode(GraphProto &out, const std::string &type, const std::vector<std::string> &inputs,
+                      const std::string &output, const std::string &name, const char *attr = nullptr,
+                      int64_t value = 0) {
+    NodeProto *n = out.add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (const auto &i : inputs)
+      n->add_input(i);
+    n->add_output(output);
+    if (attr) {
+      auto *a = n->add_attribute();
+      a->set_name(attr);
+      if (std::string(attr) == "axes") {
+        a->set_type(::onnx::AttributeProto::INTS);
+        a->add_ints(value);
+      } else {
+        a->set_type(::onnx::AttributeProto::INT);
+        a->set_i(value);
+      }
+    }
+    return output;
+  }
+
+  // An int64 constant: a Constant node, or before opset 9 (whose Constant is
+  // float only) an initializer that is also a graph input, as models before
+  // IR version 4 need.
+  std::string int64Constant(GraphProto &out, const std::string &name, int64_t value, bool vector) {
+    ::onnx::TensorProto *t = nullptr;
+    if (opset_ >= 9) {
+      NodeProto *n = out.add_node();
+      n->set_op_type("Constant");
+      n->set_name(name);
+      n->add_output(name);
+      auto *a = n->add_attribute();
+      a->set_name("value");
+      a->set_type(::onnx::AttributeProto::TENSOR);
+      t = a->mutable_t();
+    } else {
+      t = model_.mutable_graph()->add_initializer();
+      t->set_name(name);
+      auto *input = model_.mutable_graph()->add_input();
+      input->set_name(name);
+      auto *type = input->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(::onnx::TensorProto::INT64);
+      auto *shape = type->mutable_shape();
+      if (vector)
+        shape->add_dim()->set_dim_value(1);
+    }
+    t->set_data_type(::onnx::TensorProto::INT64);
+    if (vector)
+      t->add_dims(1);
+    t->add_int64_data(value);
+    return name;
+  }
+
+  // `parts` stacked along a new axis `axis` (Unsqueeze each, Concat).
+  void stack(const std::vector<std::string> &parts, int64_t axis, const std::string &output, const std::string &base,
+             GraphProto &out) {
+    std::vector<std::string> unsqueezed;
+    const std::string axes = opset_ >= 13 ? int64Constant(out, base + "axes", axis, true) : "";
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const std::string name = base + fmt::format("part{}", i);
+      if (opset_ >= 13)
+        addNode(out, "Unsqueeze", {parts[i], axes}, name, base + fmt::format("unsqueeze{}", i));
+      else
+        addNode(out, "Unsqueeze", {parts[i]}, name, base + fmt::format("unsqueeze{}", i), "axes", axis);
+      unsqueezed.push_back(name);
+    }
+    addNode(out, "Concat", unsqueezed, output, base + "concat", "axis", axis);
+  }
+
+  // Scan (opset 8: a leading batch axis and sequence_lens; 9+: per-input axes
+  // and directions), unrolled over the sequence length of its scan inputs.
+  void expandScan(const NodeProto &node, GraphProto &out) {
+    const bool v8 = opset_ < 9;
+    const GraphProto &body = graphAttr(node, "body");
+    int64_t m = -1;
+    for (const auto &a : node.attribute())
+      if (a.name() == "num_scan_inputs")
+        m = a.i();
+    const int first = v8 ? 1 : 0; // opset 8's input 0 is sequence_lens
+    const int n = node.input_size() - first - int(m);
+    if (m < 1 || n < 0 || body.input_size() != n + m || body.output_size() < n)
+      fail("{}: Scan node '{}': {} inputs, num_scan_inputs {} and a body of {} inputs and {} outputs do not agree",
+           path_, node.name(), node.input_size(), m, body.input_size(), body.output_size());
+    const int k = body.output_size() - n;
+    auto perInput = [&](const char *name, int count) {
+      std::vector<int64_t> v = intsAttr(node, name);
+      if (v.empty())
+        v.assign(size_t(count), 0);
+      if (int(v.size()) != count)
+        fail("{}: Scan node '{}': '{}' has {} values for {}", path_, node.name(), name, v.size(), count);
+      return v;
+    };
+    const std::vector<int64_t> inAxes = v8 ? std::vector<int64_t>(size_t(m), 0) : perInput("scan_input_axes", int(m));
+    const std::vector<int64_t> inDirs = perInput(v8 ? "directions" : "scan_input_directions", int(m));
+    const std::vector<int64_t> outAxes = v8 ? std::vector<int64_t>(size_t(k), 0) : perInput("scan_output_axes", k);
+    const std::vector<int64_t> outDirs = v8 ? std::vector<int64_t>(size_t(k), 0) : perInput("scan_output_directions", k);
+    // Sequence length (and opset 8's batch) from the first scan input's static shape.
+    const std::string &x0 = node.input(first + n);
+    const std::vector<int64_t> dims = staticDims(x0);
+    const int64_t rank = int64_t(dims.size()), axis0 = inAxes[0] < 0 ? inAxes[0] + rank - (v8 ? 1 : 0) : inAxes[0];
+    if (dims.empty() || axis0 < 0 || axis0 + (v8 ? 1 : 0) >= rank)
+      fail("{}: Scan node '{}': popc unrolls a Scan over its sequence length, which must be static: give scan "
+           "input '{}' a static shape (--input-shape) or make it a graph input or initializer",
+           path_, node.name(), x0);
+    const int64_t batches = v8 ? dims[0] : 1, length = dims[size_t(axis0 + (v8 ? 1 : 0))];
+    if (v8 && !node.input(0).empty())
+      fail("{}: Scan node '{}': sequence_lens is not supported (every sequence runs the full length {})", path_,
+           node.name(), length);
+    if (length < 1 || batches * length > kMaxUnrolledIterations)
+      fail("{}: Scan node '{}': {} iterations must be between 1 and {} to unroll", path_, node.name(),
+           batches * length, kMaxUnrolledIterations);
+    checkExpandedSize(out.node_size() + batches * length * (int64_t(body.node_size()) + m + 2),
+                      fmt::format("unrolling Scan node '{}' {} times", node.name(), batches * length), path_);
+
+    const std::string base = prefixOf(node);
+    std::vector<std::vector<std::string>> finalStates(static_cast<size_t>(n)), batchScans(static_cast<size_t>(k));
+    for (int64_t b = 0; b < batches; ++b) {
+      const std::string bp = v8 ? fmt::format("{}b{}/", base, b) : base;
+      const std::string bIndex = v8 ? int64Constant(out, bp + "batch", b, false) : "";
+      std::vector<std::string> state, inputs;
+      for (int s = 0; s < n; ++s) // opset 8: this batch item's state
+        state.push_back(v8 ? addNode(out, "Gather", {node.input(first + s), bIndex}, bp + fmt::format("state{}", s),
+                                     bp + fmt::format("state{}", s), "axis", 0)
+                           : node.input(first + s));
+      for (int j = 0; j < m; ++j)
+        inputs.push_back(v8 ? addNode(out, "Gather", {node.input(first + n + j), bIndex}, bp + fmt::format("in{}", j),
+                                      bp + fmt::format("in{}", j), "axis", 0)
+                            : node.input(first + n + j));
+      std::vector<std::vector<std::string>> scans(static_cast<size_t>(k));
+      for (int64_t t = 0; t < length; ++t) {
+        const std::string prefix = fmt::format("{}iter{}/", bp, t);
+        std::map<std::string, std::string> bind;
+        for (int s = 0; s < n; ++s)
+          bind[body.input(s).name()] = state[size_t(s)];
+        for (int j = 0; j < m; ++j) {
+          const int64_t at = inDirs[size_t(j)] ? length - 1 - t : t;
+          const std::string slice = prefix + fmt::format("slice{}", j);
+          addNode(out, "Gather", {inputs[size_t(j)], int64Constant(out, slice + "/index", at, false)}, slice, slice,
+                  "axis", inAxes[size_t(j)]);
+          bind[body.input(n + j).name()] = slice;
+        }
+        inlineBody(body, prefix, bind, out);
+        auto outer = [&](const std::string &name) {
+          if (auto it = bind.find(name); it != bind.end())
+            return it->second;
+          return definedNames(body).count(name) ? prefix + name : name;
+        };
+        for (int s = 0; s < n; ++s)
+          state[size_t(s)] = outer(body.output(s).name());
+        for (int o = 0; o < k; ++o)
+          scans[size_t(o)].push_back(outer(body.output(n + o).name()));
+      }
+      for (int s = 0; s < n; ++s)
+        finalStates[size_t(s)].push_back(state[size_t(s)]);
+      for (int o = 0; o < k; ++o) {
+        std::vector<std::string> parts = scans[size_t(o)];
+        if (outDirs[size_t(o)])
+          std::reverse(parts.begin(), parts.end());
+        const bool direct = !v8 && o + n < node.output_size();
+        const std::string stacked = direct ? node.output(n + o) : bp + fmt::format("scan{}", o);
+        if (direct && stacked.empty())
+          continue;
+        stack(parts, outAxes[size_t(o)], stacked, bp + fmt::format("scan{}/", o), out);
+        batchScans[size_t(o)].push_back(stacked);
+      }
+    }
+    for (int s = 0; s < n && s < node.output_size(); ++s)
+      if (!node.output(s).empty()) {
+        if (v8)
+          stack(finalStates[size_t(s)], 0, node.output(s), base + fmt::format("final{}/", s), out);
+        else
+          identity(finalStates[size_t(s)][0], node.output(s), base + fmt::format("final{}", s), out);
+      }
+    if (v8) // opset 8: the batch items' scan outputs stacked again
+      for (int o = 0; o < k && n + o < node.output_size(); ++o)
+        if (!node.output(n + o).empty())
+          stack(batchScans[size_t(o)], 0, node.output(n + o), base + fmt::format("scan{}/batch/", o), out);
+    log::get("onnx")->debug("{}: Scan '{}' unrolled {} times", path_, node.name(), batches * length);
   }
 
   ::onnx::ModelProto &model_;
