@@ -1,5 +1,6 @@
 // Ops driven by run-time indices: ScatterElements (and its opset-9 name
-// Scatter), OneHot, TopK. Gather/GatherElements are registered with the
+// Scatter), OneHot, TopK; GridSample, RoiAlign and TfIdfVectorizer (decomposed by
+// passes). Gather/GatherElements are registered with the
 // data-movement ops (ops_movement.cpp); compiler/lib lowers them here when
 // their indices are only known at run time.
 #include "compiler/ir/op_attrs.h"
@@ -7,6 +8,8 @@
 #include "compiler/ir/op_registry.h"
 
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace popc::ir {
 
@@ -202,6 +205,28 @@ std::vector<TensorInfo> inferRoiAlign(const Op &op, const Graph &graph) {
   return {TensorInfo{x.dtype, {rois.shape[0], x.shape[1], h, w}}};
 }
 
+// TfIdfVectorizer (decomposed by compiler/passes/tfidf_decompose.cpp): integer
+// pools only (popc has no string type).
+std::vector<TensorInfo> inferTfIdfVectorizer(const Op &op, const Graph &graph) {
+  const TensorInfo &x = inputInfo(op, graph, 0);
+  if ((x.dtype != DType::I32 && x.dtype != DType::I64) || x.shape.empty() || x.shape.size() > 2)
+    failOp(op, "X is {} {}; expected int32 or int64 [T] or [B, T]", dtypeName(x.dtype), shapeToString(x.shape));
+  if (op.attrs.has("pool_strings"))
+    failOp(op, "pool_strings: popc (like PopART) has no string type; use pool_int64s");
+  const std::string mode = op.attrs.getString("mode", "");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF")
+    failOp(op, "mode '{}' must be TF, IDF or TFIDF", mode);
+  const int64_t lo = op.attrs.getInt("min_gram_length", 0), hi = op.attrs.getInt("max_gram_length", 0);
+  const std::vector<int64_t> counts = op.attrs.getInts("ngram_counts"), indexes = op.attrs.getInts("ngram_indexes");
+  if (lo < 1 || hi < lo || int64_t(counts.size()) < hi || op.attrs.getInt("max_skip_count", 0) < 0)
+    failOp(op, "min_gram_length {} and max_gram_length {} must satisfy 1 <= min <= max <= ngram_counts' {} entries, "
+           "max_skip_count >= 0", lo, hi, counts.size());
+  if (indexes.empty() || *std::min_element(indexes.begin(), indexes.end()) < 0)
+    failOp(op, "ngram_indexes must list an output column (>= 0) per pool n-gram");
+  const int64_t columns = *std::max_element(indexes.begin(), indexes.end()) + 1;
+  return {TensorInfo{DType::F32, x.shape.size() == 1 ? Shape{columns} : Shape{x.shape[0], columns}}};
+}
+
 } // namespace
 
 void registerIndexOps(OpRegistry &reg) {
@@ -213,6 +238,7 @@ void registerIndexOps(OpRegistry &reg) {
   reg.add({"Scatter", 3, 3, inferScatterElements});
   reg.add({"OneHot", 3, 3, inferOneHot});
   reg.add({"TopK", 1, 2, inferTopK});
+  reg.add({"TfIdfVectorizer", 1, 1, inferTfIdfVectorizer});
 }
 
 } // namespace detail

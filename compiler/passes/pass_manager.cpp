@@ -66,6 +66,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "GridSample as coordinate arithmetic and GatherElements of the image: 4 taps (bilinear), 16 (bicubic) or 1 (nearest)"},
       {"roi-align-decomposition", decomposeRoiAlign,
        "RoiAlign as per-axis sample coordinates and four GatherElements of each roi's image (the corners of every bilinear sample)"},
+      {"tfidf-decomposition", decomposeTfIdf,
+       "TfIdfVectorizer as Equal/And of shifted Slices per n-gram length and skip, ReduceSum, a one-hot MatMul"},
       {"maxpool-rewrites", rewriteMaxPools,
        "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
       {"float16-promotion", promoteFloat16,

@@ -28,6 +28,9 @@ size_t decomposeGridSample(ir::Ir &ir);
 // RoiAlign as per-axis sample arithmetic and GatherElements of each roi's image
 // (roi_align_decompose.cpp).
 size_t decomposeRoiAlign(ir::Ir &ir);
+// TfIdfVectorizer (integer pools) as Equal/And of shifted Slices, ReduceSum and a
+// one-hot MatMul into the output columns (tfidf_decompose.cpp).
+size_t decomposeTfIdf(ir::Ir &ir);
 // A MaxPool whose strides and pads are multiples of its dilations as a strided
 // Slice and an undilated MaxPool; a large multi-dimensional MaxPool as one pool
 // per dimension (maxpool_rewrites.cpp).
