@@ -57,6 +57,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"resize-decomposition", decomposeResize,
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
+      {"qdq-fusion", fuseQdq,
+       "QuantizeLinear(Conv/MatMul(DequantizeLinear ...)) as QLinearConv/QLinearMatMul (int8 vertices), as ORT's QDQ transformer"},
       {"quantize-decomposition", decomposeQuantized,
        "QuantizeLinear/DequantizeLinear/QLinearConv/... as casts, float arithmetic and MatMulInteger/ConvInteger (int8 vertices)"},
       {"index-decomposition", decomposeIndexOps,

@@ -13,6 +13,9 @@ namespace popc::passes {
 // (shapes are static), are evaluated by the host evaluator and replaced by
 // Constant tensors.
 size_t foldConstants(ir::Ir &ir);
+// Q(Conv/MatMul(DQ(x), DQ(w))) as QLinearConv/QLinearMatMul, as ORT's QDQ
+// transformer does (qdq_fusion.cpp).
+size_t fuseQdq(ir::Ir &ir);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 // ConvInteger, QLinearMatMul, QLinearConv as integer products (int8 vertices) and
 // exact float arithmetic (quantize_decompose.cpp).

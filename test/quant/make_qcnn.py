@@ -7,10 +7,13 @@ Writes OUT_DIR/
   qdq.onnx       the same with QuantizeLinear/DequantizeLinear around every tensor (PyTorch's and
                  ORT's QDQ format): int8 weights (per output channel), uint8 activations
   qop.onnx       the same in ORT's operator format: QLinearConv, QLinearMatMul (uint8 in and out)
+  qdq_ort.onnx   the QDQ model as ORT's quantizer lays it out (int32 biases, Reshape on uint8),
+                 which popc fuses into the operator format
   inputs.npz     x float32 [2,3,10,10]
   expected_float.npz  the float model in numpy
   expected_qdq.npz    the QDQ model in numpy (float arithmetic, round half to even)
   expected_qop.npz    the operator model in numpy integer arithmetic (int32 accumulators)
+  expected_qdq_ort.npz  the operator model's output dequantized
 """
 import os
 import sys
@@ -153,7 +156,27 @@ def main():
                  c("qW2", QW2), c("sW2", SW2), c("zW2", np.zeros(4, np.int8)), c("qW3", QW3), c("sW3", SW3),
                  c("zW3", np.zeros(10, np.int8)), c("qB1", QB1), c("qB2", QB2)], TensorProto.UINT8,
          f"{out}/qop.onnx")
+    # ORT's quantizer's QDQ layout: int32 biases behind DequantizeLinear (scale
+    # s_in * s_w), Reshape on the quantized tensor. popc fuses it into the
+    # operator format: the same integers as qop.onnx, dequantized.
+    nodes = qdq("x", "s_x", "z_x") + [
+        N("DequantizeLinear", ["qW1", "sW1", "zW1"], ["W1"], axis=0), N("DequantizeLinear", ["qB1", "sB1"], ["B1"], axis=0),
+        N("Conv", ["x_dq", "W1", "B1"], ["c1"]), N("Relu", ["c1"], ["r1"]),
+        N("QuantizeLinear", ["r1", "s_1", "z_1"], ["r1_q"]), N("DequantizeLinear", ["r1_q", "s_1", "z_1"], ["r1_dq"]),
+        N("DequantizeLinear", ["qW2", "sW2", "zW2"], ["W2"], axis=0), N("DequantizeLinear", ["qB2", "sB2"], ["B2"], axis=0),
+        N("Conv", ["r1_dq", "W2", "B2"], ["c2"]), N("Relu", ["c2"], ["r2"]),
+        N("QuantizeLinear", ["r2", "s_2", "z_2"], ["r2_q"]), N("Reshape", ["r2_q", "flat"], ["f_q"]),
+        N("DequantizeLinear", ["f_q", "s_2", "z_2"], ["f"]),
+        N("DequantizeLinear", ["qW3", "sW3", "zW3"], ["W3"], axis=1),
+        N("MatMul", ["f", "W3"], ["m"])] + qdq("m", "s_y", "z_y") + [N("Identity", ["m_dq"], ["y"])]
+    save(nodes, [c("s_x", S_X), c("z_x", Z_X), c("s_1", S_1), c("z_1", Z_1), c("s_2", S_2), c("z_2", Z_2),
+                 c("s_y", S_Y), c("z_y", Z_Y), c("qW1", QW1), c("sW1", SW1), c("zW1", np.zeros(8, np.int8)),
+                 c("qW2", QW2), c("sW2", SW2), c("zW2", np.zeros(4, np.int8)), c("qW3", QW3), c("sW3", SW3),
+                 c("zW3", np.zeros(10, np.int8)), c("qB1", QB1), c("sB1", (S_X * SW1).astype(np.float32)),
+                 c("qB2", QB2), c("sB2", (S_1 * SW2).astype(np.float32))], TensorProto.FLOAT,
+         f"{out}/qdq_ort.onnx")
     np.savez(f"{out}/inputs.npz", x=X)
+    np.savez(f"{out}/expected_qdq_ort.npz", y=dq(qop_ref(X), S_Y, Z_Y))
     np.savez(f"{out}/expected_float.npz", y=float_ref(X))
     np.savez(f"{out}/expected_qdq.npz", y=qdq_ref(X))
     np.savez(f"{out}/expected_qop.npz", y=qop_ref(X))
