@@ -136,10 +136,20 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
     return;
   L.mapLinearly(out);
   const uint64_t es = data.elemSize(), ies = indices.elemSize();
-  // Each tile holds whole slabs data[o] for a range of outer rows (one copy,
-  // shared by its workers); its workers split the indices.
+  // Each tile holds slabs data[o] for a range of outer rows (one copy, shared
+  // by its workers); its workers split the indices. A slab too big for a
+  // quarter of a tile (a large embedding table) is split into column chunks
+  // of the inner dims, one tile each (as popops::multiSlice splits its table).
   const uint64_t outersPerTile = ceilDiv(outer, L.numTiles());
-  const uint64_t tiles = ceilDiv(outer, outersPerTile);
+  const uint64_t outerTiles = ceilDiv(outer, outersPerTile);
+  const uint64_t budget = L.graph.target().bytesPerTile / 4, rowBytes = outersPerTile * axisDim * es;
+  uint64_t chunk = inner;
+  if (rowBytes * inner > budget) {
+    chunk = std::max<uint64_t>(1, budget / rowBytes);
+    chunk = std::max(chunk, ceilDiv(inner, std::max<uint64_t>(1, L.numTiles() / outerTiles)));
+    chunk = std::min(chunk, inner);
+  }
+  const uint64_t chunks = ceilDiv(inner, chunk), tiles = outerTiles * chunks;
   const uint32_t first = L.allocTiles(tiles);
   // With index checks, each vertex also writes a status record [flag, index,
   // position] (3 x int64) on its tile, which the runtime reads after the step.
@@ -156,25 +166,34 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   OpBuilder builder(L, op.name);
   for (uint64_t t = 0; t < tiles; ++t) {
     const uint32_t tile = uint32_t(first + t);
-    const uint64_t oa = t * outersPerTile, ob = std::min(outer, oa + outersPerTile);
+    const uint64_t oa = t / chunks * outersPerTile, ob = std::min(outer, oa + outersPerTile);
+    const uint64_t c0 = t % chunks * chunk, width = std::min(inner, c0 + chunk) - c0; // inner columns
     RunList slab;
-    slab.add(oa * axisDim * inner * es, (ob - oa) * axisDim * inner * es);
+    if (width == inner)
+      slab.add(oa * axisDim * inner * es, (ob - oa) * axisDim * inner * es);
+    else
+      for (uint64_t row = oa * axisDim; row < ob * axisDim; ++row)
+        slab.add((row * inner + c0) * es, width * es);
     const graph::FieldRef table = builder.gather(data.tensor, slab, tile, "table");
     for (size_t w = 0; w + 1 < bounds.size(); ++w) {
       const uint64_t j0 = bounds[w], j1 = bounds[w + 1];
       RunList idxRuns, outRuns;
       idxRuns.add(j0 * ies, (j1 - j0) * ies);
       for (uint64_t o = oa; o < ob; ++o)
-        outRuns.add((o * n + j0) * inner * es, (j1 - j0) * inner * es);
+        if (width == inner)
+          outRuns.add((o * n + j0) * inner * es, (j1 - j0) * inner * es);
+        else
+          for (uint64_t j = j0; j < j1; ++j)
+            outRuns.add(((o * n + j) * inner + c0) * es, width * es);
       codegen::CodeletSpec spec;
       spec.function = fmt::format("popc_gather{}_e{}_{}", status ? "_checked" : "", es, indexSuffix(indices));
       spec.name = fmt::format("Gather{}_o{}_a{}_n{}_i{}_e{}", status ? "Checked" : "", ob - oa, axisDim, j1 - j0,
-                              inner, es);
+                              width, es);
       spec.fields = {{"table", uint32_t(table.bytes), FieldAccess::Input},
                      {"indices", uint32_t((j1 - j0) * ies), FieldAccess::Input},
                      {"out", uint32_t(outRuns.totalBytes()), FieldAccess::Output}};
-      spec.args = {int64_t(ob - oa), int64_t(axisDim), int64_t(j1 - j0), int64_t(inner)};
-      spec.cycles = codegen::cycles::gatherRows(ob - oa, j1 - j0, inner);
+      spec.args = {int64_t(ob - oa), int64_t(axisDim), int64_t(j1 - j0), int64_t(width)};
+      spec.cycles = codegen::cycles::gatherRows(ob - oa, j1 - j0, width);
       std::vector<graph::FieldRef> fields{table, builder.gather(indices.tensor, idxRuns, tile, "indices"),
                                           builder.scatter(out.tensor, outRuns, tile, "out")};
       if (status) {
