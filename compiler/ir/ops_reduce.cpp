@@ -140,7 +140,9 @@ std::vector<TensorInfo> inferInstanceNorm(const Op &op, const Graph &graph) {
 // broadcast back over them, times the reduction's local derivative: 1 (Sum),
 // 1/count (Mean), 2X (SumSquare), sign(X) (L1), X/Y (L2), 1/exp(Y) (LogSum),
 // exp(X - Y) (LogSumExp); Max/Min send it to the elements equal to the
-// result, split evenly among ties (as torch.amax/amin).
+// result, split evenly among ties (as torch.amax/amin); Prod: the product of
+// the other elements (Y/X without zeros; with one zero, the product of the
+// rest at the zero and 0 elsewhere; with more, 0), as torch.prod.
 void gradReduce(GradContext &c) {
   if (!c.wantsGrad(0))
     return;
@@ -176,6 +178,18 @@ void gradReduce(GradContext &c) {
     local = c.emit("Reciprocal", {c.emit("Exp", {y()})});
   } else if (type == "ReduceLogSumExp") {
     local = c.emit("Exp", {c.emit("Sub", {in, y()})});
+  } else if (type == "ReduceProd") {
+    const std::string zero = c.scalar(0.0, x.dtype), one = c.scalar(1.0, x.dtype);
+    const std::string isZero = c.emit("Equal", {in, zero}), nonZero = c.emit("Where", {isZero, one, in});
+    Attributes keep, to;
+    keep.set("keepdims", int64_t(1));
+    keep.set("axes", p.axes); // ReduceProd's axes are an attribute up to opset 17
+    to.set("to", onnxElementType(x.dtype));
+    const std::string rest = c.expand(c.emit("ReduceProd", {nonZero}, keep), x.shape); // product of the non-zeros
+    const std::string zeros = c.expand(c.reduceSum(c.emit("Cast", {isZero}, to), p.axes, true), x.shape);
+    const std::string oneZero = c.emit("And", {isZero, c.emit("Equal", {zeros, one})});
+    local = c.emit("Where", {c.emit("Equal", {zeros, zero}), c.emit("Div", {rest, nonZero}),
+                             c.emit("Where", {oneZero, rest, zero})});
   }
   c.addGrad(0, local.empty() ? g : c.emit("Mul", {g, local}));
 }
@@ -188,9 +202,8 @@ void registerReduceOps(OpRegistry &reg) {
   reg.add({"LRN", 1, 1, inferLrn});
   reg.add({"InstanceNormalization", 3, 3, inferInstanceNorm});
   for (const char *t : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
-                        "ReduceLogSum", "ReduceLogSumExp"})
+                        "ReduceLogSum", "ReduceLogSumExp", "ReduceProd"})
     reg.add({t, 1, 2, inferReduce, gradReduce});
-  reg.add({"ReduceProd", 1, 2, inferReduce});
   reg.add({"ArgMax", 1, 1, inferArgReduce});
   reg.add({"ArgMin", 1, 1, inferArgReduce});
 }

@@ -91,6 +91,12 @@ case("reducel2", "ReduceL2", {"a": rand(2, 3, 4)}, lambda a: torch.sqrt((a * a).
 case("reducelogsum", "ReduceLogSum", {"a": rand(2, 3, 4, **pos)}, lambda a: torch.log(a.sum(1, keepdim=True)),
      attrs={"axes": [1]})
 case("reducelogsumexp", "ReduceLogSumExp", {"a": rand(2, 3, 4)}, lambda a: torch.logsumexp(a, 2), attrs={"axes": [2], "keepdims": 0})
+# Rows with no zero, one zero and two zeros: the product of the others, exactly (torch.prod).
+_prod = rand(2, 3, 4)
+_prod[0, 0, 1] = 0.0
+_prod[1, 2, 0] = _prod[1, 2, 3] = 0.0
+case("reduceprod", "ReduceProd", {"a": _prod}, lambda a: a.prod(2), attrs={"axes": [2], "keepdims": 0})
+case("reduceprod_all", "ReduceProd", {"a": rand(2, 3, **pos)}, lambda a: a.prod().reshape(1, 1))
 case("cast_float", "Cast", {"a": rand(3, 4)}, lambda a: a, attrs={"to": 1})
 case("softmax", "Softmax", {"a": rand(2, 3, 4)}, lambda a: torch.softmax(a, 1), attrs={"axis": 1})
 case("logsoftmax", "LogSoftmax", {"a": rand(2, 3, 4)}, lambda a: torch.log_softmax(a, -1), attrs={"axis": -1})
