@@ -140,6 +140,9 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   // by its workers); its workers split the indices. A slab too big for a
   // quarter of a tile (a large embedding table) is split into column chunks
   // of the inner dims, one tile each (as popops::multiSlice splits its table).
+  // When a tile's output passes the same budget (many indices into a small
+  // table, e.g. BERT's token-type embedding), the indices are split into
+  // bands over more tiles, each with its own copy of the slab.
   const uint64_t outersPerTile = ceilDiv(outer, L.numTiles());
   const uint64_t outerTiles = ceilDiv(outer, outersPerTile);
   const uint64_t budget = L.graph.target().bytesPerTile / 4, rowBytes = outersPerTile * axisDim * es;
@@ -149,25 +152,45 @@ void lowerDynamicGather(const ir::Op &op, const ir::Graph &g, Lowering &L) {
     chunk = std::max(chunk, ceilDiv(inner, std::max<uint64_t>(1, L.numTiles() / outerTiles)));
     chunk = std::min(chunk, inner);
   }
-  const uint64_t chunks = ceilDiv(inner, chunk), tiles = outerTiles * chunks;
+  const uint64_t chunks = ceilDiv(inner, chunk), outPerIndex = outersPerTile * chunk * es;
+  uint64_t perBand = n;
+  if (outPerIndex * n > budget) {
+    const uint64_t bands = std::min(ceilDiv(outPerIndex * n, budget),
+                                    std::max<uint64_t>(1, L.numTiles() / (outerTiles * chunks)));
+    perBand = ceilDiv(n, bands);
+  }
+  const uint64_t bands = ceilDiv(n, perBand), tiles = outerTiles * chunks * bands;
   const uint32_t first = L.allocTiles(tiles);
+  // Per tile, its workers' index ranges.
+  std::vector<std::vector<uint64_t>> tileBounds;
+  uint64_t vertices = 0;
+  for (uint64_t t = 0; t < tiles; ++t) {
+    const uint64_t i0 = t % bands * perBand, i1 = std::min(n, i0 + perBand);
+    std::vector<uint64_t> b = splitEvenly(i1 - i0, L.workers());
+    for (uint64_t &x : b)
+      x += i0;
+    vertices += b.size() - 1;
+    tileBounds.push_back(std::move(b));
+  }
   // With index checks, each vertex also writes a status record [flag, index,
   // position] (3 x int64) on its tile, which the runtime reads after the step.
-  const auto bounds = splitEvenly(n, L.workers());
-  const uint64_t vertices = tiles * (bounds.size() - 1), statusBytes = 3 * 8;
+  const uint64_t statusBytes = 3 * 8;
   std::optional<Value> status;
   if (L.indexChecks) {
     status = L.newValue(op.name + "/index_check", {DType::I64, {int64_t(vertices), 3}});
     std::vector<graph::Interval> mapping;
-    for (uint64_t v = 0; v < vertices; ++v)
-      mapping.push_back({v * statusBytes, (v + 1) * statusBytes, uint32_t(first + v / (bounds.size() - 1))});
+    uint64_t v = 0;
+    for (uint64_t t = 0; t < tiles; ++t)
+      for (size_t w = 0; w + 1 < tileBounds[t].size(); ++w, ++v)
+        mapping.push_back({v * statusBytes, (v + 1) * statusBytes, uint32_t(first + t)});
     L.graph.setMapping(status->tensor, mapping);
   }
   OpBuilder builder(L, op.name);
   for (uint64_t t = 0; t < tiles; ++t) {
     const uint32_t tile = uint32_t(first + t);
-    const uint64_t oa = t / chunks * outersPerTile, ob = std::min(outer, oa + outersPerTile);
-    const uint64_t c0 = t % chunks * chunk, width = std::min(inner, c0 + chunk) - c0; // inner columns
+    const std::vector<uint64_t> &bounds = tileBounds[t];
+    const uint64_t oa = t / bands / chunks * outersPerTile, ob = std::min(outer, oa + outersPerTile);
+    const uint64_t c0 = t / bands % chunks * chunk, width = std::min(inner, c0 + chunk) - c0; // inner columns
     RunList slab;
     if (width == inner)
       slab.add(oa * axisDim * inner * es, (ob - oa) * axisDim * inner * es);
