@@ -1,8 +1,11 @@
 // Lowerings of reductions (Reduce*, ArgMax/ArgMin): the reduced axes become
 // the innermost dims of rows; one vertex reduces a block of rows (generated
-// reduce kernels; ArgMax/ArgMin are codelets).
+// reduce kernels; ArgMax/ArgMin are codelets). Rows too long for a tile's
+// share (a full reduction of a large tensor) reduce in two stages: chunks of
+// each row spread over tiles, then the chunks' results.
 #include "compiler/codegen/cycle_estimates.h"
 #include "compiler/lib/ops.h"
+#include "compiler/lib/planner.h"
 #include "compiler/lib/rows.h"
 
 #include "compiler/ir/op_attrs.h"
@@ -16,6 +19,30 @@ namespace popc::lib {
 
 namespace {
 
+// A reduction as two: each row's `parts` equal chunks first, then their results.
+// The kernel ops of the two stages (the second combines the first's results).
+std::pair<std::string, std::string> reduceStages(const std::string &op) {
+  if (op == "SumSquare" || op == "L1")
+    return {op, "Sum"};
+  if (op == "LogSum")
+    return {"Sum", "LogSum"};
+  return {op, op}; // Sum Mean(equal chunks) Max Min Prod L2 LogSumExp
+}
+
+// The number of chunks to split each row into when a tile's rows would take
+// more than a quarter of its memory (few long rows: a full reduction of a large
+// tensor), so that the chunks spread over tiles; 1 when no split is needed or
+// no divisor of `cols` helps.
+uint64_t rowChunks(const Lowering &L, uint64_t rows, uint64_t cols, uint64_t es) {
+  const uint64_t budget = L.graph.target().bytesPerTile / 4, tiles = L.numTiles();
+  if (rows == 0 || ceilDiv(rows, tiles) * cols * es <= budget)
+    return 1;
+  for (uint64_t k = 2; k <= cols && rows * k <= tiles * 64; ++k)
+    if (cols % k == 0 && ceilDiv(rows * k, tiles) * (cols / k) * es <= budget && cols / k >= k)
+      return k;
+  return 1;
+}
+
 void lowerReduce(const ir::Op &op, const ir::Graph &g, Lowering &L, const std::string &kernelOp) {
   const Value x = L.value(op.inputs[0]);
   const ir::ReduceParams p = ir::reduceParams(op, g);
@@ -24,10 +51,24 @@ void lowerReduce(const ir::Op &op, const ir::Graph &g, Lowering &L, const std::s
   L.bind(op.outputs[0], out);
   const uint64_t rows = uint64_t(outInfo.elements());
   const uint64_t cols = rows ? uint64_t(x.info.elements()) / rows : 0;
-  const RowOperand in{x, axesLastPerm(x.info.shape.size(), p.axes), cols};
-  lowerRowWise(L, op.name, {in}, {RowOperand{out, {}, 1}}, rows, [&](uint32_t n) {
-    return codegen::KernelSpec{codegen::ReduceSpec{kernelOp, x.info.dtype, n, uint32_t(cols)}};
-  });
+  const DType t = x.info.dtype;
+  const std::vector<int64_t> perm = axesLastPerm(x.info.shape.size(), p.axes);
+  auto reduce = [&](const std::string &name, const RowOperand &in, const Value &result, uint64_t count,
+                    const std::string &kernel, uint64_t length) {
+    lowerRowWise(L, name, {in}, {RowOperand{result, {}, 1}}, count, [&](uint32_t n) {
+      return codegen::KernelSpec{codegen::ReduceSpec{kernel, t, n, uint32_t(length)}};
+    });
+  };
+  const uint64_t parts = rowChunks(L, rows, cols, x.elemSize());
+  if (parts == 1) {
+    reduce(op.name, RowOperand{x, perm, cols}, out, rows, kernelOp, cols);
+    return;
+  }
+  // Each row's chunks are consecutive rows of the permuted input.
+  const auto [first, second] = reduceStages(kernelOp);
+  const Value partial = L.newValue(op.name + "/chunks", {t, {int64_t(rows * parts)}});
+  reduce(op.name + "/chunks", RowOperand{x, perm, cols / parts}, partial, rows * parts, first, cols / parts);
+  reduce(op.name, RowOperand{partial, {}, parts}, out, rows, second, parts);
 }
 
 void lowerArgReduce(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax) {
