@@ -1,6 +1,7 @@
 // Lowerings of recurrent ops (RNN, GRU, LSTM): one codelet vertex per op on
-// one tile, stepping through time (the recurrence is sequential; the tile's
-// memory bounds the model size and the memory planner reports overflows).
+// one tile, stepping through time (the recurrence is sequential). Layers too
+// big for that, and layers being trained, reach here unrolled over time
+// instead (compiler/passes/rnn_decompose.cpp).
 #include "compiler/lib/ops.h"
 #include "compiler/lib/rows.h"
 

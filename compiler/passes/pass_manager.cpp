@@ -57,6 +57,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"resize-decomposition", decomposeResize,
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},
+      {"rnn-decomposition", decomposeRecurrent,
+       "RNN/GRU/LSTM unrolled over time (MatMul, gates) when training or too big for the one-tile codelet"},
       {"qdq-fusion", fuseQdq,
        "QuantizeLinear(Conv/MatMul(DequantizeLinear ...)) as QLinearConv/QLinearMatMul (int8 vertices), as ORT's QDQ transformer"},
       {"quantize-decomposition", decomposeQuantized,

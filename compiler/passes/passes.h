@@ -13,6 +13,9 @@ namespace popc::passes {
 // (shapes are static), are evaluated by the host evaluator and replaced by
 // Constant tensors.
 size_t foldConstants(ir::Ir &ir);
+// RNN/GRU/LSTM unrolled over time into MatMul and elementwise ops when training
+// or too big for one tile (rnn_decompose.cpp).
+size_t decomposeRecurrent(ir::Ir &ir);
 // Q(Conv/MatMul(DQ(x), DQ(w))) as QLinearConv/QLinearMatMul, as ORT's QDQ
 // transformer does (qdq_fusion.cpp).
 size_t fuseQdq(ir::Ir &ir);

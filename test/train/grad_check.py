@@ -97,6 +97,42 @@ _prod[0, 0, 1] = 0.0
 _prod[1, 2, 0] = _prod[1, 2, 3] = 0.0
 case("reduceprod", "ReduceProd", {"a": _prod}, lambda a: a.prod(2), attrs={"axes": [2], "keepdims": 0})
 case("reduceprod_all", "ReduceProd", {"a": rand(2, 3, **pos)}, lambda a: a.prod().reshape(1, 1))
+# Recurrent ops in ONNX's layout (W [1, G*H, I], R [1, G*H, H], B [1, 2*G*H]; Y [T, 1, B, H]),
+# unrolled by the rnn-decomposition pass for training.
+def _onnx_rnn(kind, x, w, r, b, lbr=0):
+    H = r.shape[2]
+    G = r.shape[1] // H
+    h = torch.zeros(x.shape[1], H)
+    c = torch.zeros(x.shape[1], H)
+    wb, rb = b[0, :G * H], b[0, G * H:]
+    ys = []
+    for t in range(x.shape[0]):
+        xw, hr = x[t] @ w[0].T + wb, h @ r[0].T + rb
+        if kind == "LSTM":
+            i, o, f, cc = (xw + hr).split(H, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(cc)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        elif kind == "GRU":
+            z = torch.sigmoid(xw[:, :H] + hr[:, :H])
+            rr = torch.sigmoid(xw[:, H:2 * H] + hr[:, H:2 * H])
+            if lbr:
+                n = torch.tanh(xw[:, 2 * H:] + rr * hr[:, 2 * H:])
+            else:
+                n = torch.tanh(xw[:, 2 * H:] + (rr * h) @ r[0, 2 * H:].T + rb[2 * H:])
+            h = (1 - z) * n + z * h
+        else:
+            h = torch.tanh(xw + hr)
+        ys.append(h)
+    return torch.stack(ys).unsqueeze(1)
+
+
+_x = rand(4, 2, 3)
+for _kind, _g, _extra in [("LSTM", 4, {}), ("GRU", 3, {}), ("GRU", 3, {"linear_before_reset": 1}), ("RNN", 1, {})]:
+    _lbr = _extra.get("linear_before_reset", 0)
+    case(f"{_kind.lower()}{'_lbr' if _lbr else ''}", _kind,
+         {"w": rand(1, _g * 5, 3), "r": rand(1, _g * 5, 5), "b": rand(1, 2 * _g * 5)},
+         lambda x, w, r, b, k=_kind, l=_lbr: _onnx_rnn(k, x, w, r, b, l), consts=[("x", _x)],
+         attrs={"hidden_size": 5, **_extra}, order=["x", "w", "r", "b"])
 case("cast_float", "Cast", {"a": rand(3, 4)}, lambda a: a, attrs={"to": 1})
 case("softmax", "Softmax", {"a": rand(2, 3, 4)}, lambda a: torch.softmax(a, 1), attrs={"axis": 1})
 case("logsoftmax", "LogSoftmax", {"a": rand(2, 3, 4)}, lambda a: torch.log_softmax(a, -1), attrs={"axis": -1})
