@@ -160,6 +160,26 @@ Value *intPow(Emitter &em, DType t, Value *x, Value *e) {
   return b.CreateSelect(b.CreateICmpSLT(e, zero), negative, result);
 }
 
+// 24 random bits from (index, counter, seed): two rounds of Wellons' lowbias32
+// integer hash over a golden-ratio mix of the three (wrapping uint32
+// arithmetic), the top 24 bits as a non-negative int32. Counter-based, so any
+// tiling of the elements draws the same numbers.
+Value *randomBits(Emitter &em, Value *index, Value *counter, double seed) {
+  IRBuilder<> &b = em.b();
+  auto u32 = [&](uint32_t v) { return b.getInt32(v); };
+  auto round = [&](Value *h) {
+    h = b.CreateXor(h, b.CreateLShr(h, 16));
+    h = b.CreateMul(h, u32(0x7feb352dU));
+    h = b.CreateXor(h, b.CreateLShr(h, 15));
+    h = b.CreateMul(h, u32(0x846ca68bU));
+    return b.CreateXor(h, b.CreateLShr(h, 16));
+  };
+  Value *h = b.CreateAdd(b.CreateAdd(b.CreateMul(index, u32(0x9e3779b9U)), b.CreateMul(counter, u32(0x85ebca6bU))),
+                         u32(uint32_t(int64_t(seed))));
+  h = round(b.CreateXor(round(h), u32(0x68e31da4U)));
+  return b.CreateLShr(h, 8);
+}
+
 // Shift with numpy results for any amount: amounts >= the width (or negative)
 // give 0, or the sign fill for signed right shifts.
 Value *shift(Emitter &em, DType t, Value *x, Value *n, bool left) {
@@ -370,6 +390,7 @@ Value *applyOp(Emitter &em, const ElementwiseSpec &s, const ElementTypes &types,
   case Op::And: return b.CreateAnd(x, in[1]);
   case Op::Or: return b.CreateOr(x, in[1]);
   case Op::Xor: return b.CreateXor(x, in[1]);
+  case Op::RandomBits: return randomBits(em, x, in[1], s.params[0]);
   case Op::ShiftLeft: case Op::ShiftRight: return shift(em, t, x, in[1], s.op == Op::ShiftLeft);
   case Op::Equal: return fp ? b.CreateFCmpOEQ(x, in[1]) : b.CreateICmpEQ(x, in[1]);
   case Op::Less: return less(em, t, x, in[1]);

@@ -35,6 +35,15 @@ TensorInfo broadcastPair(const Op &op, const Graph &graph, bool numeric) {
 
 std::vector<TensorInfo> inferBinary(const Op &op, const Graph &graph) { return {broadcastPair(op, graph, true)}; }
 
+// RandomBits(index, counter): int32 indices and a scalar int32 counter.
+std::vector<TensorInfo> inferRandomBits(const Op &op, const Graph &graph) {
+  const TensorInfo &index = inputInfo(op, graph, 0), &counter = inputInfo(op, graph, 1);
+  if (index.dtype != DType::I32 || counter.dtype != DType::I32 || counter.elements() != 1)
+    failOp(op, "takes int32 indices and a scalar int32 counter, got {} and {} {}", dtypeName(index.dtype),
+           dtypeName(counter.dtype), shapeToString(counter.shape));
+  return {index};
+}
+
 std::vector<TensorInfo> inferMod(const Op &op, const Graph &graph) {
   const int64_t fmod = op.attrs.getInt("fmod", 0);
   if (fmod != 0 && fmod != 1)

@@ -9,7 +9,6 @@
 // its weight and an in-bounds mask (zeros padding: outside reads nothing).
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
-#include "support/log.h"
 
 namespace popc::passes {
 
@@ -148,13 +147,6 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorI
 
 } // namespace
 
-size_t decomposeGridSample(ir::Ir &ir) {
-  const size_t count = replaceOps(
-      ir, [](const ir::Graph &, const ir::Op &op) { return op.type == "GridSample"; },
-      [](ir::Graph &g, size_t i, const Replaced &r) { return decompose(g, i, r.op, r.output(0)); });
-  if (count)
-    log::get("passes")->debug("grid-sample-decomposition: {} GridSample ops", count);
-  return count;
-}
+size_t decomposeGridSample(ir::Ir &ir) { return rewriteOpsOfType(ir, "GridSample", "grid-sample-decomposition", decompose); }
 
 } // namespace popc::passes

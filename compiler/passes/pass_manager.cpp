@@ -54,6 +54,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"FWD0", nullptr, "the imported IR"},
       {"training-setup", setUpTraining,
        "--train: add a built-in loss; trainable initializers become variables, which no pass folds", true},
+      {"dropout-training", trainDropouts,
+       "--train: each Dropout keeps elements by a counter-based random mask, new every micro-batch", true},
       {"resize-decomposition", decomposeResize,
        "linear/cubic Resize and Upsample as Gather taps times constant weights; before folding, so constant images fold too"},
       {"einsum-decomposition", decomposeEinsum, "Einsum as Transpose, ReduceSum, Reshape and MatMul"},

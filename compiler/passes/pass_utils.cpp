@@ -4,6 +4,7 @@
 
 #include "compiler/passes/host_eval.h"
 #include "support/error.h"
+#include "support/log.h"
 
 #include <cstring>
 #include <algorithm>
@@ -95,6 +96,16 @@ size_t replaceOps(ir::Ir &ir, const std::function<bool(const ir::Graph &, const 
     i = i + inserted - 1; // wraps to i - 1 when nothing was inserted: the loop's ++i lands on i
     ++count;
   }
+  return count;
+}
+
+size_t rewriteOpsOfType(ir::Ir &ir, const std::string &type, const char *pass,
+                        const std::function<size_t(ir::Graph &, size_t, const ir::Op &, const ir::TensorInfo &)> &rewrite) {
+  const size_t count = replaceOps(
+      ir, [&type](const ir::Graph &, const ir::Op &op) { return op.type == type; },
+      [&rewrite](ir::Graph &g, size_t i, const Replaced &r) { return rewrite(g, i, r.op, r.output(0)); });
+  if (count)
+    log::get("passes")->debug("{}: {} {} ops", pass, count, type);
   return count;
 }
 

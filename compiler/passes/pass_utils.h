@@ -74,6 +74,11 @@ struct Replaced {
 size_t replaceOps(ir::Ir &ir, const std::function<bool(const ir::Graph &, const ir::Op &)> &select,
                   const std::function<size_t(ir::Graph &, size_t index, const Replaced &)> &rewrite);
 
+// replaceOps for every op of one type, each rewritten by `rewrite` (the graph,
+// its index, the removed op, its first output's info); logs the count as `pass`.
+size_t rewriteOpsOfType(ir::Ir &ir, const std::string &type, const char *pass,
+                        const std::function<size_t(ir::Graph &, size_t index, const ir::Op &, const ir::TensorInfo &)> &rewrite);
+
 // An op name not used by any op of the graph: base, base_1, base_2 ...
 std::string uniqueOpName(const ir::Graph &g, const std::string &base);
 

@@ -13,6 +13,8 @@ namespace popc::passes {
 // (shapes are static), are evaluated by the host evaluator and replaced by
 // Constant tensors.
 size_t foldConstants(ir::Ir &ir);
+// --train: every Dropout draws a random mask per micro-batch (dropout_training.cpp).
+size_t trainDropouts(ir::Ir &ir);
 // RNN/GRU/LSTM unrolled over time into MatMul and elementwise ops when training
 // or too big for one tile (rnn_decompose.cpp).
 size_t decomposeRecurrent(ir::Ir &ir);

@@ -12,7 +12,6 @@
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/error.h"
-#include "support/log.h"
 
 #include <cmath>
 #include <limits>
@@ -200,13 +199,6 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorI
 
 } // namespace
 
-size_t decomposeRoiAlign(ir::Ir &ir) {
-  const size_t count = replaceOps(
-      ir, [](const ir::Graph &, const ir::Op &op) { return op.type == "RoiAlign"; },
-      [](ir::Graph &g, size_t i, const Replaced &r) { return decompose(g, i, r.op, r.output(0)); });
-  if (count)
-    log::get("passes")->debug("roi-align-decomposition: {} RoiAlign ops", count);
-  return count;
-}
+size_t decomposeRoiAlign(ir::Ir &ir) { return rewriteOpsOfType(ir, "RoiAlign", "roi-align-decomposition", decompose); }
 
 } // namespace popc::passes

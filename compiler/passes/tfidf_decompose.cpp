@@ -8,7 +8,6 @@
 // a MatMul by a one-hot matrix puts each pool n-gram in its ngram_indexes column.
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
-#include "support/log.h"
 
 #include <algorithm>
 #include <cstring>
@@ -137,13 +136,6 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorI
 
 } // namespace
 
-size_t decomposeTfIdf(ir::Ir &ir) {
-  const size_t count = replaceOps(
-      ir, [](const ir::Graph &, const ir::Op &op) { return op.type == "TfIdfVectorizer"; },
-      [](ir::Graph &g, size_t i, const Replaced &r) { return decompose(g, i, r.op, r.output(0)); });
-  if (count)
-    log::get("passes")->debug("tfidf-decomposition: {} TfIdfVectorizer ops", count);
-  return count;
-}
+size_t decomposeTfIdf(ir::Ir &ir) { return rewriteOpsOfType(ir, "TfIdfVectorizer", "tfidf-decomposition", decompose); }
 
 } // namespace popc::passes

@@ -40,7 +40,11 @@ TEST_CASE("pass manager: default pipeline order", "[passes]") {
   PassManager pm = makeDefaultPipeline({});
   pm.run(ir);
   CHECK(pm.executed() ==
-        std::vector<std::string>{"FWD0", "pass resize-decomposition", "pass einsum-decomposition", "pass quantize-decomposition", "pass index-decomposition", "pass linalg-decomposition", "pass grid-sample-decomposition", "pass maxpool-rewrites", "pass float16-promotion", "pass constant-folding", "pass noop-removal",
+        std::vector<std::string>{"FWD0", "pass resize-decomposition", "pass einsum-decomposition", "pass rnn-decomposition",
+                                 "pass qdq-fusion", "pass quantize-decomposition", "pass index-decomposition",
+                                 "pass linalg-decomposition", "pass grid-sample-decomposition",
+                                 "pass roi-align-decomposition", "pass tfidf-decomposition", "pass maxpool-rewrites",
+                                 "pass float16-promotion", "pass constant-folding", "pass noop-removal",
                                  "pass conv-bn-fold", "pass batchnorm-decomposition",
                                  "pass constant-folding", "pass dead-code-elimination", "FWD1",
                                  "PREALIAS", "MAINLOOPS", "FINAL"});
