@@ -33,9 +33,31 @@ Shape floatTwinShape(const Op &op, const Graph &graph, const char *type, std::ve
   return OpRegistry::instance().find(type)->infer(twin, twinGraph)[0].shape;
 }
 
+// A scale and zero point per tensor (one element), or per axis: 1-D with x's
+// size along `axis` (in [-rank, rank - 1]).
+void requireScaleFits(const Op &op, const Graph &graph, const char *scale, const char *zero) {
+  const Shape &x = inputInfo(op, graph, 0).shape;
+  for (size_t i : {size_t(1), size_t(2)}) {
+    if (!op.hasInput(i))
+      continue;
+    const TensorInfo &p = inputInfo(op, graph, i);
+    if (p.elements() == 1 && p.shape.size() <= 1)
+      continue;
+    const int64_t rank = int64_t(x.size()), axis = op.attrs.getInt("axis", 1);
+    if (axis < -rank || axis >= rank)
+      failOp(op, "axis {} is out of range for input x of rank {} (a per-axis {} needs an axis of x)", axis, rank,
+             i == 1 ? scale : zero);
+    const int64_t along = x[size_t(axis < 0 ? axis + rank : axis)];
+    if (p.shape != Shape{along})
+      failOp(op, "{} {} must be a scalar or 1-D with x's {} elements along axis {}", i == 1 ? scale : zero,
+             shapeToString(p.shape), along, axis);
+  }
+}
+
 std::vector<TensorInfo> inferQuantizeLinear(const Op &op, const Graph &graph) {
   requireFloat(op, inputInfo(op, graph, 0), "input x");
   requireFloat(op, inputInfo(op, graph, 1), "y_scale");
+  requireScaleFits(op, graph, "y_scale", "y_zero_point");
   DType out = DType::U8;
   if (op.hasInput(2)) {
     requireQuantized(op, inputInfo(op, graph, 2), "y_zero_point");
@@ -51,6 +73,7 @@ std::vector<TensorInfo> inferDequantizeLinear(const Op &op, const Graph &graph) 
   requireFloat(op, inputInfo(op, graph, 1), "x_scale");
   if (op.hasInput(2))
     requireSameDType(op, x, inputInfo(op, graph, 2), "input x", "x_zero_point");
+  requireScaleFits(op, graph, "x_scale", "x_zero_point");
   return {TensorInfo{inputInfo(op, graph, 1).dtype, x.shape}};
 }
 
