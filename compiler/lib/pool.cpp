@@ -21,8 +21,8 @@ PoolPlan planPool(int64_t planes, int64_t oh, int64_t ow, int64_t inW, const Win
                   uint64_t es, const Lowering &L) {
   const auto &t = L.graph.target();
   const uint64_t tiles = L.numTiles(), workers = L.workers();
-  PoolPlan best{planes, oh}; // everything on one tile when nothing better fits
-  uint64_t bestCost = UINT64_MAX;
+  PoolPlan best{planes, oh}, smallest{planes, oh};
+  uint64_t bestCost = UINT64_MAX, smallestMemory = UINT64_MAX;
   for (uint64_t pb : blockSizeCandidates(planes, tiles))
     for (uint64_t ohb : blockSizeCandidates(oh, tiles / ceilDiv(planes, pb))) {
       if (ceilDiv(planes, pb) * ceilDiv(oh, ohb) > tiles)
@@ -30,13 +30,19 @@ PoolPlan planPool(int64_t planes, int64_t oh, int64_t ow, int64_t inW, const Win
       const uint64_t slabRows = (ohb - 1) * w.strideH + (w.kernelH - 1) * w.dilationH + 1;
       const uint64_t inBytes = pb * slabRows * inW * es;
       const uint64_t compute = tileCycles(t, ceilDiv(pb, workers) * ohb * ow * (w.kernelH * w.kernelW + 2));
-      const uint64_t cost = compute + exchangeCycles(t, inBytes);
-      if (inBytes + pb * ohb * ow * es <= t.bytesPerTile / 2 && cost < bestCost) {
+      const uint64_t cost = compute + exchangeCycles(t, inBytes), memory = inBytes + pb * ohb * ow * es;
+      if (memory < smallestMemory) {
+        smallestMemory = memory;
+        smallest = {int64_t(pb), int64_t(ohb)};
+      }
+      if (memory <= t.bytesPerTile / 2 && cost < bestCost) {
         bestCost = cost;
         best = {int64_t(pb), int64_t(ohb)};
       }
     }
-  return best;
+  // When nothing fits half a tile: the plan that needs the least memory (as
+  // conv and matmul do), not everything on one tile.
+  return bestCost == UINT64_MAX ? smallest : best;
 }
 
 void lowerWindowPool(const ir::Op &op, const ir::Graph &g, Lowering &L, bool isMax) {
