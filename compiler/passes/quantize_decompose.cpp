@@ -11,9 +11,9 @@
 // A MatMul's other zero points (computed at run time, as DynamicQuantizeLinear
 // gives, or differing per row or column) become int32 corrections:
 //   sum (a' - ra)(b' - rb) = sum a'b' - rb sum_k a' - ra sum_k b' + K ra rb.
-// A 2-D ConvInteger's corrections are window sums, convolutions with ones:
+// A ConvInteger's corrections are window sums, convolutions with ones:
 //   sum (x' - rx)(w' - rw) = sum x'w' - rw sum x' - rx sum w' + rx rw sum 1.
-// Other ConvIntegers (1-D, 3-D) run as a float64 Conv:
+// A 1-D ConvInteger runs as a 2-D one over a height of 1; a 3-D one as a float64 Conv:
 // every int8 x int8 product and every sum of up to 2^37 of them is exact in
 // float64, so results equal an int32 accumulator bit for bit.
 #include "compiler/passes/pass_utils.h"
@@ -128,6 +128,56 @@ public:
     return add("ReduceSum", {v}, "", keep);
   }
 
+  std::string reshapeTarget(const Shape &shape) {
+    std::vector<uint8_t> data(shape.size() * 8);
+    std::memcpy(data.data(), shape.data(), data.size());
+    return addConstant(g_, op_.name + "_shape", {DType::I64, {int64_t(shape.size())}}, data);
+  }
+  std::string reshaped(const std::string &x, const Shape &shape) { return add("Reshape", {x, reshapeTarget(shape)}); }
+
+  // A 1-D conv's attributes for the same conv over [N, C, 1, L].
+  static ir::Attributes heightOfOne(const ir::Attributes &attrs) {
+    ir::Attributes a = attrs;
+    for (const char *name : {"kernel_shape", "strides", "dilations"})
+      if (attrs.has(name)) {
+        std::vector<int64_t> v = attrs.getInts(name);
+        v.insert(v.begin(), 1);
+        a.set(name, v);
+      }
+    if (attrs.has("pads")) {
+      const std::vector<int64_t> p = attrs.getInts("pads");
+      if (p.size() == 2)
+        a.set("pads", std::vector<int64_t>{0, p[0], 0, p[1]});
+    }
+    return a;
+  }
+
+  // A 2-D ConvInteger of x, w on the integer vertices, centred on the uniform
+  // zero points (cx, cw); the others become window-sum corrections.
+  std::string convInteger(const std::string &x, const std::string &xz, const std::string &w, const std::string &wz,
+                          const std::optional<int64_t> &cx, const std::optional<int64_t> &cw,
+                          const ir::Attributes &attrs, const std::string &output) {
+    const std::string bakedX = cx ? zeroPointInput(xz, *cx) : "", bakedW = cw ? zeroPointInput(wz, *cw) : "";
+    if (cx && cw)
+      return add("ConvInteger", {x, w, bakedX, bakedW}, output, attrs);
+    // Sums over each output's in-image window taps (padding contributes 0):
+    // of x' (a conv with ones for weights), of w' (ones for the image), of 1.
+    const std::string onesX = ones(x, true), onesW = ones(w, false);
+    std::string acc = add("ConvInteger", {x, w, bakedX, bakedW}, "", attrs);
+    const std::string rx = cx ? "" : cast(xz, kInt32);
+    const std::string rw = cw ? "" : cast(alongAxis(wz, 4, 1), kInt32);
+    if (!rw.empty())
+      acc = add("Sub", {acc, add("Mul", {rw, add("ConvInteger", {x, onesW, bakedX}, "", attrs)})},
+                rx.empty() ? output : "");
+    if (!rx.empty())
+      acc = add("Sub", {acc, add("Mul", {rx, add("ConvInteger", {onesX, w, "", bakedW}, "", attrs)})},
+                rw.empty() ? output : "");
+    if (!rx.empty() && !rw.empty())
+      acc = add("Add", {acc, add("Mul", {add("Mul", {rx, rw}), add("ConvInteger", {onesX, onesW}, "", attrs)})},
+                output);
+    return acc;
+  }
+
   // The int32 product of MatMulInteger/ConvInteger inputs x, w (zero points xz,
   // wz) on the integer vertices, written to `output` (a fresh name when
   // empty), or "" when they cannot take it.
@@ -137,27 +187,16 @@ public:
     const size_t xr = info(x).shape.size(), wr = info(w).shape.size();
     ir::Attributes attrs = type == "Conv" ? op_.attrs : ir::Attributes{};
     if (type == "Conv") {
-      if (xr != 4)
+      if (xr == 4)
+        return convInteger(x, xz, w, wz, cx, cw, attrs, output);
+      if (xr != 3)
         return "";
-      const std::string bakedX = cx ? zeroPointInput(xz, *cx) : "", bakedW = cw ? zeroPointInput(wz, *cw) : "";
-      if (cx && cw)
-        return add("ConvInteger", {x, w, bakedX, bakedW}, output, attrs);
-      // Sums over each output's in-image window taps (padding contributes 0):
-      // of x' (a conv with ones for weights), of w' (ones for the image), of 1.
-      const std::string onesX = ones(x, true), onesW = ones(w, false);
-      std::string acc = add("ConvInteger", {x, w, bakedX, bakedW}, "", attrs);
-      const std::string rx = cx ? "" : cast(xz, kInt32);
-      const std::string rw = cw ? "" : cast(alongAxis(wz, xr, 1), kInt32);
-      if (!rw.empty())
-        acc = add("Sub", {acc, add("Mul", {rw, add("ConvInteger", {x, onesW, bakedX}, "", attrs)})},
-                  rx.empty() ? output : "");
-      if (!rx.empty())
-        acc = add("Sub", {acc, add("Mul", {rx, add("ConvInteger", {onesX, w, "", bakedW}, "", attrs)})},
-                  rw.empty() ? output : "");
-      if (!rx.empty() && !rw.empty())
-        acc = add("Add", {acc, add("Mul", {add("Mul", {rx, rw}), add("ConvInteger", {onesX, onesW}, "", attrs)})},
-                  output);
-      return acc;
+      // 1-D: the 2-D vertices over a height of 1.
+      const Shape xs = info(x).shape, ws = info(w).shape;
+      const std::string acc = convInteger(reshaped(x, {xs[0], xs[1], 1, xs[2]}), xz,
+                                          reshaped(w, {ws[0], ws[1], 1, ws[2]}), wz, cx, cw, heightOfOne(attrs), "");
+      const Shape ys = info(acc).shape;
+      return add("Reshape", {acc, reshapeTarget({ys[0], ys[1], ys[3]})}, output);
     }
     if ((!cx || !cw) && (xr < 2 || wr < 2))
       return "";

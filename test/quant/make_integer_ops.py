@@ -126,6 +126,14 @@ def main():
     save(out, "conv_1x1", [N("ConvInteger", ["x", "w", "zx"], ["y"])], {"x": x}, {"w": w, "zx": zx}, {"y": y},
          {"y": y})
 
+    # 1-D conv (the 2-D vertices over a height of 1) with a run-time input zero point,
+    # per-channel weight zero points, padding and stride.
+    x, w = ints(np.uint8, (2, 4, 17)), ints(np.int8, (3, 4, 5))
+    zx, zw = np.uint8(77), ints(np.int8, (3,))
+    y = conv_ref(x[:, :, None, :], w[:, :, None, :], zx, zw, [0, 2, 0, 1], [1, 2], 1)[:, :, 0, :]
+    save(out, "conv_1d", [N("ConvInteger", ["x", "w", "zx", "zw"], ["y"], pads=[2, 1], strides=[2])],
+         {"x": x, "zx": zx}, {"w": w, "zw": zw}, {"y": y}, {"y": y})
+
     # Many input channels: the conv splits them over tiles (int32 partial sums).
     x, w = ints(np.uint8, (1, 256, 6, 6)), ints(np.int8, (8, 256, 3, 3))
     zx = np.uint8(128)
