@@ -1,5 +1,6 @@
 // Direct 2-D convolution of a band of output rows (+bias, optional relu).
 #include "compiler/codegen/cycle_estimates.h"
+#include "compiler/codegen/elementwise_math.h"
 #include "compiler/codegen/kinds.h"
 #include "compiler/codegen/operand.h"
 #include "compiler/codegen/window.h"
@@ -39,7 +40,7 @@ KernelDesc describe(const ConvSpec &s) {
   if (s.halfPartials)
     d.name += "_halfPartials";
   if (s.integer)
-    d.name += fmt::format("_{}z{}_{}z{}", dtypeName(inType), s.integer->aZero, dtypeName(wType), s.integer->bZero);
+    d.name += integerSuffix(*s.integer);
   d.fields.push_back({"in", fieldBytes("in", {s.inChannels, s.inRows, s.inWidth}, inType), FieldAccess::Input});
   d.fields.push_back({"weights", fieldBytes("weights", {s.outChannels, s.inChannels, s.kernelH, s.kernelW}, wType),
                       FieldAccess::Input});
@@ -89,7 +90,7 @@ class ConvEmitter {
 public:
   ConvEmitter(Emitter &em, const ConvSpec &s)
       : em_(em), b_(em.b()), s_(s), w_(windowOf(s)), inOperand_(Operand::of(s.dtype, s.integer, false)),
-        weightsOperand_(Operand::of(s.dtype, s.integer, true)), accum_{computeTypeOf(s.dtype), s.halfPartials} {}
+        weightsOperand_(Operand::of(s.dtype, s.integer, true)), accum_{computeDType(s.dtype), s.halfPartials} {}
 
   void run();
 
@@ -341,10 +342,7 @@ std::string key(const ConvSpec &s) {
                      dtypeName(s.dtype), s.inChannels, s.outChannels, s.inHeight, s.inWidth, s.inRowBegin, s.inRows,
                      s.outRowBegin, s.outRows, s.outWidth, s.kernelH, s.kernelW, s.strideH, s.strideW, s.dilationH,
                      s.dilationW, s.padTop, s.padLeft, s.hasBias, s.relu) +
-         (s.halfPartials ? ",halfPartials=1" : "") +
-         (s.integer ? fmt::format(",in={},inZero={},w={},wZero={}", dtypeName(s.integer->a), s.integer->aZero,
-                                  dtypeName(s.integer->b), s.integer->bZero)
-                    : std::string());
+         (s.halfPartials ? ",halfPartials=1" : "") + (s.integer ? ",integer" + integerSuffix(*s.integer) : "");
 }
 
 } // namespace popc::codegen::detail

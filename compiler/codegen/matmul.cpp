@@ -1,5 +1,6 @@
 // Batched matrix multiply: out = alpha * A·B + beta * C.
 #include "compiler/codegen/cycle_estimates.h"
+#include "compiler/codegen/elementwise_math.h"
 #include "compiler/codegen/kinds.h"
 #include "compiler/codegen/operand.h"
 #include "support/error.h"
@@ -25,6 +26,16 @@ Value *mulAdd(Emitter &em, Value *a, Value *b, Value *c, bool reassoc) {
   return em.b().CreateFAdd(em.b().CreateFMul(a, b), c);
 }
 
+// How a MatMul vertex reads A, B and C, and accumulates (operand.h).
+struct Reads {
+  DType t; // compute type
+  Operand a, b, c;
+  Accumulator acc;
+  explicit Reads(const MatMulSpec &s)
+      : t(computeDType(s.dtype)), a(Operand::of(s.dtype, s.integer, false)), b(Operand::of(s.dtype, s.integer, true)),
+        c(Operand::of(s.dtype)), acc{t, s.halfPartials} {}
+};
+
 } // namespace
 
 KernelDesc describe(const MatMulSpec &s) {
@@ -42,7 +53,7 @@ KernelDesc describe(const MatMulSpec &s) {
   d.kind = "matmul";
   d.name = fmt::format("MatMul_b{}_m{}_n{}_k{}_{}", s.batch, s.m, s.n, s.k, dtypeName(s.dtype));
   if (s.integer)
-    d.name += fmt::format("_{}z{}_{}z{}", dtypeName(aType), s.integer->aZero, dtypeName(bType), s.integer->bZero);
+    d.name += integerSuffix(*s.integer);
   if (s.transA)
     d.name += "_tA";
   if (s.transB)
@@ -75,10 +86,8 @@ namespace {
 // hide the FMA latency when a tile has few chains.
 void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
   IRBuilder<> &b = em.b();
-  const DType t = computeTypeOf(s.dtype);
-  const Operand opA = Operand::of(s.dtype, s.integer, false), opB = Operand::of(s.dtype, s.integer, true);
-  const Operand opC = Operand::of(s.dtype);
-  const Accumulator accum{t, s.halfPartials};
+  const Reads io(s);
+  const DType t = io.t;
   const int64_t M = s.m, N = s.n, K = s.k;
   int64_t V = t == DType::F64 ? 8 : 16;
   while (V > 4 && V / 2 >= N)
@@ -114,7 +123,7 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
       for (int64_t j = 0; j < mb; ++j)
         for (int64_t v = 0; v < NV; ++v)
           if (any(lanes[size_t(v)])) {
-            Value *c = opC.loadLanes(em, C, outIndex(j, v), lanes[size_t(v)]);
+            Value *c = io.c.loadLanes(em, C, outIndex(j, v), lanes[size_t(v)]);
             init[slot(0, j, v)] = s.beta != 1.0f ? b.CreateFMul(em.splat(unsigned(V), beta), c) : c;
           }
     Value *bBase = s.broadcastB ? em.i64(0) : b.CreateMul(bi, em.i64(K * N));
@@ -123,15 +132,15 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
       std::vector<Value *> x(size_t(NV), nullptr);
       for (int64_t v = 0; v < NV; ++v)
         if (any(lanes[size_t(v)]))
-          x[size_t(v)] = opB.loadLanes(em, B, b.CreateAdd(bRow, b.CreateAdd(col, em.i64(v * V))), lanes[size_t(v)]);
+          x[size_t(v)] = io.b.loadLanes(em, B, b.CreateAdd(bRow, b.CreateAdd(col, em.i64(v * V))), lanes[size_t(v)]);
       for (int64_t j = 0; j < mb; ++j) {
-        Value *a = opA.load(em, A, aIndex(bi, b.CreateAdd(m0, em.i64(j)), ki));
+        Value *a = io.a.load(em, A, aIndex(bi, b.CreateAdd(m0, em.i64(j)), ki));
         if (s.alpha != 1.0f)
           a = b.CreateFMul(alpha, a);
         Value *as = em.splat(unsigned(V), a);
         for (int64_t v = 0; v < NV; ++v)
           if (x[size_t(v)])
-            acc[slot(set, j, v)] = accum.mulAdd(em, as, x[size_t(v)], acc[slot(set, j, v)]);
+            acc[slot(set, j, v)] = io.acc.mulAdd(em, as, x[size_t(v)], acc[slot(set, j, v)]);
       }
     };
     Emitter::Carried sum = em.unrolledLoop(K, kStep, init, step);
@@ -141,7 +150,7 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
           continue;
         Value *r = sum[slot(0, j, v)];
         for (int64_t set = 1; set < kStep; ++set)
-          r = accum.add(em, r, sum[slot(set, j, v)]);
+          r = io.acc.add(em, r, sum[slot(set, j, v)]);
         storeResultLanes(em, s.dtype, r, out, outIndex(j, v), lanes[size_t(v)]);
       }
   };
@@ -171,10 +180,8 @@ void emitTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, V
 // `mb`), summed horizontally at the end. The k tail is one masked chunk.
 void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C, Value *out) {
   IRBuilder<> &b = em.b();
-  const DType t = computeTypeOf(s.dtype);
-  const Operand opA = Operand::of(s.dtype, s.integer, false), opB = Operand::of(s.dtype, s.integer, true);
-  const Operand opC = Operand::of(s.dtype);
-  const Accumulator accum{t, s.halfPartials};
+  const Reads io(s);
+  const DType t = io.t;
   const int64_t M = s.m, N = s.n, K = s.k;
   int64_t V = t == DType::F64 ? 8 : 16;
   while (V > 4 && V / 2 >= K)
@@ -188,12 +195,12 @@ void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C
     auto chunk = [&](Value *kc, const std::vector<bool> &lanes, Emitter::Carried &acc) {
       std::vector<Value *> a, bv;
       for (int64_t j = 0; j < mb; ++j)
-        a.push_back(opA.loadLanes(em, A, b.CreateAdd(aBase, b.CreateAdd(em.i64(j * K), kc)), lanes));
+        a.push_back(io.a.loadLanes(em, A, b.CreateAdd(aBase, b.CreateAdd(em.i64(j * K), kc)), lanes));
       for (int64_t i = 0; i < nb; ++i)
-        bv.push_back(opB.loadLanes(em, B, b.CreateAdd(bBase, b.CreateAdd(em.i64(i * K), kc)), lanes));
+        bv.push_back(io.b.loadLanes(em, B, b.CreateAdd(bBase, b.CreateAdd(em.i64(i * K), kc)), lanes));
       for (int64_t j = 0; j < mb; ++j)
         for (int64_t i = 0; i < nb; ++i)
-          acc[size_t(j * nb + i)] = accum.mulAdd(em, a[size_t(j)], bv[size_t(i)], acc[size_t(j * nb + i)]);
+          acc[size_t(j * nb + i)] = io.acc.mulAdd(em, a[size_t(j)], bv[size_t(i)], acc[size_t(j * nb + i)]);
     };
     Emitter::Carried acc(size_t(mb * nb), Constant::getNullValue(vt));
     const std::vector<bool> all(size_t(V), true);
@@ -225,7 +232,7 @@ void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C
         Value *idx = b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(bi, em.i64(M)), b.CreateAdd(m0, em.i64(j))), em.i64(N)),
                                  b.CreateAdd(n0, em.i64(i)));
         if (C) {
-          Value *c = opC.load(em, C, idx);
+          Value *c = io.c.load(em, C, idx);
           if (s.beta != 1.0f)
             c = b.CreateFMul(beta, c);
           r = b.CreateFAdd(r, c);
@@ -249,7 +256,8 @@ void emitDotTiled(Emitter &em, const MatMulSpec &s, Value *A, Value *B, Value *C
 
 void emit(Emitter &em, const MatMulSpec &s) {
   IRBuilder<> &b = em.b();
-  const DType t = computeTypeOf(s.dtype);
+  const Reads io(s);
+  const DType t = io.t;
   Value *A = em.field(0), *B = em.field(1);
   Value *C = s.hasC ? em.field(2) : nullptr;
   Value *out = em.field(s.hasC ? 3 : 2);
@@ -265,9 +273,6 @@ void emit(Emitter &em, const MatMulSpec &s) {
   }
   const int64_t M = s.m, N = s.n, K = s.k;
   Value *alpha = em.constant(t, s.alpha), *beta = em.constant(t, s.beta);
-  const Operand opA = Operand::of(s.dtype, s.integer, false), opB = Operand::of(s.dtype, s.integer, true);
-  const Operand opC = Operand::of(s.dtype);
-  const Accumulator accum{t, s.halfPartials};
 
   // Element index of A[b][m][k] for either storage order.
   auto aIndex = [&](Value *bi, Value *mi, Value *ki) {
@@ -280,7 +285,7 @@ void emit(Emitter &em, const MatMulSpec &s) {
   auto withC = [&](Value *acc, Value *idx) -> Value * {
     if (!C)
       return acc;
-    Value *c = opC.load(em, C, idx);
+    Value *c = io.c.load(em, C, idx);
     if (s.beta != 1.0f)
       c = b.CreateFMul(beta, c);
     return b.CreateFAdd(acc, c);
@@ -294,10 +299,10 @@ void emit(Emitter &em, const MatMulSpec &s) {
       em.forLoop(N, [&](Value *ni) {
         Value *bRow = b.CreateAdd(bBase(bi), b.CreateMul(ni, em.i64(K)));
         Value *acc = em.forLoop(K, {em.constant(t, 0)}, [&](Value *ki, const Emitter::Carried &c) {
-          Value *a = opA.load(em, A, aIndex(bi, mi, ki));
-          Value *bv = opB.load(em, B, b.CreateAdd(bRow, ki));
+          Value *a = io.a.load(em, A, aIndex(bi, mi, ki));
+          Value *bv = io.b.load(em, B, b.CreateAdd(bRow, ki));
           if (s.halfPartials || s.integer)
-            return Emitter::Carried{accum.mulAdd(em, a, bv, c[0])};
+            return Emitter::Carried{io.acc.mulAdd(em, a, bv, c[0])};
           return Emitter::Carried{mulAdd(em, a, bv, c[0], true)};
         })[0];
         if (s.alpha != 1.0f)
@@ -318,8 +323,7 @@ std::string key(const MatMulSpec &s) {
   if (s.halfPartials)
     k += ",halfPartials=1";
   if (s.integer)
-    k += fmt::format(",a={},aZero={},b={},bZero={}", dtypeName(s.integer->a), s.integer->aZero,
-                     dtypeName(s.integer->b), s.integer->bZero);
+    k += ",integer" + integerSuffix(*s.integer);
   return k;
 }
 

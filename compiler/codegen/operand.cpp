@@ -1,6 +1,9 @@
 #include "compiler/codegen/operand.h"
 
+#include "compiler/codegen/elementwise_math.h"
 #include "support/error.h"
+
+#include <fmt/format.h>
 
 namespace popc::codegen::detail {
 
@@ -31,9 +34,7 @@ Value *narrow(Emitter &em, DType stored, Value *v) {
 
 } // namespace
 
-DType computeTypeOf(DType dtype) { return dtype == DType::F16 ? DType::F32 : dtype; }
-
-Operand Operand::of(DType dtype) { return {dtype, computeTypeOf(dtype), 0}; }
+Operand Operand::of(DType dtype) { return {dtype, computeDType(dtype), 0}; }
 
 Operand Operand::of(DType dtype, const std::optional<IntegerOperands> &integer, bool second) {
   if (!integer)
@@ -97,6 +98,10 @@ void validateIntegerOperands(const char *kernel, DType dtype, const IntegerOpera
   if (!quantized(integer.a) || !quantized(integer.b))
     fail("codegen: integer {} operands are int8 or uint8, not {} and {}", kernel, dtypeName(integer.a),
          dtypeName(integer.b));
+}
+
+std::string integerSuffix(const IntegerOperands &integer) {
+  return fmt::format("_{}z{}_{}z{}", dtypeName(integer.a), integer.aZero, dtypeName(integer.b), integer.bZero);
 }
 
 } // namespace popc::codegen::detail

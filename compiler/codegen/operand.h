@@ -1,7 +1,7 @@
 // Internal to compiler/codegen: how the MatMul and Conv kernels read their
 // operands, accumulate and store. Values are computed in the accumulator's
-// compute type: float32 for float16 data, int32 for integer operands (kernels.h
-// IntegerOperands), else the data's own type.
+// compute type (computeDType: float32 for float16 data), int32 for integer
+// operands (kernels.h IntegerOperands).
 #pragma once
 #include "compiler/codegen/emitter.h"
 #include "compiler/codegen/kernels.h"
@@ -40,14 +40,13 @@ struct Accumulator {
   Value *add(Emitter &em, Value *x, Value *y) const;
 };
 
-// The compute type of a kernel whose output field is `dtype` (float16 → float32).
-DType computeTypeOf(DType dtype);
-
 // Stores compute values to a field of `stored` type (float16 rounded once).
 void storeResult(Emitter &em, DType stored, Value *v, Value *base, Value *index);
 void storeResultLanes(Emitter &em, DType stored, Value *v, Value *base, Value *index, const std::vector<bool> &lanes);
 
 // Validates the integer operands of a kernel whose accumulator is `dtype`.
 void validateIntegerOperands(const char *kernel, DType dtype, const IntegerOperands &integer);
+// The integer operands as a kernel name's (and key's) suffix: "_uint8z128_int8z0".
+std::string integerSuffix(const IntegerOperands &integer);
 
 } // namespace popc::codegen::detail

@@ -32,10 +32,7 @@ struct Problem {
   bool broadcastB = false; // one B matrix for all batches
   float alpha = 1, beta = 1;
   std::vector<uint64_t> aMatrix, bMatrix; // per batch: matrix index into A / B
-  std::optional<codegen::IntegerOperands> integer; // MatMulInteger
-
-  uint64_t aSize() const { return a.elemSize(); } // element bytes of A and B (int8 for MatMulInteger)
-  uint64_t bSize() const { return b.elemSize(); }
+  std::optional<codegen::IntegerOperands> integer; // MatMulInteger (A and B then int8/uint8)
 };
 
 struct Plan {
@@ -45,7 +42,7 @@ struct Plan {
 
 Plan choosePlan(const Problem &p, const Lowering &L) {
   const auto &t = L.graph.target();
-  const uint64_t es = p.out.elemSize(), aEs = p.aSize(), bEs = p.bSize();
+  const uint64_t es = p.out.elemSize(), aEs = p.a.elemSize(), bEs = p.b.elemSize();
   const uint64_t tiles = L.numTiles(), workers = L.workers();
   uint64_t bestMemory = UINT64_MAX;
   Plan smallest; // fallback when nothing fits: least memory per tile
@@ -107,7 +104,7 @@ uint64_t aOffset(const Problem &p, uint64_t b, uint64_t row, uint64_t col) {
 void addMatMulVertices(const Problem &p, uint64_t b0, uint64_t b1, uint64_t m0, uint64_t m1, uint64_t n0,
                        uint64_t n1, uint64_t k0, uint64_t k1, uint32_t tile, graph::TensorId dst,
                        OpBuilder &builder, Lowering &L) {
-  const uint64_t es = p.out.elemSize(), aEs = p.aSize(), bEs = p.bSize();
+  const uint64_t es = p.out.elemSize(), aEs = p.a.elemSize(), bEs = p.b.elemSize();
   const uint64_t nb = n1 - n0, bb = b1 - b0, mb = m1 - m0, kb = k1 - k0;
   const bool withC = p.c.has_value() && k0 == 0;
   // B block: shared by every vertex on the tile.

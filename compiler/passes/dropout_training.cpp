@@ -73,7 +73,7 @@ size_t trainDropouts(ir::Ir &ir) {
         }
         const std::string index = addConstant(graph, op.name + "_index", {DType::I32, x.shape}, iota);
         ir::Attributes bitsAttrs, toFloat, toX;
-        bitsAttrs.set("seed", op.attrs.has("seed") ? int64_t(op.attrs.getFloat("seed", 0)) : seed++);
+        bitsAttrs.set("seed", op.attrs.has("seed") ? op.attrs.getInt("seed", 0) : seed++);
         toFloat.set("to", int64_t(1));
         const std::string bits = ops.add("Cast", {ops.add("RandomBits", {index, counter}, "", bitsAttrs)}, "", toFloat);
         const std::string threshold = addFloatConstant(graph, op.name + "_keep", DType::F32, {}, {std::ldexp(1.0 - ratio, 24)});

@@ -123,16 +123,7 @@ public:
 
 private:
   std::string reduce(const std::string &x, const std::vector<int64_t> &axes) {
-    ir::Attributes attrs;
-    attrs.set("keepdims", int64_t(0));
-    if (g_.opset >= 13) { // axes became an input in opset 13
-      std::vector<uint8_t> data(axes.size() * sizeof(int64_t));
-      std::memcpy(data.data(), axes.data(), data.size());
-      const std::string a = addConstant(g_, name_ + "_axes", {DType::I64, {int64_t(axes.size())}}, data);
-      return ops_.add("ReduceSum", {x, a}, "", attrs);
-    }
-    attrs.set("axes", axes);
-    return ops_.add("ReduceSum", {x}, "", attrs);
+    return ops_.reduce("ReduceSum", x, axes, false);
   }
 
   ir::Graph &g_;

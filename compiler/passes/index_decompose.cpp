@@ -40,14 +40,7 @@ std::string rowOfTuples(ir::Graph &g, OpInserter &ops, const ir::Op &op, const S
   }
   const std::string wrapped = ops.add(
       "Where", {ops.add("Less", {i, addInt64Constant(g, op.name + "_zero", {0}, true)}), ops.add("Add", {i, constant(dims)}), i});
-  ir::Attributes reduce;
-  reduce.set("keepdims", int64_t(0));
-  std::vector<std::string> sumInputs{ops.add("Mul", {wrapped, constant(strides)})};
-  if (g.opset >= 13)
-    sumInputs.push_back(constant({-1}));
-  else
-    reduce.set("axes", std::vector<int64_t>{-1});
-  return ops.add("ReduceSum", sumInputs, "", reduce);
+  return ops.reduce("ReduceSum", ops.add("Mul", {wrapped, constant(strides)}), {-1}, false);
 }
 
 size_t decomposeGatherND(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorInfo &out) {

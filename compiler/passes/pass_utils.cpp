@@ -166,6 +166,29 @@ std::string OpInserter::add(const std::string &type, std::vector<std::string> in
   return g_.ops()[at_ - 1]->outputs[0];
 }
 
+std::string OpInserter::slice(const std::string &x, int64_t axis, int64_t begin, int64_t end, std::string output) {
+  if (g_.opset >= 10)
+    return add("Slice",
+               {x, addInt64Constant(g_, base_ + "_starts", {begin}), addInt64Constant(g_, base_ + "_ends", {end}),
+                addInt64Constant(g_, base_ + "_axes", {axis})},
+               std::move(output));
+  ir::Attributes a;
+  a.set("starts", std::vector<int64_t>{begin});
+  a.set("ends", std::vector<int64_t>{end});
+  a.set("axes", std::vector<int64_t>{axis});
+  return add("Slice", {x}, std::move(output), a);
+}
+
+std::string OpInserter::reduce(const std::string &type, const std::string &x, const std::vector<int64_t> &axes,
+                               bool keepDims, std::string output) {
+  ir::Attributes a;
+  a.set("keepdims", int64_t(keepDims ? 1 : 0));
+  if (g_.opset >= (type == "ReduceSum" ? 13 : 18))
+    return add(type, {x, addInt64Constant(g_, base_ + "_axes", axes)}, std::move(output), a);
+  a.set("axes", axes);
+  return add(type, {x}, std::move(output), a);
+}
+
 std::string uniqueOpName(const ir::Graph &g, const std::string &base) {
   std::set<std::string> used;
   for (const auto &op : g.ops())

@@ -91,6 +91,14 @@ public:
   // Adds `type`(inputs) writing `output` (a fresh name when empty); returns the output.
   std::string add(const std::string &type, std::vector<std::string> inputs, std::string output = "",
                   ir::Attributes attrs = {}, std::string domain = "");
+  // Slice of x along `axis`, [begin, end), in the graph's opset's form
+  // (starts/ends/axes are inputs from opset 10, attributes before).
+  std::string slice(const std::string &x, int64_t axis, int64_t begin, int64_t end, std::string output = "");
+  // A reduction `type` (ReduceSum, ReduceMax, ...) of x over `axes`, in the
+  // graph's opset's form (axes are an input from opset 13 for ReduceSum and 18
+  // for the others, an attribute before).
+  std::string reduce(const std::string &type, const std::string &x, const std::vector<int64_t> &axes, bool keepDims,
+                     std::string output = "");
   size_t next() const { return at_; } // index after the last inserted op
 
 private:

@@ -21,7 +21,6 @@
 #include "support/log.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <optional>
 
@@ -71,9 +70,7 @@ public:
       axis += int64_t(rank);
     Shape shape(rank, 1);
     shape[size_t(axis)] = s[0];
-    std::vector<uint8_t> data(shape.size() * 8);
-    std::memcpy(data.data(), shape.data(), data.size());
-    return add("Reshape", {p, addConstant(g_, op_.name + "_shape", {DType::I64, {int64_t(shape.size())}}, data)});
+    return reshaped(p, shape);
   }
 
   // round-half-even, + zero point, clamp to the zero point's range, cast to it.
@@ -120,19 +117,10 @@ public:
     std::string v = cast(x, kInt32);
     if (!zero.empty())
       v = add("Sub", {v, cast(zero, kInt32)});
-    ir::Attributes keep;
-    keep.set("keepdims", int64_t(1));
-    if (g_.opset >= 13) // axes became an input in opset 13
-      return add("ReduceSum", {v, addInt64Constant(g_, op_.name + "_axes", {axis})}, "", keep);
-    keep.set("axes", std::vector<int64_t>{axis});
-    return add("ReduceSum", {v}, "", keep);
+    return ops_.reduce("ReduceSum", v, {axis}, true);
   }
 
-  std::string reshapeTarget(const Shape &shape) {
-    std::vector<uint8_t> data(shape.size() * 8);
-    std::memcpy(data.data(), shape.data(), data.size());
-    return addConstant(g_, op_.name + "_shape", {DType::I64, {int64_t(shape.size())}}, data);
-  }
+  std::string reshapeTarget(const Shape &shape) { return addInt64Constant(g_, op_.name + "_shape", shape); }
   std::string reshaped(const std::string &x, const Shape &shape) { return add("Reshape", {x, reshapeTarget(shape)}); }
 
   // A 1-D conv's attributes for the same conv over [N, C, 1, L].

@@ -45,14 +45,7 @@ public:
   }
   // Columns [begin, end) of the last axis of x (rank `rank`).
   std::string columns(const std::string &x, int64_t begin, int64_t end, int64_t rank) {
-    if (g_.opset >= 10)
-      return add("Slice", {x, addInt64Constant(g_, op_.name + "_b", {begin}), addInt64Constant(g_, op_.name + "_e", {end}),
-                           addInt64Constant(g_, op_.name + "_a", {rank - 1})});
-    ir::Attributes a;
-    a.set("starts", std::vector<int64_t>{begin});
-    a.set("ends", std::vector<int64_t>{end});
-    a.set("axes", std::vector<int64_t>{rank - 1});
-    return add("Slice", {x}, a);
+    return ops_.slice(x, rank - 1, begin, end);
   }
   // Stacks [B, H] tensors along a new axis 0.
   std::string stack(const std::vector<std::string> &parts) {

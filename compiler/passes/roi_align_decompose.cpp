@@ -99,6 +99,11 @@ public:
     return add("Mul", {add("GatherElements", {image, at}, axis2), add("Reshape", {weight, i64({R, 1, SY * SX})})});
   }
 
+  // Each bin's samples (axes 3 and 5 of [R, C, PH, gridH, PW, gridW]) reduced.
+  std::string overSamples(const std::string &type, const std::string &v, const std::string &output = "") {
+    return ops_.reduce(type, v, {3, 5}, false, output);
+  }
+
   size_t next() const { return ops_.next(); }
 
 private:
@@ -176,23 +181,12 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorI
     v = max ? a.add("Where", {a.add("Greater", {inGrid, a.f(0.5)}), v, a.f(-std::numeric_limits<double>::infinity())})
             : a.add("Mul", {v, inGrid});
   v = a.add("Reshape", {v, a.i64({R, C, PH, gridH, PW, gridW})});
-  ir::Attributes drop;
-  drop.set("keepdims", int64_t(0));
-  const std::string axes = a.i64({3, 5});
-  const std::string reduce = max ? "ReduceMax" : "ReduceSum";
-  std::vector<std::string> reduceIn{v};
-  if (g.opset >= 13 && !max)
-    reduceIn.push_back(axes); // ReduceSum's axes became an input in opset 13
-  else if (g.opset >= 18 && max)
-    reduceIn.push_back(axes);
-  else
-    drop.set("axes", std::vector<int64_t>{3, 5});
   if (max) {
-    a.add(reduce, reduceIn, drop, op.outputs[0]);
+    a.overSamples("ReduceMax", v, op.outputs[0]);
   } else {
     const std::string count = a.add("Max", {a.add("Mul", {gH, gW}), a.f(1.0)});
     const std::string counts = ratio ? count : a.add("Reshape", {count, a.i64({R, 1, 1, 1})});
-    a.add("Div", {a.add(reduce, reduceIn, drop), counts}, {}, op.outputs[0]);
+    a.add("Div", {a.overSamples("ReduceSum", v), counts}, {}, op.outputs[0]);
   }
   return a.next() - index;
 }

@@ -42,18 +42,10 @@ public:
   }
   // Columns [begin, begin + length) of x [B, T], as [B, length, 1].
   std::string window(const std::string &x, int64_t begin, int64_t length, int64_t batch) {
-    std::string s;
-    if (g_.opset >= 10) {
-      s = add("Slice", {x, i64({begin}), i64({begin + length}), i64({1})});
-    } else { // starts/ends/axes were attributes before opset 10
-      ir::Attributes a;
-      a.set("starts", std::vector<int64_t>{begin});
-      a.set("ends", std::vector<int64_t>{begin + length});
-      a.set("axes", std::vector<int64_t>{1});
-      s = add("Slice", {x}, a);
-    }
-    return add("Reshape", {s, i64({batch, length, 1})});
+    return add("Reshape", {ops_.slice(x, 1, begin, begin + length), i64({batch, length, 1})});
   }
+  // Sum over axis 1 of [B, L, G] matches: [B, G].
+  std::string sumOverPositions(const std::string &x) { return ops_.reduce("ReduceSum", x, {1}, false); }
   size_t next() const { return ops_.next(); }
 
 private:
@@ -74,9 +66,8 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorI
   const int64_t C = out.shape.back();
   TfIdf t(g, index, op);
   const std::string x = t.add("Reshape", {op.inputs[0], t.i64({B, T})});
-  ir::Attributes toFloat, drop;
+  ir::Attributes toFloat;
   toFloat.set("to", int64_t(1));
-  drop.set("keepdims", int64_t(0));
   std::string result;
   int64_t ngram = 0; // index of the first pool n-gram of length n
   for (int64_t n = 1; n <= int64_t(starts.size()); ++n) {
@@ -102,13 +93,7 @@ size_t decompose(ir::Graph &g, size_t index, const ir::Op &op, const ir::TensorI
           const std::string eq = t.add("Equal", {t.window(x, k * (s + 1), L, B), items[size_t(k)]});
           match = match.empty() ? eq : t.add("And", {match, eq});
         }
-        std::vector<std::string> sumIn{t.add("Cast", {match}, toFloat)};
-        ir::Attributes reduce = drop;
-        if (g.opset >= 13)
-          sumIn.push_back(t.i64({1}));
-        else
-          reduce.set("axes", std::vector<int64_t>{1});
-        const std::string found = t.add("ReduceSum", sumIn, reduce);
+        const std::string found = t.sumOverPositions(t.add("Cast", {match}, toFloat));
         counts = counts.empty() ? found : t.add("Add", {counts, found});
       }
       if (!counts.empty()) {
