@@ -1,8 +1,10 @@
 // ConvTranspose (1 to 3 spatial dims, groups, dilations, output_padding /
 // output_shape / auto_pad), and Conv over 1 or 3 spatial dims, as codelets
 // over (n, output channel) planes. Each tile holds the whole input and
-// weights once; fine for decoder heads, 1-D/3-D layers of modest size and the
-// ONNX tests — a real planner (like conv.cpp's for 2-D) is future work.
+// weights once, so this is only the fallback: the window-canonicalization
+// pass (compiler/passes/conv_canonicalize.cpp) turns all of these into 2-D
+// Convs for conv.cpp's planner; they reach here only with that pass disabled,
+// or from an opset-4 model.
 #include "compiler/codegen/cycle_estimates.h"
 #include "compiler/lib/ops.h"
 #include "compiler/lib/rows.h"

@@ -76,6 +76,9 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "TfIdfVectorizer as Equal/And of shifted Slices per n-gram length and skip, ReduceSum, a one-hot MatMul"},
       {"maxpool-rewrites", rewriteMaxPools,
        "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
+      {"window-canonicalization", canonicalizeWindowOps,
+       "Conv over 1/3 dims and ConvTranspose as 2-D Convs (height-1 views, depth taps as channels, zero-inserted input, "
+       "flipped kernel); 1-D/3-D MaxPool/AveragePool as 2-D pools"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back "
        "(with --partials-type half, MatMul/Gemm/Conv stay float16)"},
@@ -88,6 +91,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"FWD1", nullptr, "after the forward passes"},
       {"autodiff", buildBackward, "--train: the backward pass, from each op's gradient rule", true},
       {"BWD0", nullptr, "--train: after the backward pass", true},
+      {"window-canonicalization", canonicalizeWindowOps,
+       "--train: again, for the gradients' ConvTransposes and 1-D/3-D Convs", true},
       {"optimizer", buildOptimizer,
        "--train: each weight's update and optimizer state, as variable updates; then folding and dead code again",
        true},

@@ -43,6 +43,9 @@ size_t decomposeTfIdf(ir::Ir &ir);
 // Slice and an undilated MaxPool; a large multi-dimensional MaxPool as one pool
 // per dimension (maxpool_rewrites.cpp).
 size_t rewriteMaxPools(ir::Ir &ir);
+// Conv over 1 or 3 spatial dims, ConvTranspose, and MaxPool/AveragePool over 1
+// or 3 dims as 2-D Convs and pools, the tiled planners' (conv_canonicalize.cpp).
+size_t canonicalizeWindowOps(ir::Ir &ir);
 // Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
 // between casts: the IPU's float partials (float16_promotion.cpp).
 size_t promoteFloat16(ir::Ir &ir);

@@ -155,6 +155,24 @@ case("maxpool_ceil_dilated", "MaxPool", {"a": rand(1, 2, 7, 7)},
      attrs={"kernel_shape": [2, 2], "strides": [2, 2], "dilations": [2, 2], "ceil_mode": 1})
 case("averagepool", "AveragePool", {"a": rand(1, 2, 6, 6)}, lambda a: F.avg_pool2d(a, 2),
      attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
+# Trained through the window-canonicalization pass: ConvTranspose and 1-D/3-D
+# windows as 2-D Convs and pools, and their gradients' ConvTransposes likewise.
+case("conv1d", "Conv", {"x": rand(2, 4, 11), "w": rand(6, 2, 3), "bias": rand(6)},
+     lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2),
+     attrs={"strides": [2], "pads": [1, 1], "dilations": [2], "group": 2})
+case("conv3d", "Conv", {"x": rand(1, 2, 5, 6, 4), "w": rand(3, 2, 2, 3, 2)},
+     lambda x, w: F.conv3d(x, w, stride=(2, 1, 1), padding=(1, 1, 0)),
+     attrs={"strides": [2, 1, 1], "pads": [1, 1, 0, 1, 1, 0]})
+case("convtranspose", "ConvTranspose", {"x": rand(2, 4, 5, 4), "w": rand(4, 3, 3, 3), "bias": rand(6)},
+     lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, groups=2),
+     attrs={"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1], "group": 2})
+case("convtranspose1d", "ConvTranspose", {"x": rand(1, 3, 6), "w": rand(3, 2, 4)},
+     lambda x, w: F.conv_transpose1d(x, w, stride=3, padding=2, dilation=2),
+     attrs={"strides": [3], "pads": [2, 2], "dilations": [2]})
+case("maxpool1d", "MaxPool", {"a": rand(2, 3, 9)}, lambda a: F.max_pool1d(a, 3, 2, 1),
+     attrs={"kernel_shape": [3], "strides": [2], "pads": [1, 1]})
+case("averagepool3d", "AveragePool", {"a": rand(1, 2, 4, 6, 6)}, lambda a: F.avg_pool3d(a, 2),
+     attrs={"kernel_shape": [2, 2, 2], "strides": [2, 2, 2]})
 case("globalmaxpool", "GlobalMaxPool", {"a": rand(2, 3, 4, 5)}, lambda a: a.amax((2, 3), keepdim=True))
 case("globalaveragepool", "GlobalAveragePool", {"a": rand(2, 3, 4, 5)}, lambda a: a.mean((2, 3), keepdim=True))
 
