@@ -46,6 +46,9 @@ size_t rewriteMaxPools(ir::Ir &ir);
 // Conv over 1 or 3 spatial dims, ConvTranspose, and MaxPool/AveragePool over 1
 // or 3 dims as 2-D Convs and pools, the tiled planners' (conv_canonicalize.cpp).
 size_t canonicalizeWindowOps(ir::Ir &ir);
+// Softmax/LogSoftmax and InstanceNormalization whose one row is more than a
+// tile's share, as reductions and elementwise ops (long_rows_decompose.cpp).
+size_t decomposeLongRows(ir::Ir &ir);
 // Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
 // between casts: the IPU's float partials (float16_promotion.cpp).
 size_t promoteFloat16(ir::Ir &ir);
