@@ -88,6 +88,24 @@ void lowerOneHot(const ir::Op &op, const ir::Graph &g, Lowering &L) {
                });
 }
 
+// Rows of GatherElements/ScatterElements along `axis`: when the indices have
+// the data's other dims, row r of the data (its `axis` line) is all that row r
+// of the indices reads or writes, so rows spread over tiles like TopK's (the
+// exchange gathers a line that is not innermost from its strided elements).
+// The row count, or 0 when the shapes differ (the op runs on one tile).
+uint64_t elementRows(const Shape &data, const Shape &indices, int64_t axis) {
+  if (data.size() != indices.size() || data[size_t(axis)] == 0)
+    return 0;
+  for (size_t d = 0; d < data.size(); ++d)
+    if (int64_t(d) != axis && data[d] != indices[d])
+      return 0;
+  uint64_t rows = 1;
+  for (size_t d = 0; d < data.size(); ++d)
+    if (int64_t(d) != axis)
+      rows *= uint64_t(data[d]);
+  return rows;
+}
+
 void lowerScatterElements(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   const Value data = L.value(op.inputs[0]), indices = L.value(op.inputs[1]), updates = L.value(op.inputs[2]);
   Value out = L.newValue(op.outputs[0], g.tensor(op.outputs[0]).info);
@@ -95,24 +113,40 @@ void lowerScatterElements(const ir::Op &op, const ir::Graph &g, Lowering &L) {
   if (data.info.elements() == 0)
     return;
   const int64_t rank = int64_t(data.info.shape.size());
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", 0), rank);
   const std::string reduction = op.attrs.getString("reduction", "none");
   const int64_t code = reduction == "add" ? 1 : reduction == "mul" ? 2 : reduction == "max" ? 3 : reduction == "min" ? 4 : 0;
   const DType t = data.info.dtype;
-  codegen::CodeletSpec spec;
-  spec.function = fmt::format("popc_scatter_elements_{}_{}", shortDType(t), indexSuffix(indices));
-  spec.name = fmt::format("ScatterElements_{}_{}_{}", shapeToString(data.info.shape),
-                          shapeToString(indices.info.shape), shortDType(t));
-  spec.fields = {codeletField("data", uint64_t(data.info.elements()), t, FieldAccess::Input),
-                 codeletField("indices", uint64_t(indices.info.elements()), indices.info.dtype, FieldAccess::Input),
-                 codeletField("updates", uint64_t(updates.info.elements()), t, FieldAccess::Input),
-                 codeletField("out", uint64_t(data.info.elements()), t, FieldAccess::Output)};
-  spec.args = {ir::normalizeAxis(op, op.attrs.getInt("axis", 0), rank), rank, code};
-  for (int64_t d : dims8(data.info.shape))
-    spec.args.push_back(d);
-  for (int64_t d : dims8(indices.info.shape))
-    spec.args.push_back(d);
-  spec.cycles = codegen::cycles::scatterElements(uint64_t(data.info.elements()), uint64_t(indices.info.elements()));
-  lowerOnOneTile(L, op.name, {data, indices, updates}, {out}, spec);
+  // `rows` rows of data [rows, cols] and indices [rows, n] (all of them on one tile: the shapes themselves).
+  auto spec = [&](uint64_t rows, uint64_t cols, uint64_t n, int64_t specAxis, const Shape &dataShape,
+                  const Shape &indexShape) {
+    codegen::CodeletSpec spec;
+    spec.function = fmt::format("popc_scatter_elements_{}_{}", shortDType(t), indexSuffix(indices));
+    spec.name = fmt::format("ScatterElements_{}_{}_{}", shapeToString(dataShape), shapeToString(indexShape),
+                            shortDType(t));
+    spec.fields = {codeletField("data", rows * cols, t, FieldAccess::Input),
+                   codeletField("indices", rows * n, indices.info.dtype, FieldAccess::Input),
+                   codeletField("updates", rows * n, t, FieldAccess::Input),
+                   codeletField("out", rows * cols, t, FieldAccess::Output)};
+    spec.args = {specAxis, int64_t(dataShape.size()), code};
+    for (int64_t d : dims8(dataShape))
+      spec.args.push_back(d);
+    for (int64_t d : dims8(indexShape))
+      spec.args.push_back(d);
+    spec.cycles = codegen::cycles::scatterElements(rows * cols, rows * n);
+    return codegen::KernelSpec{spec};
+  };
+  const uint64_t rows = elementRows(data.info.shape, indices.info.shape, axis);
+  if (rows == 0 || rank == 1)
+    return lowerOnOneTile(L, op.name, {data, indices, updates}, {out},
+                          spec(1, uint64_t(data.info.elements()), uint64_t(indices.info.elements()), axis,
+                               data.info.shape, indices.info.shape));
+  const uint64_t cols = uint64_t(data.info.shape[size_t(axis)]), n = uint64_t(indices.info.shape[size_t(axis)]);
+  const auto perm = axesLastPerm(size_t(rank), {axis});
+  lowerRowWise(L, op.name, {RowOperand{data, perm, cols}, RowOperand{indices, perm, n}, RowOperand{updates, perm, n}},
+               {RowOperand{out, perm, cols}}, rows, [&](uint32_t r) {
+                 return spec(r, cols, n, 1, {int64_t(r), int64_t(cols)}, {int64_t(r), int64_t(n)});
+               });
 }
 
 } // namespace
@@ -243,21 +277,36 @@ void lowerDynamicGatherElements(const ir::Op &op, const ir::Graph &g, Lowering &
   if (out.info.elements() == 0)
     return;
   const int64_t rank = int64_t(data.info.shape.size());
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", 0), rank);
   const uint64_t es = data.elemSize();
-  codegen::CodeletSpec spec;
-  spec.function = fmt::format("popc_gather_elements_e{}_{}", es, indexSuffix(indices));
-  spec.name = fmt::format("GatherElements_{}_{}_e{}", shapeToString(data.info.shape),
-                          shapeToString(indices.info.shape), es);
-  spec.fields = {{"data", uint32_t(data.info.bytes()), FieldAccess::Input},
-                 {"indices", uint32_t(indices.info.bytes()), FieldAccess::Input},
-                 {"out", uint32_t(out.info.bytes()), FieldAccess::Output}};
-  spec.args = {ir::normalizeAxis(op, op.attrs.getInt("axis", 0), rank), rank};
-  for (int64_t d : dims8(data.info.shape))
-    spec.args.push_back(d);
-  for (int64_t d : dims8(indices.info.shape))
-    spec.args.push_back(d);
-  spec.cycles = codegen::cycles::gatherElements(uint64_t(indices.info.elements()));
-  lowerOnOneTile(L, op.name, {data, indices}, {out}, spec);
+  auto spec = [&](uint64_t dataElements, uint64_t n, int64_t specAxis, const Shape &dataShape,
+                  const Shape &indexShape) {
+    codegen::CodeletSpec spec;
+    spec.function = fmt::format("popc_gather_elements_e{}_{}", es, indexSuffix(indices));
+    spec.name = fmt::format("GatherElements_{}_{}_e{}", shapeToString(dataShape), shapeToString(indexShape), es);
+    spec.fields = {{"data", uint32_t(dataElements * es), FieldAccess::Input},
+                   {"indices", uint32_t(n * indices.elemSize()), FieldAccess::Input},
+                   {"out", uint32_t(n * es), FieldAccess::Output}};
+    spec.args = {specAxis, int64_t(dataShape.size())};
+    for (int64_t d : dims8(dataShape))
+      spec.args.push_back(d);
+    for (int64_t d : dims8(indexShape))
+      spec.args.push_back(d);
+    spec.cycles = codegen::cycles::gatherElements(n);
+    return codegen::KernelSpec{spec};
+  };
+  const uint64_t rows = elementRows(data.info.shape, indices.info.shape, axis);
+  if (rows == 0 || rank == 1)
+    return lowerOnOneTile(L, op.name, {data, indices}, {out},
+                          spec(uint64_t(data.info.elements()), uint64_t(indices.info.elements()), axis,
+                               data.info.shape, indices.info.shape));
+  // Row-wise (elementRows): each tile gathers from its own rows' lines only.
+  const uint64_t cols = uint64_t(data.info.shape[size_t(axis)]), n = uint64_t(indices.info.shape[size_t(axis)]);
+  const auto perm = axesLastPerm(size_t(rank), {axis});
+  lowerRowWise(L, op.name, {RowOperand{data, perm, cols}, RowOperand{indices, perm, n}}, {RowOperand{out, perm, n}},
+               rows, [&](uint32_t r) {
+                 return spec(r * cols, r * n, 1, {int64_t(r), int64_t(cols)}, {int64_t(r), int64_t(n)});
+               });
 }
 
 void registerIndexLowerings(LoweringTable &t) {
