@@ -80,7 +80,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "Conv over 1/3 dims and ConvTranspose as 2-D Convs (height-1 views, depth taps as channels, zero-inserted input, "
        "flipped kernel); 1-D/3-D MaxPool/AveragePool as 2-D pools"},
       {"long-row-decomposition", decomposeLongRows,
-       "Softmax/LogSoftmax and InstanceNormalization rows over 64 KiB as Reduce* (two-stage over tiles) and elementwise ops"},
+       "Softmax/LogSoftmax and InstanceNormalization rows over 64 KiB as Reduce* (two-stage over tiles) and elementwise ops; "
+       "GatherElements of longer lines in chunks and index bands"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back "
        "(with --partials-type half, MatMul/Gemm/Conv stay float16)"},

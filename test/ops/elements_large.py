@@ -3,7 +3,9 @@
 than a tile (3.6 MB, 5 MB, 10 MB), which popc splits row-wise over tiles (each
 row of the indices reads or writes only its own line of the data), against
 PyTorch's gather, scatter and scatter_add, along the innermost axis and along
-an axis that is not.
+an axis that is not. Lines longer than a tile's share (the 150000-long rows;
+a GridSample of a 512x512 image, a GatherElements from each 1 MB plane) are
+also split into chunks and index bands (long-row-decomposition).
 
 Usage: elements_large.py OUT_DIR
 """
@@ -17,12 +19,14 @@ torch.manual_seed(0)
 
 
 class Net(torch.nn.Module):
-    def forward(self, table, idx, cube, cidx, grid, sidx, updates, aidx, adds):
+    def forward(self, table, idx, cube, cidx, grid, sidx, updates, aidx, adds, image, flow):
         picked = torch.gather(table, 2, idx)
         across = torch.gather(cube, 1, cidx)
         written = grid.scatter(2, sidx, updates)
         added = grid.scatter_add(1, aidx, adds)
-        return picked, across, written, added
+        warped = torch.nn.functional.grid_sample(image, flow, mode="bilinear", padding_mode="border",
+                                                 align_corners=False)
+        return picked, across, written, added, warped
 
 
 inputs = {
@@ -36,11 +40,13 @@ inputs = {
     "updates": torch.randn(2, 64, 300),
     "aidx": torch.randint(0, 64, (2, 16, 20000)),
     "adds": torch.randn(2, 16, 20000),
+    "image": torch.randn(1, 3, 512, 512),
+    "flow": torch.rand(1, 256, 256, 2) * 2.2 - 1.1,
 }
 net = Net().eval()
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
-names = ["picked", "across", "written", "added"]
+names = ["picked", "across", "written", "added", "warped"]
 with torch.no_grad():
     torch.onnx.export(net, tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs), output_names=names,
                       opset_version=16)
