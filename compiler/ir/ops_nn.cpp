@@ -42,8 +42,7 @@ std::vector<TensorInfo> inferConv(const Op &op, const Graph &graph) {
 std::vector<TensorInfo> inferConvTranspose(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const TensorInfo &w = inputInfo(op, graph, 1);
-  if (x.dtype != DType::F32 && x.dtype != DType::F64)
-    failOp(op, "input X dtype {} is not supported (float32, float64)", dtypeName(x.dtype));
+  requireFloat(op, x, "input X"); // float16: a float16 Conv (window-canonicalization) or promoted
   requireSameDType(op, x, w, "input X", "weights W");
   const WindowParams p = convTransposeParams(op, graph);
   const int64_t M = w.shape[1] * p.group;

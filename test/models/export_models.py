@@ -60,10 +60,20 @@ MODELS = {
 }
 
 
-# Large models, exported only by name (not part of the default suite or the bench set):
-# a model that compiles must also run (issue 17, "big models run").
+def _decoder():
+    """A small encoder-decoder: strided convolutions down, ConvTranspose up (a U-Net's shape)."""
+    import torch.nn as nn
+    module = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU(),
+                           nn.ConvTranspose2d(32, 16, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(16, 3, 4, 2, 1),
+                           nn.Sigmoid())
+    return module, {"input": [1, 3, 64, 64]}
+
+
+# Models exported only by name (not part of the default suite or the bench set): large
+# ones (a model that compiles must also run, issue 17) and ones a single test needs.
 BIG_MODELS = {
     "vit_b_16": _vision("vit_b_16"),
+    "decoder": _decoder,
 }
 
 
