@@ -16,6 +16,13 @@
 //   position within its own chunk, a GatherElements over [R, B, C, Dc] rows
 //   that each fit a tile, and a Where per chunk picks each index's own.
 //   Exact: the chosen value is the element itself.
+// - TopK (float) over a row of more than kMaxRowBytes with a small k: the
+//   top k of each chunk, then the top k of those candidates; an index is its
+//   chunk's offset plus its index in the chunk. Exact, ties included (chunks
+//   and candidates keep index order).
+// - CumSum over a row of more than kMaxRowBytes: each chunk's own CumSum plus
+//   the exclusive CumSum of the chunk totals (a float sum then adds in another
+//   order; integers are exact).
 // Smaller rows keep their one-vertex kernels (the same outputs either way,
 // within rounding for Softmax and InstanceNormalization: the sums run in
 // another order).
@@ -23,6 +30,9 @@
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
+
+#include <limits>
+#include <optional>
 
 namespace popc::passes {
 
@@ -196,6 +206,174 @@ size_t rewriteGatherElements(ir::Graph &g, size_t at, const ir::Op &op) {
   return ops.next() - at;
 }
 
+// The axis-last view [R, D] of x (a Transpose first when `axis` is not last);
+// `back` turns a [R, k] result into the op's layout, written to `out`.
+struct AxisRows {
+  std::vector<int64_t> perm; // empty when the axis is already last
+  Shape outer;               // the other dims, in order
+  int64_t rows = 1, length = 0;
+};
+
+AxisRows axisRows(const Shape &shape, int64_t axis) {
+  AxisRows a;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    if (d != axis) {
+      a.outer.push_back(shape[size_t(d)]);
+      a.rows *= shape[size_t(d)];
+    }
+  a.length = shape[size_t(axis)];
+  if (axis != int64_t(shape.size()) - 1) {
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+      if (d != axis)
+        a.perm.push_back(d);
+    a.perm.push_back(axis);
+  }
+  return a;
+}
+
+class RowRewriter {
+public:
+  RowRewriter(ir::Graph &g, size_t at, const ir::Op &op, int64_t axis)
+      : g_(g), op_(op), ops_(g, at, op.name, op.ipu),
+        a_(axisRows(g.tensor(op.inputs[0]).info.shape, axis)) {}
+
+  std::string i64(const std::vector<int64_t> &v, bool scalar = false) {
+    return addInt64Constant(g_, op_.name + "_c", v, scalar);
+  }
+  // x as [R, C*Dc] rows (padded with `fill` at the end) viewed [R, C, Dc].
+  std::string chunked(const std::string &x, int64_t chunk, const std::string &fill) {
+    std::string v = x;
+    if (!a_.perm.empty())
+      v = transpose(v, a_.perm);
+    v = reshape(ops_, g_, op_.name, v, {a_.rows, a_.length});
+    const int64_t C = chunks(chunk);
+    if (C * chunk != a_.length) {
+      std::vector<std::string> in{v, i64({0, 0, 0, C * chunk - a_.length})};
+      if (!fill.empty())
+        in.push_back(fill);
+      v = ops_.add("Pad", in);
+    }
+    return reshape(ops_, g_, op_.name, v, {a_.rows, C, chunk});
+  }
+  int64_t chunks(int64_t chunk) const { return (a_.length + chunk - 1) / chunk; }
+  // A [R, n] result (n elements along the axis) back to the op's layout, written to `out`.
+  void back(const std::string &y, int64_t n, const std::string &out) {
+    Shape shape = a_.outer;
+    shape.push_back(n);
+    if (a_.perm.empty())
+      return void(reshape(ops_, g_, op_.name, y, shape, out));
+    std::vector<int64_t> inverse(a_.perm.size());
+    for (size_t i = 0; i < a_.perm.size(); ++i)
+      inverse[size_t(a_.perm[i])] = int64_t(i);
+    ir::Attributes a;
+    a.set("perm", inverse);
+    ops_.add("Transpose", {reshape(ops_, g_, op_.name, y, shape)}, out, a);
+  }
+  std::string transpose(const std::string &x, const std::vector<int64_t> &perm) {
+    ir::Attributes a;
+    a.set("perm", perm);
+    return ops_.add("Transpose", {x}, "", a);
+  }
+  OpInserter &ops() { return ops_; }
+  const AxisRows &rows() const { return a_; }
+  size_t next() const { return ops_.next(); }
+
+private:
+  ir::Graph &g_;
+  const ir::Op &op_;
+  OpInserter ops_;
+  AxisRows a_;
+};
+
+int64_t chunkElements(DType t) { return int64_t(kMaxRowBytes / dtypeSize(t)); }
+
+std::optional<int64_t> constantAxis(const ir::Graph &g, const ir::Op &op, size_t input) {
+  if (op.inputs.size() <= input || !isConstant(g, op.inputs[input]))
+    return std::nullopt;
+  const std::vector<double> v = constantAsDoubles(g.tensor(op.inputs[input]));
+  if (v.size() != 1)
+    return std::nullopt;
+  return ir::normalizeAxis(op, int64_t(v[0]), int64_t(g.tensor(op.inputs[0]).info.shape.size()));
+}
+
+bool longTopK(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "TopK" || op.outputs.size() != 2 || g.opset < 11)
+    return false;
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  if ((x.dtype != DType::F32 && x.dtype != DType::F64) || x.shape.empty())
+    return false;
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
+  const int64_t D = x.shape[size_t(axis)], k = ir::topKCount(op, g), Dc = chunkElements(x.dtype);
+  const int64_t candidates = (D + Dc - 1) / Dc * std::min(k, Dc);
+  // Worth it when the candidates are a small row themselves.
+  return uint64_t(D) * dtypeSize(x.dtype) > kMaxRowBytes && k > 0 &&
+         uint64_t(candidates) * (dtypeSize(x.dtype) + 8) <= kMaxRowBytes;
+}
+
+size_t rewriteTopK(ir::Graph &g, size_t at, const ir::Op &op) {
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
+  const int64_t k = ir::topKCount(op, g), Dc = chunkElements(x.dtype);
+  const bool largest = op.attrs.getInt("largest", 1) != 0;
+  RowRewriter r(g, at, op, axis);
+  const int64_t C = r.chunks(Dc), kc = std::min(k, Dc), R = r.rows().rows;
+  // Padding never wins: it sorts last, and after every real element it ties with.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string fill = addFloatConstant(g, op.name + "_fill", x.dtype, {}, {largest ? -inf : inf});
+  ir::Attributes a;
+  a.set("axis", int64_t(-1));
+  a.set("largest", int64_t(largest));
+  a.set("sorted", int64_t(1));
+  OpInserter &ops = r.ops();
+  const std::string x3 = r.chunked(op.inputs[0], Dc, fill);
+  const std::vector<std::string> first = ops.addOutputs("TopK", {x3, r.i64({kc})}, 2, a);
+  const std::string &v1 = first[0], &i1 = first[1];
+  std::vector<int64_t> offsets;
+  for (int64_t c = 0; c < C; ++c)
+    offsets.push_back(c * Dc);
+  const std::string offset =
+      addConstant(g, op.name + "_offsets", {DType::I64, {1, C, 1}},
+                  std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(offsets.data()),
+                                       reinterpret_cast<const uint8_t *>(offsets.data() + offsets.size())));
+  const std::string global = reshape(ops, g, op.name, ops.add("Add", {i1, offset}), {R, C * kc});
+  const std::vector<std::string> best = ops.addOutputs("TopK", {reshape(ops, g, op.name, v1, {R, C * kc}), r.i64({k})}, 2, a);
+  const std::string &v = best[0], &pos = best[1];
+  ir::Attributes along;
+  along.set("axis", int64_t(1));
+  r.back(v, k, op.outputs[0]);
+  r.back(ops.add("GatherElements", {global, pos}, "", along), k, op.outputs[1]);
+  return r.next() - at;
+}
+
+bool longCumSum(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "CumSum" || op.outputs.size() != 1 || g.opset < 11)
+    return false;
+  const std::optional<int64_t> axis = constantAxis(g, op, 1);
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  const DType t = x.dtype;
+  const bool supported = t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64;
+  return axis && supported && uint64_t(x.shape[size_t(*axis)]) * dtypeSize(t) > kMaxRowBytes;
+}
+
+size_t rewriteCumSum(ir::Graph &g, size_t at, const ir::Op &op) {
+  const int64_t axis = *constantAxis(g, op, 1), Dc = chunkElements(g.tensor(op.inputs[0]).info.dtype);
+  RowRewriter r(g, at, op, axis);
+  OpInserter &ops = r.ops();
+  const int64_t C = r.chunks(Dc), R = r.rows().rows, D = r.rows().length;
+  const std::string x3 = r.chunked(op.inputs[0], Dc, ""); // zeros add nothing
+  ir::Attributes inner = op.attrs, carry = op.attrs;
+  carry.set("exclusive", int64_t(1));
+  // Within chunks, then each chunk's carry: the exclusive CumSum of the totals (reverse alike).
+  const std::string local = ops.add("CumSum", {x3, r.i64({2}, true)}, "", inner);
+  const std::string totals = ops.reduce("ReduceSum", x3, {2}, true);
+  const std::string carried = ops.add("CumSum", {totals, r.i64({1}, true)}, "", carry);
+  std::string y = reshape(ops, g, op.name, ops.add("Add", {local, carried}), {R, C * Dc});
+  if (C * Dc != D)
+    y = ops.slice(y, 1, 0, D);
+  r.back(y, D, op.outputs[0]);
+  return r.next() - at;
+}
+
 } // namespace
 
 size_t decomposeLongRows(ir::Ir &ir) {
@@ -224,8 +402,11 @@ size_t decomposeLongRows(ir::Ir &ir) {
   if (ir.main.opset >= 11)
     count += replaceOps(ir, longGatherElements,
                         [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteGatherElements(g, at, r.op); });
+  count += replaceOps(ir, longTopK, [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteTopK(g, at, r.op); });
+  count += replaceOps(ir, longCumSum,
+                      [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteCumSum(g, at, r.op); });
   if (count)
-    log::get("passes")->debug("long-row-decomposition: {} Softmax/InstanceNormalization/GatherElements rows over tiles",
+    log::get("passes")->debug("long-row-decomposition: {} Softmax/InstanceNormalization/GatherElements/TopK/CumSum rows over tiles",
                               count);
   return count;
 }

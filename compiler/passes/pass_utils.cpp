@@ -166,6 +166,20 @@ std::string OpInserter::add(const std::string &type, std::vector<std::string> in
   return g_.ops()[at_ - 1]->outputs[0];
 }
 
+std::vector<std::string> OpInserter::addOutputs(const std::string &type, std::vector<std::string> inputs,
+                                                size_t outputs, ir::Attributes attrs) {
+  ir::Op op;
+  op.type = type;
+  op.name = uniqueOpName(g_, base_ + "_" + type);
+  op.inputs = std::move(inputs);
+  for (size_t i = 0; i < outputs; ++i)
+    op.outputs.push_back(g_.uniqueName(base_ + "_" + type + "_out" + std::to_string(i))); // distinct bases: none exists yet
+  op.attrs = std::move(attrs);
+  op.ipu = ipu_;
+  ir::inferAndSetOutputs(g_.insertOpBefore(at_++, std::move(op)), g_);
+  return g_.ops()[at_ - 1]->outputs;
+}
+
 std::string OpInserter::slice(const std::string &x, int64_t axis, int64_t begin, int64_t end, std::string output) {
   if (g_.opset >= 10)
     return add("Slice",

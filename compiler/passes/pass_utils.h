@@ -91,6 +91,10 @@ public:
   // Adds `type`(inputs) writing `output` (a fresh name when empty); returns the output.
   std::string add(const std::string &type, std::vector<std::string> inputs, std::string output = "",
                   ir::Attributes attrs = {}, std::string domain = "");
+  // Adds `type`(inputs) with `outputs` fresh outputs (TopK's values and
+  // indices, ...); returns their names.
+  std::vector<std::string> addOutputs(const std::string &type, std::vector<std::string> inputs, size_t outputs,
+                                      ir::Attributes attrs = {});
   // Slice of x along `axis`, [begin, end), in the graph's opset's form
   // (starts/ends/axes are inputs from opset 10, attributes before).
   std::string slice(const std::string &x, int64_t axis, int64_t begin, int64_t end, std::string output = "");

@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""TopK and CumSum over rows longer than a tile's share (long-row-decomposition:
+the top k of each chunk then of the candidates; chunk cumsums plus the chunks'
+carries), against PyTorch: TopK over a 100000-entry row (largest) and along a
+long axis that is not innermost (smallest), a float CumSum along a middle axis
+and an exact integer one. The float cumsum adds in another order than torch's
+sequential one, so it is compared at the scale of its 50000-term sums. Also
+CumSum's exclusive and reverse forms on the integer rows, against numpy.
+
+Usage: rows_long.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def forward(self, logits, scores, seq, iseq):
+        v, i = torch.topk(logits, 5, dim=-1)
+        v2, i2 = torch.topk(scores, 3, dim=1, largest=False)
+        return v, i, v2, i2, torch.cumsum(seq, dim=1), torch.cumsum(iseq, dim=-1)
+
+
+inputs = {"logits": torch.randn(3, 100000), "scores": torch.randn(2, 40000, 2), "seq": torch.randn(2, 50000, 3),
+          "iseq": torch.randint(-5, 5, (4, 70000))}
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+names = ["v", "i", "v2", "i2", "c", "ci"]
+with torch.no_grad():
+    torch.onnx.export(Net(), tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs),
+                      output_names=names, opset_version=13)
+    expected = Net()(*inputs.values())
+expected = {k: v.numpy() for k, v in zip(names, expected)}
+# exclusive / reverse: ONNX attributes torch.cumsum has no form for.
+model = onnx.load(f"{out}/model.onnx")
+model.graph.initializer.append(numpy_helper.from_array(np.array(-1, dtype=np.int64), "last"))
+iseq = inputs["iseq"].numpy()
+for e, r in [(1, 0), (0, 1), (1, 1)]:
+    name = f"ci_e{e}_r{r}"
+    model.graph.node.append(helper.make_node("CumSum", ["iseq", "last"], [name], exclusive=e, reverse=r))
+    model.graph.output.append(helper.make_tensor_value_info(name, TensorProto.INT64, list(iseq.shape)))
+    v = iseq[:, ::-1] if r else iseq
+    c = np.cumsum(v, axis=-1) - (v if e else 0)
+    expected[name] = c[:, ::-1] if r else c
+onnx.save(model, f"{out}/model.onnx")
+np.savez(f"{out}/inputs.npz", **{k: v.numpy() for k, v in inputs.items()})
+np.savez(f"{out}/expected.npz", **expected)
+with open(f"{out}/tolerance.txt", "w") as f:
+    f.write("--rtol 1e-4 --atol 2e-3")  # sums of up to 50000 standard normals (|sum| ~ 220)
