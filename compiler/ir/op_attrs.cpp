@@ -102,6 +102,17 @@ WindowParams convParams(const Op &op, const Graph &graph) {
   return p;
 }
 
+SwappedWeightRoles swapWeightRoles(const Shape &w, int64_t group) {
+  const int64_t A = w[0] / group, B = w[1];
+  SwappedWeightRoles r{{group, A, B}, {group * B, A}, {0, 2, 1}};
+  for (size_t i = 2; i < w.size(); ++i) {
+    r.split.push_back(w[i]);
+    r.swapped.push_back(w[i]);
+    r.perm.push_back(int64_t(i + 1));
+  }
+  return r;
+}
+
 WindowParams convTransposeParams(const Op &op, const Graph &graph) {
   const TensorInfo &x = inputInfo(op, graph, 0);
   const TensorInfo &w = inputInfo(op, graph, 1);

@@ -48,6 +48,16 @@ struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
 };
 GemmParams gemmParams(const Op &op, const Graph &graph);
+// A convolution weight W [G*A, B, k...] with its channel roles swapped per
+// group: viewed `split` [G, A, B, k...], transposed by `perm` to [G, B, A, k...],
+// viewed `swapped` [G*B, A, k...]. Conv <-> ConvTranspose weights (a
+// ConvTranspose as a Conv, a Conv's input gradient).
+struct SwappedWeightRoles {
+  Shape split, swapped;
+  std::vector<int64_t> perm;
+};
+SwappedWeightRoles swapWeightRoles(const Shape &w, int64_t group);
+
 // ConvTranspose: X [N,C,D...] (1 to 3 spatial dims), W [C, M/group, k...].
 // Pads resolved from pads / auto_pad / output_shape as the ONNX spec says.
 WindowParams convTransposeParams(const Op &op, const Graph &graph);

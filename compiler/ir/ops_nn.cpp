@@ -236,15 +236,9 @@ std::optional<std::string> convInputGrad(GradContext &c, const WindowParams &p, 
   for (size_t i = 0; i < dims; ++i)
     gz = insertZeros(c, gz, i + 2, p.strides[i]);
   // W [G*Cog, Cig, K..] -> [G*Cig, Cog, K..], flipped in space.
-  const int64_t G = p.group, Cog = w[0] / G, Cig = w[1];
-  Shape split{G, Cog, Cig}, swapped{G * Cig, Cog};
-  std::vector<int64_t> perm{0, 2, 1};
-  for (size_t i = 0; i < dims; ++i) {
-    split.push_back(w[i + 2]);
-    swapped.push_back(w[i + 2]);
-    perm.push_back(int64_t(i + 3));
-  }
-  std::string wt = c.reshape(c.transpose(c.reshape(c.op.inputs[1], split), perm), swapped);
+  const int64_t G = p.group;
+  const SwappedWeightRoles roles = swapWeightRoles(w, G);
+  std::string wt = c.reshape(c.transpose(c.reshape(c.op.inputs[1], roles.split), roles.perm), roles.swapped);
   std::vector<int64_t> starts, ends, axes, steps;
   for (size_t i = 0; i < dims; ++i) {
     starts.push_back(-1);

@@ -119,15 +119,9 @@ public:
       end[i] = std::max<int64_t>(0, end[i]);
     }
     // W [G*Cig, Cog, k..] -> [G*Cog, Cig, k..], each spatial axis reversed.
-    const int64_t G = p.group, Cig = ws[0] / G, Cog = ws[1];
-    Shape split{G, Cig, Cog}, swapped{G * Cog, Cig};
-    std::vector<int64_t> perm{0, 2, 1};
-    for (size_t i = 0; i < dims; ++i) {
-      split.push_back(ws[i + 2]);
-      swapped.push_back(ws[i + 2]);
-      perm.push_back(int64_t(i + 3));
-    }
-    std::string w = reshape(transpose(reshape(w0, split), perm), swapped);
+    const int64_t G = p.group;
+    const ir::SwappedWeightRoles roles = ir::swapWeightRoles(ws, G);
+    std::string w = reshape(transpose(reshape(w0, roles.split), roles.perm), roles.swapped);
     for (size_t i = 0; i < dims; ++i) {
       std::vector<int64_t> reversed(size_t(ws[i + 2]));
       std::iota(reversed.rbegin(), reversed.rend(), 0);
