@@ -23,6 +23,12 @@
 // - CumSum over a row of more than kMaxRowBytes: each chunk's own CumSum plus
 //   the exclusive CumSum of the chunk totals (a float sum then adds in another
 //   order; integers are exact).
+// - MaxPool with an Indices output (float) over planes of more than
+//   kMaxRowBytes (the codelet holds a whole plane): for each kernel offset in
+//   window order, the strided slice of the -inf-padded input; a running max
+//   keeps the first of equal values (Greater, Where), and its index is
+//   computed from per-dim position constants (row-major, or column-major for
+//   storage_order 1) plus the plane's offset, as ONNX's flat index. Exact.
 // Smaller rows keep their one-vertex kernels (the same outputs either way,
 // within rounding for Softmax and InstanceNormalization: the sums run in
 // another order).
@@ -374,6 +380,92 @@ size_t rewriteCumSum(ir::Graph &g, size_t at, const ir::Op &op) {
   return r.next() - at;
 }
 
+bool largeIndexedMaxPool(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "MaxPool" || op.outputs.size() != 2 || op.outputs[1].empty() || g.opset < 11)
+    return false;
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  if ((x.dtype != DType::F32 && x.dtype != DType::F64) || x.shape.size() < 3 || x.shape[0] * x.shape[1] == 0)
+    return false;
+  return uint64_t(x.elements() / (x.shape[0] * x.shape[1])) * dtypeSize(x.dtype) > kMaxRowBytes;
+}
+
+size_t rewriteIndexedMaxPool(ir::Graph &g, size_t at, const ir::Op &op) {
+  OpInserter ops(g, at, op.name, op.ipu);
+  const ir::TensorInfo x = g.tensor(op.inputs[0]).info;
+  const ir::WindowParams p = ir::poolParams(op, g);
+  const size_t dims = x.shape.size() - 2;
+  const bool columnMajor = op.attrs.getInt("storage_order", 0) == 1;
+  auto i64 = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
+  auto int64Tensor = [&](Shape shape, const std::vector<int64_t> &v) {
+    return addConstant(g, op.name + "_positions", {DType::I64, std::move(shape)},
+                       std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(v.data()),
+                                            reinterpret_cast<const uint8_t *>(v.data() + v.size())));
+  };
+  // -inf padding so that every window lies inside.
+  std::vector<int64_t> pads(2 * x.shape.size(), 0);
+  for (size_t d = 0; d < dims; ++d) {
+    const int64_t need = (p.outSpatial[d] - 1) * p.strides[d] + (p.kernel[d] - 1) * p.dilations[d] + 1;
+    pads[d + 2] = p.padsBegin[d];
+    pads[x.shape.size() + d + 2] = std::max<int64_t>(0, need - p.padsBegin[d] - x.shape[d + 2]);
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string xp =
+      ops.add("Pad", {op.inputs[0], i64(pads), addFloatConstant(g, op.name + "_fill", x.dtype, {}, {-inf})});
+  // Element strides of a plane in the index ONNX reports.
+  std::vector<int64_t> stride(dims, 1);
+  if (columnMajor)
+    for (size_t d = 1; d < dims; ++d)
+      stride[d] = stride[d - 1] * x.shape[d + 1];
+  else
+    for (size_t d = dims - 1; d-- > 0;)
+      stride[d] = stride[d + 1] * x.shape[d + 3];
+  int64_t volume = 1;
+  for (int64_t k : p.kernel)
+    volume *= k;
+  std::string best, index;
+  for (int64_t flat = 0; flat < volume; ++flat) {
+    std::vector<int64_t> k(dims);
+    for (size_t d = dims, rest = size_t(flat); d-- > 0; rest /= size_t(p.kernel[d]))
+      k[d] = int64_t(rest % size_t(p.kernel[d]));
+    std::vector<int64_t> starts, ends, axes;
+    std::string position;
+    for (size_t d = 0; d < dims; ++d) {
+      starts.push_back(k[d] * p.dilations[d]);
+      ends.push_back(starts.back() + (p.outSpatial[d] - 1) * p.strides[d] + 1);
+      axes.push_back(int64_t(d + 2));
+      // This offset's input position along d, times d's stride, over the output's dim d.
+      Shape shape(x.shape.size(), 1);
+      shape[d + 2] = p.outSpatial[d];
+      std::vector<int64_t> at;
+      for (int64_t o = 0; o < p.outSpatial[d]; ++o)
+        at.push_back((o * p.strides[d] - p.padsBegin[d] + k[d] * p.dilations[d]) * stride[d]);
+      const std::string part = int64Tensor(shape, at);
+      position = position.empty() ? part : ops.add("Add", {position, part});
+    }
+    const std::string window = ops.add("Slice", {xp, i64(starts), i64(ends), i64(axes), i64(p.strides)});
+    if (best.empty()) {
+      best = window;
+      index = position;
+      continue;
+    }
+    const std::string wins = ops.add("Greater", {window, best}); // the first of equal values stays
+    best = ops.add("Where", {wins, window, best}, flat + 1 == volume ? op.outputs[0] : "");
+    index = ops.add("Where", {wins, position, index});
+  }
+  if (volume == 1)
+    best = ops.add("Identity", {best}, op.outputs[0]);
+  // Plus each plane's offset: ((n * C + c) * plane).
+  const int64_t N = x.shape[0], C = x.shape[1], plane = x.elements() / (N * C);
+  std::vector<int64_t> offsets;
+  for (int64_t i = 0; i < N * C; ++i)
+    offsets.push_back(i * plane);
+  Shape planes(x.shape.size(), 1);
+  planes[0] = N;
+  planes[1] = C;
+  ops.add("Add", {index, int64Tensor(planes, offsets)}, op.outputs[1]);
+  return ops.next() - at;
+}
+
 } // namespace
 
 size_t decomposeLongRows(ir::Ir &ir) {
@@ -402,6 +494,8 @@ size_t decomposeLongRows(ir::Ir &ir) {
   if (ir.main.opset >= 11)
     count += replaceOps(ir, longGatherElements,
                         [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteGatherElements(g, at, r.op); });
+  count += replaceOps(ir, largeIndexedMaxPool,
+                      [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteIndexedMaxPool(g, at, r.op); });
   count += replaceOps(ir, longTopK, [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteTopK(g, at, r.op); });
   count += replaceOps(ir, longCumSum,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteCumSum(g, at, r.op); });
