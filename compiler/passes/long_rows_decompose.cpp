@@ -20,6 +20,8 @@
 //   top k of each chunk, then the top k of those candidates; an index is its
 //   chunk's offset plus its index in the chunk. Exact, ties included (chunks
 //   and candidates keep index order).
+// - ArgMax/ArgMin (float, first index of ties) over such a row: TopK with
+//   k = 1 (largest / smallest), which the rule above then splits.
 // - CumSum over a row of more than kMaxRowBytes: each chunk's own CumSum plus
 //   the exclusive CumSum of the chunk totals (a float sum then adds in another
 //   order; integers are exact).
@@ -351,6 +353,30 @@ size_t rewriteTopK(ir::Graph &g, size_t at, const ir::Op &op) {
   return r.next() - at;
 }
 
+bool longArgReduce(const ir::Graph &g, const ir::Op &op) {
+  if ((op.type != "ArgMax" && op.type != "ArgMin") || op.outputs.size() != 1 || g.opset < 11)
+    return false;
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  if ((x.dtype != DType::F32 && x.dtype != DType::F64) || x.shape.empty())
+    return false;
+  const ir::ReduceParams r = ir::argReduceParams(op, g);
+  return !r.selectLast && r.axes.size() == 1 &&
+         uint64_t(x.shape[size_t(r.axes[0])]) * dtypeSize(x.dtype) > kMaxRowBytes;
+}
+
+size_t rewriteArgReduce(ir::Graph &g, size_t at, const ir::Op &op) {
+  OpInserter ops(g, at, op.name, op.ipu);
+  const ir::ReduceParams r = ir::argReduceParams(op, g);
+  ir::Attributes a;
+  a.set("axis", r.axes[0]);
+  a.set("largest", int64_t(op.type == "ArgMax"));
+  a.set("sorted", int64_t(1));
+  const std::vector<std::string> top =
+      ops.addOutputs("TopK", {op.inputs[0], addInt64Constant(g, op.name + "_k", {1})}, 2, a);
+  reshape(ops, g, op.name, top[1], r.outShape, op.outputs[0]);
+  return ops.next() - at;
+}
+
 bool longCumSum(const ir::Graph &g, const ir::Op &op) {
   if (op.type != "CumSum" || op.outputs.size() != 1 || g.opset < 11)
     return false;
@@ -496,11 +522,13 @@ size_t decomposeLongRows(ir::Ir &ir) {
                         [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteGatherElements(g, at, r.op); });
   count += replaceOps(ir, largeIndexedMaxPool,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteIndexedMaxPool(g, at, r.op); });
+  count += replaceOps(ir, longArgReduce,
+                      [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteArgReduce(g, at, r.op); });
   count += replaceOps(ir, longTopK, [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteTopK(g, at, r.op); });
   count += replaceOps(ir, longCumSum,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteCumSum(g, at, r.op); });
   if (count)
-    log::get("passes")->debug("long-row-decomposition: {} Softmax/InstanceNormalization/GatherElements/TopK/CumSum rows over tiles",
+    log::get("passes")->debug("long-row-decomposition: {} row-wise ops split over tiles",
                               count);
   return count;
 }

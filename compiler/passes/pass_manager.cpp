@@ -81,7 +81,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "flipped kernel); 1-D/3-D MaxPool/AveragePool as 2-D pools"},
       {"long-row-decomposition", decomposeLongRows,
        "Softmax/LogSoftmax and InstanceNormalization rows over 64 KiB as Reduce* (two-stage over tiles) and elementwise ops; "
-       "GatherElements of longer lines in chunks and index bands; TopK (small k) and CumSum in two stages; "
+       "GatherElements of longer lines in chunks and index bands; TopK (small k), ArgMax/ArgMin and CumSum in two stages; "
        "MaxPool with Indices of large planes as a running max over window slices"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back "

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""TopK and CumSum over rows longer than a tile's share (long-row-decomposition:
+"""TopK, ArgMax/ArgMin and CumSum over rows longer than a tile's share (long-row-decomposition:
 the top k of each chunk then of the candidates; chunk cumsums plus the chunks'
 carries), against PyTorch: TopK over a 100000-entry row (largest) and along a
 long axis that is not innermost (smallest), a float CumSum along a middle axis
@@ -24,14 +24,15 @@ class Net(torch.nn.Module):
     def forward(self, logits, scores, seq, iseq):
         v, i = torch.topk(logits, 5, dim=-1)
         v2, i2 = torch.topk(scores, 3, dim=1, largest=False)
-        return v, i, v2, i2, torch.cumsum(seq, dim=1), torch.cumsum(iseq, dim=-1)
+        return (v, i, v2, i2, torch.cumsum(seq, dim=1), torch.cumsum(iseq, dim=-1), torch.argmax(logits, -1),
+                torch.argmin(scores, 1, keepdim=True))
 
 
 inputs = {"logits": torch.randn(3, 100000), "scores": torch.randn(2, 40000, 2), "seq": torch.randn(2, 50000, 3),
           "iseq": torch.randint(-5, 5, (4, 70000))}
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
-names = ["v", "i", "v2", "i2", "c", "ci"]
+names = ["v", "i", "v2", "i2", "c", "ci", "amax", "amin"]
 with torch.no_grad():
     torch.onnx.export(Net(), tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs),
                       output_names=names, opset_version=13)
