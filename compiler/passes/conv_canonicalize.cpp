@@ -22,7 +22,6 @@
 #include "support/log.h"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 namespace popc::passes {
@@ -43,9 +42,7 @@ public:
   }
   // x[..., indices, ...] along `axis` (indices of any shape, constant).
   std::string gather(const std::string &x, int64_t axis, Shape shape, const std::vector<int64_t> &indices) {
-    std::vector<uint8_t> bytes(indices.size() * sizeof(int64_t));
-    std::memcpy(bytes.data(), indices.data(), bytes.size());
-    const std::string idx = addConstant(g_, op_.name + "_taps", {DType::I64, std::move(shape)}, std::move(bytes));
+    const std::string idx = addInt64Tensor(g_, op_.name + "_taps", std::move(shape), indices);
     ir::Attributes a;
     a.set("axis", axis);
     return ops_.add("Gather", {x, idx}, "", a);

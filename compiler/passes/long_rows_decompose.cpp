@@ -31,6 +31,12 @@
 //   keeps the first of equal values (Greater, Where), and its index is
 //   computed from per-dim position constants (row-major, or column-major for
 //   storage_order 1) plus the plane's offset, as ONNX's flat index. Exact.
+// - ScatterElements over a line of more than kMaxRowBytes, or with more
+//   indices per line than that, or on a 1-D tensor (ScatterND and MaxUnpool
+//   decompose into flat ones): the line in chunks of Dc plus a trash slot;
+//   index band by band (in order, so later writes still win), every chunk
+//   scatters the band's indices that fall in it and sends the rest to its
+//   trash slot; the trash is dropped. Exact for every reduction.
 // Smaller rows keep their one-vertex kernels (the same outputs either way,
 // within rounding for Softmax and InstanceNormalization: the sums run in
 // another order).
@@ -40,6 +46,7 @@
 #include "support/log.h"
 
 #include <limits>
+#include <numeric>
 #include <optional>
 
 namespace popc::passes {
@@ -116,6 +123,17 @@ size_t rewriteInstanceNorm(ir::Graph &g, size_t at, const ir::Op &op) {
   return ops.next() - at;
 }
 
+// Element indices along a line of D as int64 in [0, D): negative ones count from the end.
+std::string flatIndices(OpInserter &ops, ir::Graph &g, const std::string &base, std::string idx, int64_t D) {
+  if (g.tensor(idx).info.dtype != DType::I64) {
+    ir::Attributes a;
+    a.set("to", int64_t(7)); // INT64
+    idx = ops.add("Cast", {idx}, "", a);
+  }
+  const std::string zero = addInt64Constant(g, base + "_c", {0}, true), d = addInt64Constant(g, base + "_c", {D}, true);
+  return ops.add("Where", {ops.add("Less", {idx, zero}), ops.add("Add", {idx, d}), idx});
+}
+
 // GatherElements sizes: line chunks of kChunkBytes, index bands of kBandIndices.
 constexpr uint64_t kChunkBytes = 64 * 1024;
 constexpr int64_t kBandIndices = 2048;
@@ -175,13 +193,7 @@ size_t rewriteGatherElements(ir::Graph &g, size_t at, const ir::Op &op) {
     x = ops.add("Pad", {x, i64({0, 0, 0, C * Dc - D})});
   x = ops.add("Expand", {reshape(ops, g, op.name, x, {R, 1, C, Dc}), i64({R, B, C, Dc})});
   // Indices as int64 in [0, D) (negative ones count from the end), padded with 0, [R, B, 1, Jb].
-  idx = reshape(ops, g, op.name, idx, {R, J});
-  if (idxInfo.dtype != DType::I64) {
-    ir::Attributes a;
-    a.set("to", int64_t(7)); // INT64
-    idx = ops.add("Cast", {idx}, "", a);
-  }
-  idx = ops.add("Where", {ops.add("Less", {idx, i64({0}, true)}), ops.add("Add", {idx, i64({D}, true)}), idx});
+  idx = flatIndices(ops, g, op.name, reshape(ops, g, op.name, idx, {R, J}), D);
   if (B * Jb != J)
     idx = ops.add("Pad", {idx, i64({0, 0, 0, B * Jb - J})});
   idx = reshape(ops, g, op.name, idx, {R, B, 1, Jb});
@@ -339,10 +351,7 @@ size_t rewriteTopK(ir::Graph &g, size_t at, const ir::Op &op) {
   std::vector<int64_t> offsets;
   for (int64_t c = 0; c < C; ++c)
     offsets.push_back(c * Dc);
-  const std::string offset =
-      addConstant(g, op.name + "_offsets", {DType::I64, {1, C, 1}},
-                  std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(offsets.data()),
-                                       reinterpret_cast<const uint8_t *>(offsets.data() + offsets.size())));
+  const std::string offset = addInt64Tensor(g, op.name + "_offsets", {1, C, 1}, offsets);
   const std::string global = reshape(ops, g, op.name, ops.add("Add", {i1, offset}), {R, C * kc});
   const std::vector<std::string> best = ops.addOutputs("TopK", {reshape(ops, g, op.name, v1, {R, C * kc}), r.i64({k})}, 2, a);
   const std::string &v = best[0], &pos = best[1];
@@ -375,6 +384,62 @@ size_t rewriteArgReduce(ir::Graph &g, size_t at, const ir::Op &op) {
       ops.addOutputs("TopK", {op.inputs[0], addInt64Constant(g, op.name + "_k", {1})}, 2, a);
   reshape(ops, g, op.name, top[1], r.outShape, op.outputs[0]);
   return ops.next() - at;
+}
+
+bool largeScatterElements(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "ScatterElements" || op.inputs.size() != 3 || op.outputs.size() != 1 || g.opset < 11)
+    return false;
+  const ir::TensorInfo &data = g.tensor(op.inputs[0]).info, &idx = g.tensor(op.inputs[1]).info;
+  if (data.dtype == DType::Bool || data.shape.empty() || data.elements() == 0 || idx.elements() == 0)
+    return false;
+  const int64_t axis = elementAxis(g, op);
+  if (axis < 0)
+    return false;
+  const uint64_t line = uint64_t(data.shape[size_t(axis)]) * dtypeSize(data.dtype);
+  const uint64_t row = uint64_t(idx.shape[size_t(axis)]) * (8 + dtypeSize(data.dtype));
+  return line > kMaxRowBytes || row > kMaxRowBytes || (data.shape.size() == 1 && line + row > kMaxRowBytes / 4);
+}
+
+size_t rewriteScatterElements(ir::Graph &g, size_t at, const ir::Op &op) {
+  const ir::TensorInfo data = g.tensor(op.inputs[0]).info, idxInfo = g.tensor(op.inputs[1]).info;
+  const int64_t axis = elementAxis(g, op);
+  RowRewriter r(g, at, op, axis);
+  OpInserter &ops = r.ops();
+  const int64_t R = r.rows().rows, D = r.rows().length, J = idxInfo.shape[size_t(axis)];
+  const int64_t Dc = std::min<int64_t>(D, chunkElements(data.dtype)), C = r.chunks(Dc);
+  const int64_t Jb = std::min<int64_t>(J, kBandIndices), B = (J + Jb - 1) / Jb;
+  // Data [R, C, Dc + 1]: the last slot of each chunk takes the writes of other chunks' indices.
+  std::string cur = ops.add("Pad", {r.chunked(op.inputs[0], Dc, ""), r.i64({0, 0, 0, 0, 0, 1})});
+  // Indices and updates as [R, B*Jb] (padding: index D, outside every real element; update 0).
+  auto rows = [&](const std::string &x) {
+    const std::string v = r.rows().perm.empty() ? x : r.transpose(x, r.rows().perm);
+    return reshape(ops, g, op.name, v, {R, J});
+  };
+  std::string idx = flatIndices(ops, g, op.name, rows(op.inputs[1]), D), upd = rows(op.inputs[2]);
+  if (B * Jb != J) {
+    idx = ops.add("Pad", {idx, r.i64({0, 0, 0, B * Jb - J}), r.i64({D}, true)});
+    upd = ops.add("Pad", {upd, r.i64({0, 0, 0, B * Jb - J})});
+  }
+  idx = reshape(ops, g, op.name, idx, {R, B, Jb});
+  upd = reshape(ops, g, op.name, upd, {R, B, Jb});
+  const std::string chunk = ops.add("Div", {idx, r.i64({Dc}, true)});
+  const std::string local = ops.add("Sub", {idx, ops.add("Mul", {chunk, r.i64({Dc}, true)})});
+  std::vector<int64_t> ids(static_cast<size_t>(C));
+  std::iota(ids.begin(), ids.end(), int64_t(0));
+  const std::string chunks = addInt64Tensor(g, op.name + "_chunks", {1, C, 1}, ids);
+  ir::Attributes a = op.attrs;
+  a.set("axis", int64_t(2));
+  for (int64_t b = 0; b < B; ++b) {
+    const std::string mine = ops.add("Equal", {ops.slice(chunk, 1, b, b + 1), chunks});
+    const std::string where = ops.add("Where", {mine, ops.slice(local, 1, b, b + 1), r.i64({Dc}, true)});
+    const std::string values = ops.add("Expand", {ops.slice(upd, 1, b, b + 1), r.i64({R, C, Jb})});
+    cur = ops.add("ScatterElements", {cur, where, values}, "", a);
+  }
+  std::string y = reshape(ops, g, op.name, ops.slice(cur, 2, 0, Dc), {R, C * Dc});
+  if (C * Dc != D)
+    y = ops.slice(y, 1, 0, D);
+  r.back(y, D, op.outputs[0]);
+  return r.next() - at;
 }
 
 bool longCumSum(const ir::Graph &g, const ir::Op &op) {
@@ -422,11 +487,6 @@ size_t rewriteIndexedMaxPool(ir::Graph &g, size_t at, const ir::Op &op) {
   const size_t dims = x.shape.size() - 2;
   const bool columnMajor = op.attrs.getInt("storage_order", 0) == 1;
   auto i64 = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
-  auto int64Tensor = [&](Shape shape, const std::vector<int64_t> &v) {
-    return addConstant(g, op.name + "_positions", {DType::I64, std::move(shape)},
-                       std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(v.data()),
-                                            reinterpret_cast<const uint8_t *>(v.data() + v.size())));
-  };
   // -inf padding so that every window lies inside.
   std::vector<int64_t> pads(2 * x.shape.size(), 0);
   for (size_t d = 0; d < dims; ++d) {
@@ -465,7 +525,7 @@ size_t rewriteIndexedMaxPool(ir::Graph &g, size_t at, const ir::Op &op) {
       std::vector<int64_t> at;
       for (int64_t o = 0; o < p.outSpatial[d]; ++o)
         at.push_back((o * p.strides[d] - p.padsBegin[d] + k[d] * p.dilations[d]) * stride[d]);
-      const std::string part = int64Tensor(shape, at);
+      const std::string part = addInt64Tensor(g, op.name + "_positions", shape, at);
       position = position.empty() ? part : ops.add("Add", {position, part});
     }
     const std::string window = ops.add("Slice", {xp, i64(starts), i64(ends), i64(axes), i64(p.strides)});
@@ -488,7 +548,7 @@ size_t rewriteIndexedMaxPool(ir::Graph &g, size_t at, const ir::Op &op) {
   Shape planes(x.shape.size(), 1);
   planes[0] = N;
   planes[1] = C;
-  ops.add("Add", {index, int64Tensor(planes, offsets)}, op.outputs[1]);
+  ops.add("Add", {index, addInt64Tensor(g, op.name + "_planes", planes, offsets)}, op.outputs[1]);
   return ops.next() - at;
 }
 
@@ -522,6 +582,8 @@ size_t decomposeLongRows(ir::Ir &ir) {
                         [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteGatherElements(g, at, r.op); });
   count += replaceOps(ir, largeIndexedMaxPool,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteIndexedMaxPool(g, at, r.op); });
+  count += replaceOps(ir, largeScatterElements,
+                      [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteScatterElements(g, at, r.op); });
   count += replaceOps(ir, longArgReduce,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteArgReduce(g, at, r.op); });
   count += replaceOps(ir, longTopK, [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteTopK(g, at, r.op); });

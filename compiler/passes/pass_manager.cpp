@@ -82,7 +82,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"long-row-decomposition", decomposeLongRows,
        "Softmax/LogSoftmax and InstanceNormalization rows over 64 KiB as Reduce* (two-stage over tiles) and elementwise ops; "
        "GatherElements of longer lines in chunks and index bands; TopK (small k), ArgMax/ArgMin and CumSum in two stages; "
-       "MaxPool with Indices of large planes as a running max over window slices"},
+       "MaxPool with Indices of large planes as a running max over window slices; large or flat ScatterElements in "
+       "chunks with a trash slot"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back "
        "(with --partials-type half, MatMul/Gemm/Conv stay float16)"},

@@ -152,6 +152,12 @@ std::optional<ChannelAffine> constantBatchNormAffine(const ir::Graph &g, const i
   return a;
 }
 
+std::string addInt64Tensor(ir::Graph &g, const std::string &base, Shape shape, const std::vector<int64_t> &values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return addConstant(g, base, {DType::I64, std::move(shape)}, std::move(bytes));
+}
+
 std::string OpInserter::add(const std::string &type, std::vector<std::string> inputs, std::string output,
                             ir::Attributes attrs, std::string domain) {
   ir::Op op;

@@ -36,6 +36,9 @@ std::string addFloatConstant(ir::Graph &g, const std::string &base, DType dtype,
 std::string addInt64Constant(ir::Graph &g, const std::string &base, const std::vector<int64_t> &values,
                              bool scalar = false);
 
+// An int64 constant of any shape (row-major values).
+std::string addInt64Tensor(ir::Graph &g, const std::string &base, Shape shape, const std::vector<int64_t> &values);
+
 // Constant data as doubles (float and integer dtypes; throws for F16).
 std::vector<double> constantAsDoubles(const ir::Tensor &t);
 

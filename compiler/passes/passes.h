@@ -48,7 +48,8 @@ size_t rewriteMaxPools(ir::Ir &ir);
 size_t canonicalizeWindowOps(ir::Ir &ir);
 // Softmax/LogSoftmax and InstanceNormalization whose one row is more than a
 // tile's share, as reductions and elementwise ops; GatherElements of such
-// lines in chunks and index bands; TopK and CumSum in two stages
+// lines in chunks and index bands; TopK, ArgMax/ArgMin and CumSum in two
+// stages; MaxPool with Indices and ScatterElements of large planes and lines
 // (long_rows_decompose.cpp).
 size_t decomposeLongRows(ir::Ir &ir);
 // Float16 MatMul/Gemm/Conv/pooling/reductions/normalisations run in float32
