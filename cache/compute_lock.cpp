@@ -72,6 +72,11 @@ std::unique_ptr<ComputeLock> LocalStore::lockForCompute(std::string_view kind, s
       const std::string pid = std::to_string(::getpid());
       if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0)
         log::get("cache")->debug("cannot record the pid in {}", path.string());
+      // A compute that finished between the caller's miss and this lock has
+      // put the entry already: say so as a (zero-length) wait, so the caller
+      // gets it instead of computing it again (MPI ranks starting together).
+      if (!waited && std::filesystem::exists(entry, ec))
+        onWait(0);
       return std::make_unique<FlockedFile>(fd, path);
     }
     if (errno != EWOULDBLOCK && errno != EINTR) {
