@@ -120,7 +120,7 @@ public:
     const ir::SwappedWeightRoles roles = ir::swapWeightRoles(ws, G);
     std::string w = reshape(transpose(reshape(w0, roles.split), roles.perm), roles.swapped);
     for (size_t i = 0; i < dims; ++i) {
-      std::vector<int64_t> reversed(size_t(ws[i + 2]));
+      std::vector<int64_t> reversed(static_cast<size_t>(ws[i + 2]));
       std::iota(reversed.rbegin(), reversed.rend(), 0);
       if (reversed.size() > 1)
         w = gather(w, int64_t(i + 2), {ws[i + 2]}, reversed);
