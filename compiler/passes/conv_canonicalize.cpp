@@ -33,13 +33,9 @@ public:
   ConvRewriter(ir::Graph &g, size_t at, const ir::Op &op) : g_(g), op_(op), ops_(g, at, op.name, op.ipu) {}
 
   std::string reshape(const std::string &x, const Shape &shape, std::string out = "") {
-    return ops_.add("Reshape", {x, addInt64Constant(g_, op_.name + "_shape", shape)}, std::move(out));
+    return ops_.reshape(x, shape, std::move(out));
   }
-  std::string transpose(const std::string &x, const std::vector<int64_t> &perm) {
-    ir::Attributes a;
-    a.set("perm", perm);
-    return ops_.add("Transpose", {x}, "", a);
-  }
+  std::string transpose(const std::string &x, const std::vector<int64_t> &perm) { return ops_.transpose(x, perm); }
   // x[..., indices, ...] along `axis` (indices of any shape, constant).
   std::string gather(const std::string &x, int64_t axis, Shape shape, const std::vector<int64_t> &indices) {
     const std::string idx = addInt64Tensor(g_, op_.name + "_taps", std::move(shape), indices);

@@ -62,11 +62,6 @@ bool floatTensor(const ir::Graph &g, const std::string &name) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16;
 }
 
-std::string reshape(OpInserter &ops, ir::Graph &g, const std::string &base, const std::string &x, const Shape &shape,
-                    std::string out = "") {
-  return ops.add("Reshape", {x, addInt64Constant(g, base + "_shape", shape)}, std::move(out));
-}
-
 // The softmax rows of `op`: the row length and whether opset < 13 coerces to 2-D.
 uint64_t softmaxRowBytes(const ir::Graph &g, const ir::Op &op) {
   const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
@@ -88,7 +83,7 @@ size_t rewriteSoftmax(ir::Graph &g, size_t at, const ir::Op &op) {
     int64_t rows = 1, cols = 1;
     for (size_t d = 0; d < shape.size(); ++d)
       (int64_t(d) < axis ? rows : cols) *= shape[d];
-    x = reshape(ops, g, op.name, x, {rows, cols});
+    x = ops.reshape(x, {rows, cols});
     reduceAxis = 1;
   }
   const bool coerced = x != op.inputs[0];
@@ -99,7 +94,7 @@ size_t rewriteSoftmax(ir::Graph &g, size_t at, const ir::Op &op) {
   const std::string y = op.type == "LogSoftmax" ? ops.add("Sub", {centred, ops.add("Log", {sum})}, out)
                                                 : ops.add("Div", {e, sum}, out);
   if (coerced)
-    reshape(ops, g, op.name, y, shape, op.outputs[0]);
+    ops.reshape(y, shape, op.outputs[0]);
   return ops.next() - at;
 }
 
@@ -117,8 +112,8 @@ size_t rewriteInstanceNorm(ir::Graph &g, size_t at, const ir::Op &op) {
   const std::string eps =
       addFloatConstant(g, op.name + "_epsilon", xi.dtype, {}, {op.attrs.getFloat("epsilon", 1e-5)});
   const std::string normed = ops.add("Div", {centred, ops.add("Sqrt", {ops.add("Add", {var, eps})})});
-  const std::string scale = reshape(ops, g, op.name, op.inputs[1], channelShape);
-  const std::string bias = reshape(ops, g, op.name, op.inputs[2], channelShape);
+  const std::string scale = ops.reshape(op.inputs[1], channelShape);
+  const std::string bias = ops.reshape(op.inputs[2], channelShape);
   ops.add("Add", {ops.add("Mul", {normed, scale}), bias}, op.outputs[0]);
   return ops.next() - at;
 }
@@ -134,8 +129,7 @@ std::string flatIndices(OpInserter &ops, ir::Graph &g, const std::string &base, 
   return ops.add("Where", {ops.add("Less", {idx, zero}), ops.add("Add", {idx, d}), idx});
 }
 
-// GatherElements sizes: line chunks of kChunkBytes, index bands of kBandIndices.
-constexpr uint64_t kChunkBytes = 64 * 1024;
+// GatherElements/ScatterElements index bands (line chunks: chunkElements).
 constexpr int64_t kBandIndices = 2048;
 
 // The axis of a GatherElements whose indices have the data's other dims, or -1.
@@ -160,70 +154,6 @@ bool longGatherElements(const ir::Graph &g, const ir::Op &op) {
   const uint64_t line = uint64_t(data.shape[size_t(axis)]) * dtypeSize(data.dtype);
   const uint64_t row = uint64_t(idx.shape[size_t(axis)]) * (dtypeSize(idx.dtype) + dtypeSize(data.dtype));
   return line > kMaxRowBytes || row > kMaxRowBytes;
-}
-
-size_t rewriteGatherElements(ir::Graph &g, size_t at, const ir::Op &op) {
-  OpInserter ops(g, at, op.name, op.ipu);
-  const ir::TensorInfo data = g.tensor(op.inputs[0]).info, idxInfo = g.tensor(op.inputs[1]).info;
-  const int64_t axis = elementAxis(g, op), rank = int64_t(data.shape.size());
-  auto i64 = [&](const std::vector<int64_t> &v, bool scalar = false) {
-    return addInt64Constant(g, op.name + "_c", v, scalar);
-  };
-  auto transpose = [&](const std::string &x, const std::vector<int64_t> &perm) {
-    ir::Attributes a;
-    a.set("perm", perm);
-    return ops.add("Transpose", {x}, "", a);
-  };
-  // The axis last: [rows..., D] and [rows..., J].
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis)
-      perm.push_back(d);
-  perm.push_back(axis);
-  const bool moved = axis != rank - 1;
-  std::string x = moved ? transpose(op.inputs[0], perm) : op.inputs[0];
-  std::string idx = moved ? transpose(op.inputs[1], perm) : op.inputs[1];
-  const int64_t D = data.shape[size_t(axis)], J = idxInfo.shape[size_t(axis)];
-  const int64_t R = data.elements() / std::max<int64_t>(D, 1);
-  const int64_t Dc = std::min<int64_t>(D, std::max<int64_t>(1, int64_t(kChunkBytes / dtypeSize(data.dtype))));
-  const int64_t C = (D + Dc - 1) / Dc, Jb = std::min<int64_t>(J, kBandIndices), B = (J + Jb - 1) / Jb;
-  // Data [R, C*Dc] (zero-padded) as [R, 1, C, Dc], one copy per band.
-  x = reshape(ops, g, op.name, x, {R, D});
-  if (C * Dc != D)
-    x = ops.add("Pad", {x, i64({0, 0, 0, C * Dc - D})});
-  x = ops.add("Expand", {reshape(ops, g, op.name, x, {R, 1, C, Dc}), i64({R, B, C, Dc})});
-  // Indices as int64 in [0, D) (negative ones count from the end), padded with 0, [R, B, 1, Jb].
-  idx = flatIndices(ops, g, op.name, reshape(ops, g, op.name, idx, {R, J}), D);
-  if (B * Jb != J)
-    idx = ops.add("Pad", {idx, i64({0, 0, 0, B * Jb - J})});
-  idx = reshape(ops, g, op.name, idx, {R, B, 1, Jb});
-  const std::string chunk = ops.add("Div", {idx, i64({Dc}, true)});
-  const std::string local = ops.add("Sub", {idx, ops.add("Mul", {chunk, i64({Dc}, true)})});
-  ir::Attributes last;
-  last.set("axis", int64_t(3));
-  // Every chunk's value at the index's in-chunk position, then the index's own
-  // chunk's (Where, chunk by chunk: contiguous slices, and exact for any value).
-  const std::string all = ops.add("GatherElements", {x, ops.add("Expand", {local, i64({R, B, C, Jb})})}, "", last);
-  std::string picked = ops.slice(all, 2, 0, 1);
-  for (int64_t c = 1; c < C; ++c)
-    picked = ops.add("Where", {ops.add("Equal", {chunk, i64({c}, true)}), ops.slice(all, 2, c, c + 1), picked});
-  std::string y = reshape(ops, g, op.name, picked, {R, B * Jb});
-  if (B * Jb != J)
-    y = ops.slice(y, 1, 0, J);
-  Shape outShape;
-  for (int64_t d : perm)
-    outShape.push_back(idxInfo.shape[size_t(d)]);
-  if (!moved) {
-    reshape(ops, g, op.name, y, outShape, op.outputs[0]);
-  } else {
-    std::vector<int64_t> inverse(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i)
-      inverse[size_t(perm[i])] = int64_t(i);
-    ir::Attributes a;
-    a.set("perm", inverse);
-    ops.add("Transpose", {reshape(ops, g, op.name, y, outShape)}, op.outputs[0], a);
-  }
-  return ops.next() - at;
 }
 
 // The axis-last view [R, D] of x (a Transpose first when `axis` is not last);
@@ -262,10 +192,7 @@ public:
   }
   // x as [R, C*Dc] rows (padded with `fill` at the end) viewed [R, C, Dc].
   std::string chunked(const std::string &x, int64_t chunk, const std::string &fill) {
-    std::string v = x;
-    if (!a_.perm.empty())
-      v = transpose(v, a_.perm);
-    v = reshape(ops_, g_, op_.name, v, {a_.rows, a_.length});
+    std::string v = rowsOf(x, a_.length);
     const int64_t C = chunks(chunk);
     if (C * chunk != a_.length) {
       std::vector<std::string> in{v, i64({0, 0, 0, C * chunk - a_.length})};
@@ -273,7 +200,7 @@ public:
         in.push_back(fill);
       v = ops_.add("Pad", in);
     }
-    return reshape(ops_, g_, op_.name, v, {a_.rows, C, chunk});
+    return ops_.reshape(v, {a_.rows, C, chunk});
   }
   int64_t chunks(int64_t chunk) const { return (a_.length + chunk - 1) / chunk; }
   // A [R, n] result (n elements along the axis) back to the op's layout, written to `out`.
@@ -281,18 +208,21 @@ public:
     Shape shape = a_.outer;
     shape.push_back(n);
     if (a_.perm.empty())
-      return void(reshape(ops_, g_, op_.name, y, shape, out));
+      return void(ops_.reshape(y, shape, out));
     std::vector<int64_t> inverse(a_.perm.size());
     for (size_t i = 0; i < a_.perm.size(); ++i)
       inverse[size_t(a_.perm[i])] = int64_t(i);
-    ir::Attributes a;
-    a.set("perm", inverse);
-    ops_.add("Transpose", {reshape(ops_, g_, op_.name, y, shape)}, out, a);
+    ops_.transpose(ops_.reshape(y, shape), inverse, out);
   }
-  std::string transpose(const std::string &x, const std::vector<int64_t> &perm) {
-    ir::Attributes a;
-    a.set("perm", perm);
-    return ops_.add("Transpose", {x}, "", a);
+  // An operand with the data's other dims (GatherElements/ScatterElements
+  // indices, updates) as [R, n] rows, n its length along the axis.
+  std::string rowsOf(const std::string &x, int64_t n) {
+    return ops_.reshape(a_.perm.empty() ? x : ops_.transpose(x, a_.perm), {a_.rows, n});
+  }
+  // Element indices idx split by chunks of Dc: {the chunk, the position in it}.
+  std::pair<std::string, std::string> chunkAndOffset(const std::string &idx, int64_t chunk) {
+    const std::string c = ops_.add("Div", {idx, i64({chunk}, true)});
+    return {c, ops_.add("Sub", {idx, ops_.add("Mul", {c, i64({chunk}, true)})})};
   }
   OpInserter &ops() { return ops_; }
   const AxisRows &rows() const { return a_; }
@@ -306,6 +236,37 @@ private:
 };
 
 int64_t chunkElements(DType t) { return int64_t(kMaxRowBytes / dtypeSize(t)); }
+
+size_t rewriteGatherElements(ir::Graph &g, size_t at, const ir::Op &op) {
+  const DType dtype = g.tensor(op.inputs[0]).info.dtype;
+  const int64_t axis = elementAxis(g, op), J = g.tensor(op.inputs[1]).info.shape[size_t(axis)];
+  RowRewriter r(g, at, op, axis);
+  OpInserter &ops = r.ops();
+  const int64_t R = r.rows().rows, D = r.rows().length;
+  const int64_t Dc = std::min<int64_t>(D, chunkElements(dtype)), C = r.chunks(Dc);
+  const int64_t Jb = std::min<int64_t>(J, kBandIndices), B = (J + Jb - 1) / Jb;
+  // Data [R, C, Dc] (zero-padded) as [R, 1, C, Dc], one copy per band.
+  const std::string x = ops.add("Expand", {ops.reshape(r.chunked(op.inputs[0], Dc, ""), {R, 1, C, Dc}),
+                                           r.i64({R, B, C, Dc})});
+  // Indices as int64 in [0, D) (negative ones count from the end), padded with 0, [R, B, 1, Jb].
+  std::string idx = flatIndices(ops, g, op.name, r.rowsOf(op.inputs[1], J), D);
+  if (B * Jb != J)
+    idx = ops.add("Pad", {idx, r.i64({0, 0, 0, B * Jb - J})});
+  const auto [chunk, local] = r.chunkAndOffset(ops.reshape(idx, {R, B, 1, Jb}), Dc);
+  ir::Attributes last;
+  last.set("axis", int64_t(3));
+  // Every chunk's value at the index's in-chunk position, then the index's own
+  // chunk's (Where, chunk by chunk: contiguous slices, and exact for any value).
+  const std::string all = ops.add("GatherElements", {x, ops.add("Expand", {local, r.i64({R, B, C, Jb})})}, "", last);
+  std::string picked = ops.slice(all, 2, 0, 1);
+  for (int64_t c = 1; c < C; ++c)
+    picked = ops.add("Where", {ops.add("Equal", {chunk, r.i64({c}, true)}), ops.slice(all, 2, c, c + 1), picked});
+  std::string y = ops.reshape(picked, {R, B * Jb});
+  if (B * Jb != J)
+    y = ops.slice(y, 1, 0, J);
+  r.back(y, J, op.outputs[0]);
+  return r.next() - at;
+}
 
 std::optional<int64_t> constantAxis(const ir::Graph &g, const ir::Op &op, size_t input) {
   if (op.inputs.size() <= input || !isConstant(g, op.inputs[input]))
@@ -352,8 +313,8 @@ size_t rewriteTopK(ir::Graph &g, size_t at, const ir::Op &op) {
   for (int64_t c = 0; c < C; ++c)
     offsets.push_back(c * Dc);
   const std::string offset = addInt64Tensor(g, op.name + "_offsets", {1, C, 1}, offsets);
-  const std::string global = reshape(ops, g, op.name, ops.add("Add", {i1, offset}), {R, C * kc});
-  const std::vector<std::string> best = ops.addOutputs("TopK", {reshape(ops, g, op.name, v1, {R, C * kc}), r.i64({k})}, 2, a);
+  const std::string global = ops.reshape(ops.add("Add", {i1, offset}), {R, C * kc});
+  const std::vector<std::string> best = ops.addOutputs("TopK", {ops.reshape(v1, {R, C * kc}), r.i64({k})}, 2, a);
   const std::string &v = best[0], &pos = best[1];
   ir::Attributes along;
   along.set("axis", int64_t(1));
@@ -382,7 +343,7 @@ size_t rewriteArgReduce(ir::Graph &g, size_t at, const ir::Op &op) {
   a.set("sorted", int64_t(1));
   const std::vector<std::string> top =
       ops.addOutputs("TopK", {op.inputs[0], addInt64Constant(g, op.name + "_k", {1})}, 2, a);
-  reshape(ops, g, op.name, top[1], r.outShape, op.outputs[0]);
+  ops.reshape(top[1], r.outShape, op.outputs[0]);
   return ops.next() - at;
 }
 
@@ -411,19 +372,14 @@ size_t rewriteScatterElements(ir::Graph &g, size_t at, const ir::Op &op) {
   // Data [R, C, Dc + 1]: the last slot of each chunk takes the writes of other chunks' indices.
   std::string cur = ops.add("Pad", {r.chunked(op.inputs[0], Dc, ""), r.i64({0, 0, 0, 0, 0, 1})});
   // Indices and updates as [R, B*Jb] (padding: index D, outside every real element; update 0).
-  auto rows = [&](const std::string &x) {
-    const std::string v = r.rows().perm.empty() ? x : r.transpose(x, r.rows().perm);
-    return reshape(ops, g, op.name, v, {R, J});
-  };
-  std::string idx = flatIndices(ops, g, op.name, rows(op.inputs[1]), D), upd = rows(op.inputs[2]);
+  std::string idx = flatIndices(ops, g, op.name, r.rowsOf(op.inputs[1], J), D), upd = r.rowsOf(op.inputs[2], J);
   if (B * Jb != J) {
     idx = ops.add("Pad", {idx, r.i64({0, 0, 0, B * Jb - J}), r.i64({D}, true)});
     upd = ops.add("Pad", {upd, r.i64({0, 0, 0, B * Jb - J})});
   }
-  idx = reshape(ops, g, op.name, idx, {R, B, Jb});
-  upd = reshape(ops, g, op.name, upd, {R, B, Jb});
-  const std::string chunk = ops.add("Div", {idx, r.i64({Dc}, true)});
-  const std::string local = ops.add("Sub", {idx, ops.add("Mul", {chunk, r.i64({Dc}, true)})});
+  idx = ops.reshape(idx, {R, B, Jb});
+  upd = ops.reshape(upd, {R, B, Jb});
+  const auto [chunk, local] = r.chunkAndOffset(idx, Dc);
   std::vector<int64_t> ids(static_cast<size_t>(C));
   std::iota(ids.begin(), ids.end(), int64_t(0));
   const std::string chunks = addInt64Tensor(g, op.name + "_chunks", {1, C, 1}, ids);
@@ -435,7 +391,7 @@ size_t rewriteScatterElements(ir::Graph &g, size_t at, const ir::Op &op) {
     const std::string values = ops.add("Expand", {ops.slice(upd, 1, b, b + 1), r.i64({R, C, Jb})});
     cur = ops.add("ScatterElements", {cur, where, values}, "", a);
   }
-  std::string y = reshape(ops, g, op.name, ops.slice(cur, 2, 0, Dc), {R, C * Dc});
+  std::string y = ops.reshape(ops.slice(cur, 2, 0, Dc), {R, C * Dc});
   if (C * Dc != D)
     y = ops.slice(y, 1, 0, D);
   r.back(y, D, op.outputs[0]);
@@ -464,7 +420,7 @@ size_t rewriteCumSum(ir::Graph &g, size_t at, const ir::Op &op) {
   const std::string local = ops.add("CumSum", {x3, r.i64({2}, true)}, "", inner);
   const std::string totals = ops.reduce("ReduceSum", x3, {2}, true);
   const std::string carried = ops.add("CumSum", {totals, r.i64({1}, true)}, "", carry);
-  std::string y = reshape(ops, g, op.name, ops.add("Add", {local, carried}), {R, C * Dc});
+  std::string y = ops.reshape(ops.add("Add", {local, carried}), {R, C * Dc});
   if (C * Dc != D)
     y = ops.slice(y, 1, 0, D);
   r.back(y, D, op.outputs[0]);

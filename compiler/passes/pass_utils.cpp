@@ -186,6 +186,16 @@ std::vector<std::string> OpInserter::addOutputs(const std::string &type, std::ve
   return g_.ops()[at_ - 1]->outputs;
 }
 
+std::string OpInserter::reshape(const std::string &x, const Shape &shape, std::string output) {
+  return add("Reshape", {x, addInt64Constant(g_, base_ + "_shape", shape)}, std::move(output));
+}
+
+std::string OpInserter::transpose(const std::string &x, const std::vector<int64_t> &perm, std::string output) {
+  ir::Attributes a;
+  a.set("perm", perm);
+  return add("Transpose", {x}, std::move(output), a);
+}
+
 std::string OpInserter::slice(const std::string &x, int64_t axis, int64_t begin, int64_t end, std::string output) {
   if (g_.opset >= 10)
     return add("Slice",

@@ -98,6 +98,10 @@ public:
   // indices, ...); returns their names.
   std::vector<std::string> addOutputs(const std::string &type, std::vector<std::string> inputs, size_t outputs,
                                       ir::Attributes attrs = {});
+  // Reshape of x to `shape` (a constant input: opset 5 on).
+  std::string reshape(const std::string &x, const Shape &shape, std::string output = "");
+  // Transpose of x by `perm`.
+  std::string transpose(const std::string &x, const std::vector<int64_t> &perm, std::string output = "");
   // Slice of x along `axis`, [begin, end), in the graph's opset's form
   // (starts/ends/axes are inputs from opset 10, attributes before).
   std::string slice(const std::string &x, int64_t axis, int64_t begin, int64_t end, std::string output = "");
