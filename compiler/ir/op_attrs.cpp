@@ -102,6 +102,23 @@ WindowParams convParams(const Op &op, const Graph &graph) {
   return p;
 }
 
+std::vector<int64_t> windowPadding(const WindowParams &p, const Shape &x, const Shape &outSpatial) {
+  std::vector<int64_t> pads(2 * x.size(), 0);
+  for (size_t i = 0; i + 2 < x.size(); ++i) {
+    const int64_t need = (outSpatial[i] - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
+    pads[i + 2] = p.padsBegin[i];
+    pads[x.size() + i + 2] = std::max<int64_t>(0, need - p.padsBegin[i] - x[i + 2]);
+  }
+  return pads;
+}
+
+std::vector<int64_t> windowOffsetStarts(const WindowParams &p, int64_t flat) {
+  std::vector<int64_t> s(p.kernel.size());
+  for (size_t i = s.size(), rest = size_t(flat); i-- > 0; rest /= size_t(p.kernel[i]))
+    s[i] = int64_t(rest % size_t(p.kernel[i])) * p.dilations[i];
+  return s;
+}
+
 SwappedWeightRoles swapWeightRoles(const Shape &w, int64_t group) {
   const int64_t A = w[0] / group, B = w[1];
   SwappedWeightRoles r{{group, A, B}, {group * B, A}, {0, 2, 1}};

@@ -48,6 +48,13 @@ struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
 };
 GemmParams gemmParams(const Op &op, const Graph &graph);
+// The window offsets of a conv or pool seen from X [N, C, spatial...]: the ONNX
+// Pad pads (all begins, then all ends) that put every window of `p` (output
+// spatial dims `outSpatial`) inside X, and where window offset `flat`
+// (row-major over the kernel) starts in that padded X, per spatial dim.
+std::vector<int64_t> windowPadding(const WindowParams &p, const Shape &x, const Shape &outSpatial);
+std::vector<int64_t> windowOffsetStarts(const WindowParams &p, int64_t flat);
+
 // A convolution weight W [G*A, B, k...] with its channel roles swapped per
 // group: viewed `split` [G, A, B, k...], transposed by `perm` to [G, B, A, k...],
 // viewed `swapped` [G*B, A, k...]. Conv <-> ConvTranspose weights (a

@@ -263,24 +263,16 @@ struct WindowOffsets {
   WindowOffsets(GradContext &c, const WindowParams &p, double fill) : p(p), y(c.outputInfo(0).shape) {
     const TensorInfo &xi = c.inputInfo(0);
     const Shape &x = xi.shape;
-    pads.assign(2 * x.size(), 0);
+    pads = windowPadding(p, x, Shape(y.begin() + 2, y.end()));
     padded = x;
     for (size_t i = 0; i + 2 < x.size(); ++i) {
-      const int64_t need = (y[i + 2] - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
-      pads[i + 2] = p.padsBegin[i];
-      pads[x.size() + i + 2] = std::max<int64_t>(0, need - p.padsBegin[i] - x[i + 2]);
       padded[i + 2] = x[i + 2] + pads[i + 2] + pads[x.size() + i + 2];
       count *= p.kernel[i];
     }
     xp = c.emit("Pad", {c.op.inputs[0], c.ints(pads), c.scalar(fill, xi.dtype)});
   }
   // Where offset `flat`'s slice starts in Xp, per spatial dim.
-  std::vector<int64_t> starts(int64_t flat) const {
-    std::vector<int64_t> s(p.kernel.size());
-    for (size_t i = s.size(), rest = size_t(flat); i-- > 0; rest /= size_t(p.kernel[i]))
-      s[i] = int64_t(rest % size_t(p.kernel[i])) * p.dilations[i];
-    return s;
-  }
+  std::vector<int64_t> starts(int64_t flat) const { return windowOffsetStarts(p, flat); }
   std::string slice(GradContext &c, int64_t flat) const {
     const std::vector<int64_t> begin = starts(flat);
     std::vector<int64_t> ends, axes;

@@ -444,12 +444,7 @@ size_t rewriteIndexedMaxPool(ir::Graph &g, size_t at, const ir::Op &op) {
   const bool columnMajor = op.attrs.getInt("storage_order", 0) == 1;
   auto i64 = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
   // -inf padding so that every window lies inside.
-  std::vector<int64_t> pads(2 * x.shape.size(), 0);
-  for (size_t d = 0; d < dims; ++d) {
-    const int64_t need = (p.outSpatial[d] - 1) * p.strides[d] + (p.kernel[d] - 1) * p.dilations[d] + 1;
-    pads[d + 2] = p.padsBegin[d];
-    pads[x.shape.size() + d + 2] = std::max<int64_t>(0, need - p.padsBegin[d] - x.shape[d + 2]);
-  }
+  const std::vector<int64_t> pads = ir::windowPadding(p, x.shape, p.outSpatial);
   const double inf = std::numeric_limits<double>::infinity();
   const std::string xp =
       ops.add("Pad", {op.inputs[0], i64(pads), addFloatConstant(g, op.name + "_fill", x.dtype, {}, {-inf})});
@@ -466,21 +461,18 @@ size_t rewriteIndexedMaxPool(ir::Graph &g, size_t at, const ir::Op &op) {
     volume *= k;
   std::string best, index;
   for (int64_t flat = 0; flat < volume; ++flat) {
-    std::vector<int64_t> k(dims);
-    for (size_t d = dims, rest = size_t(flat); d-- > 0; rest /= size_t(p.kernel[d]))
-      k[d] = int64_t(rest % size_t(p.kernel[d]));
-    std::vector<int64_t> starts, ends, axes;
+    const std::vector<int64_t> starts = ir::windowOffsetStarts(p, flat);
+    std::vector<int64_t> ends, axes;
     std::string position;
     for (size_t d = 0; d < dims; ++d) {
-      starts.push_back(k[d] * p.dilations[d]);
-      ends.push_back(starts.back() + (p.outSpatial[d] - 1) * p.strides[d] + 1);
+      ends.push_back(starts[d] + (p.outSpatial[d] - 1) * p.strides[d] + 1);
       axes.push_back(int64_t(d + 2));
       // This offset's input position along d, times d's stride, over the output's dim d.
       Shape shape(x.shape.size(), 1);
       shape[d + 2] = p.outSpatial[d];
       std::vector<int64_t> at;
       for (int64_t o = 0; o < p.outSpatial[d]; ++o)
-        at.push_back((o * p.strides[d] - p.padsBegin[d] + k[d] * p.dilations[d]) * stride[d]);
+        at.push_back((o * p.strides[d] - p.padsBegin[d] + starts[d]) * stride[d]);
       const std::string part = addInt64Tensor(g, op.name + "_positions", shape, at);
       position = position.empty() ? part : ops.add("Add", {position, part});
     }
