@@ -64,9 +64,10 @@ public:
   // Makes this process the one computing (kind, key). While another process
   // holds that right it waits, at most `timeout`; `onWait(pid)` is called once
   // when it starts waiting (pid 0 if unknown), or with pid 0 when the entry
-  // appeared before the lock was taken (another compute just finished). Null when the store has no
-  // local directory or the wait timed out: the caller then computes anyway,
-  // which is correct, only slower. After a wait, get() again before computing.
+  // appeared before the lock was taken (another compute just finished). Null
+  // when the store has no local directory or the wait timed out: the caller
+  // then computes anyway, which is correct, only slower. After a wait, get()
+  // again before computing.
   virtual std::unique_ptr<ComputeLock> lockForCompute(std::string_view kind, std::string_view key,
                                                       std::chrono::milliseconds timeout,
                                                       const std::function<void(long pid)> &onWait);

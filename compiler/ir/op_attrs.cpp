@@ -102,6 +102,15 @@ WindowParams convParams(const Op &op, const Graph &graph) {
   return p;
 }
 
+bool indicesShareOtherDims(const Shape &data, const Shape &indices, int64_t axis) {
+  if (data.size() != indices.size())
+    return false;
+  for (size_t d = 0; d < data.size(); ++d)
+    if (int64_t(d) != axis && data[d] != indices[d])
+      return false;
+  return true;
+}
+
 std::vector<int64_t> windowPadding(const WindowParams &p, const Shape &x, const Shape &outSpatial) {
   std::vector<int64_t> pads(2 * x.size(), 0);
   for (size_t i = 0; i + 2 < x.size(); ++i) {

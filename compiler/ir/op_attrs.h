@@ -48,6 +48,12 @@ struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
 };
 GemmParams gemmParams(const Op &op, const Graph &graph);
+// GatherElements/ScatterElements: the indices have the data's dims except
+// along `axis`, so row r of the indices (its `axis` line) only reads or writes
+// line r of the data (the lowering splits them row-wise; long lines are
+// chunked by long-row-decomposition).
+bool indicesShareOtherDims(const Shape &data, const Shape &indices, int64_t axis);
+
 // The window offsets of a conv or pool seen from X [N, C, spatial...]: the ONNX
 // Pad pads (all begins, then all ends) that put every window of `p` (output
 // spatial dims `outSpatial`) inside X, and where window offset `flat`

@@ -88,17 +88,13 @@ void lowerOneHot(const ir::Op &op, const ir::Graph &g, Lowering &L) {
                });
 }
 
-// Rows of GatherElements/ScatterElements along `axis`: when the indices have
-// the data's other dims, row r of the data (its `axis` line) is all that row r
-// of the indices reads or writes, so rows spread over tiles like TopK's (the
-// exchange gathers a line that is not innermost from its strided elements).
-// The row count, or 0 when the shapes differ (the op runs on one tile).
+// Rows of GatherElements/ScatterElements along `axis` when the indices share
+// the data's other dims (ir::indicesShareOtherDims): they spread over tiles
+// like TopK's (the exchange gathers a line that is not innermost from its
+// strided elements). 0 when the shapes differ (the op runs on one tile).
 uint64_t elementRows(const Shape &data, const Shape &indices, int64_t axis) {
-  if (data.size() != indices.size() || data[size_t(axis)] == 0)
+  if (data[size_t(axis)] == 0 || !ir::indicesShareOtherDims(data, indices, axis))
     return 0;
-  for (size_t d = 0; d < data.size(); ++d)
-    if (int64_t(d) != axis && data[d] != indices[d])
-      return 0;
   uint64_t rows = 1;
   for (size_t d = 0; d < data.size(); ++d)
     if (int64_t(d) != axis)

@@ -132,16 +132,14 @@ std::string flatIndices(OpInserter &ops, ir::Graph &g, const std::string &base, 
 // GatherElements/ScatterElements index bands (line chunks: chunkElements).
 constexpr int64_t kBandIndices = 2048;
 
-// The axis of a GatherElements whose indices have the data's other dims, or -1.
+// The axis of a GatherElements/ScatterElements whose indices have the data's
+// other dims (ir::indicesShareOtherDims), or -1.
 int64_t elementAxis(const ir::Graph &g, const ir::Op &op) {
   const Shape &data = g.tensor(op.inputs[0]).info.shape, &idx = g.tensor(op.inputs[1]).info.shape;
-  if (data.size() != idx.size() || data.empty())
+  if (data.empty())
     return -1;
   const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", 0), int64_t(data.size()));
-  for (size_t d = 0; d < data.size(); ++d)
-    if (int64_t(d) != axis && data[d] != idx[d])
-      return -1;
-  return axis;
+  return ir::indicesShareOtherDims(data, idx, axis) ? axis : -1;
 }
 
 bool longGatherElements(const ir::Graph &g, const ir::Op &op) {
