@@ -160,30 +160,31 @@ std::string addInt64Tensor(ir::Graph &g, const std::string &base, Shape shape, c
 
 std::string OpInserter::add(const std::string &type, std::vector<std::string> inputs, std::string output,
                             ir::Attributes attrs, std::string domain) {
+  output = output.empty() ? g_.uniqueName(base_ + "_" + type + "_out") : std::move(output);
+  return insert(type, std::move(inputs), {std::move(output)}, std::move(attrs), std::move(domain))[0];
+}
+
+const std::vector<std::string> &OpInserter::insert(const std::string &type, std::vector<std::string> inputs,
+                                                   std::vector<std::string> outputs, ir::Attributes attrs,
+                                                   std::string domain) {
   ir::Op op;
   op.type = type;
   op.domain = std::move(domain);
   op.name = uniqueOpName(g_, base_ + "_" + type);
   op.inputs = std::move(inputs);
-  op.outputs = {output.empty() ? g_.uniqueName(base_ + "_" + type + "_out") : std::move(output)};
-  op.attrs = std::move(attrs);
-  op.ipu = ipu_;
-  ir::inferAndSetOutputs(g_.insertOpBefore(at_++, std::move(op)), g_);
-  return g_.ops()[at_ - 1]->outputs[0];
-}
-
-std::vector<std::string> OpInserter::addOutputs(const std::string &type, std::vector<std::string> inputs,
-                                                size_t outputs, ir::Attributes attrs) {
-  ir::Op op;
-  op.type = type;
-  op.name = uniqueOpName(g_, base_ + "_" + type);
-  op.inputs = std::move(inputs);
-  for (size_t i = 0; i < outputs; ++i)
-    op.outputs.push_back(g_.uniqueName(base_ + "_" + type + "_out" + std::to_string(i))); // distinct bases: none exists yet
+  op.outputs = std::move(outputs);
   op.attrs = std::move(attrs);
   op.ipu = ipu_;
   ir::inferAndSetOutputs(g_.insertOpBefore(at_++, std::move(op)), g_);
   return g_.ops()[at_ - 1]->outputs;
+}
+
+std::vector<std::string> OpInserter::addOutputs(const std::string &type, std::vector<std::string> inputs,
+                                                size_t outputs, ir::Attributes attrs) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < outputs; ++i)
+    names.push_back(g_.uniqueName(base_ + "_" + type + "_out" + std::to_string(i))); // distinct bases: none exists yet
+  return insert(type, std::move(inputs), std::move(names), std::move(attrs), "");
 }
 
 std::string OpInserter::reshape(const std::string &x, const Shape &shape, std::string output) {

@@ -113,6 +113,10 @@ public:
   size_t next() const { return at_; } // index after the last inserted op
 
 private:
+  // Inserts the op at at_ (named after base_, on ipu_), infers it; its outputs.
+  const std::vector<std::string> &insert(const std::string &type, std::vector<std::string> inputs,
+                                         std::vector<std::string> outputs, ir::Attributes attrs, std::string domain);
+
   ir::Graph &g_;
   size_t at_;
   std::string base_;
