@@ -8,11 +8,11 @@ one-tile codelets could not hold.
 
 Usage: conv_nd.py OUT_DIR
 """
-import os
 import sys
 
-import numpy as np
 import torch
+
+import torch_case  # test/ops/torch_case.py
 
 torch.manual_seed(0)
 nn = torch.nn
@@ -46,11 +46,5 @@ net = Net().eval()
 inputs = {"a": torch.randn(2, 6, 40), "v": torch.randn(1, 4, 6, 9, 8), "img": torch.randn(1, 64, 64, 64),
           "vol": torch.randn(1, 16, 16, 40, 40)}
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-names = ["p1", "q1", "p3", "q3", "big", "small", "b3"]
-with torch.no_grad():
-    torch.onnx.export(net, tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs),
-                      output_names=names, opset_version=13)
-    expected = net(*inputs.values())
-np.savez(f"{out}/inputs.npz", **{k: v.numpy() for k, v in inputs.items()})
-np.savez(f"{out}/expected.npz", **{k: v.numpy() for k, v in zip(names, expected)})
+expected = torch_case.export(net, inputs, ["p1", "q1", "p3", "q3", "big", "small", "b3"], out)
+torch_case.save(out, inputs, expected)

@@ -9,11 +9,11 @@ also split into chunks and index bands (long-row-decomposition).
 
 Usage: elements_large.py OUT_DIR
 """
-import os
 import sys
 
-import numpy as np
 import torch
+
+import torch_case  # test/ops/torch_case.py
 
 torch.manual_seed(0)
 
@@ -45,11 +45,5 @@ inputs = {
 }
 net = Net().eval()
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-names = ["picked", "across", "written", "added", "warped"]
-with torch.no_grad():
-    torch.onnx.export(net, tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs), output_names=names,
-                      opset_version=16)
-    expected = net(*inputs.values())
-np.savez(f"{out}/inputs.npz", **{k: v.numpy() for k, v in inputs.items()})
-np.savez(f"{out}/expected.npz", **{k: v.numpy() for k, v in zip(names, expected)})
+expected = torch_case.export(net, inputs, ["picked", "across", "written", "added", "warped"], out, opset=16)
+torch_case.save(out, inputs, expected)

@@ -7,11 +7,11 @@ plane's offset from ONNX's flat indices).
 
 Usage: maxpool_indices_large.py OUT_DIR
 """
-import os
 import sys
 
-import numpy as np
 import torch
+
+import torch_case  # test/ops/torch_case.py
 
 torch.manual_seed(0)
 F = torch.nn.functional
@@ -28,11 +28,5 @@ class Net(torch.nn.Module):
 inputs = {"image": torch.randn(1, 2, 300, 300), "volume": torch.randn(1, 2, 40, 64, 64),
           "line": torch.randn(2, 3, 30000)}
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-names = ["v2", "i2", "v3", "i3", "v1", "i1"]
-with torch.no_grad():
-    torch.onnx.export(Net(), tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs),
-                      output_names=names, opset_version=13)
-    expected = Net()(*inputs.values())
-np.savez(f"{out}/inputs.npz", **{k: v.numpy() for k, v in inputs.items()})
-np.savez(f"{out}/expected.npz", **{k: v.numpy() for k, v in zip(names, expected)})
+expected = torch_case.export(Net(), inputs, ["v2", "i2", "v3", "i3", "v1", "i1"], out)
+torch_case.save(out, inputs, expected)

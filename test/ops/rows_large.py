@@ -7,11 +7,11 @@ LogSoftmax over a long axis that is not innermost, InstanceNormalization of
 
 Usage: rows_large.py OUT_DIR
 """
-import os
 import sys
 
-import numpy as np
 import torch
+
+import torch_case  # test/ops/torch_case.py
 
 torch.manual_seed(0)
 
@@ -31,11 +31,5 @@ class Net(torch.nn.Module):
 net = Net().eval()
 inputs = {"logits": torch.randn(4, 100000) * 4, "scores": torch.randn(2, 30000, 3), "image": torch.randn(1, 2, 384, 384) * 3 + 1}
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-names = ["probs", "logprobs", "normed"]
-with torch.no_grad():
-    torch.onnx.export(net, tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs), output_names=names,
-                      opset_version=13)
-    expected = net(*inputs.values())
-np.savez(f"{out}/inputs.npz", **{k: v.numpy() for k, v in inputs.items()})
-np.savez(f"{out}/expected.npz", **{k: v.numpy() for k, v in zip(names, expected)})
+expected = torch_case.export(net, inputs, ["probs", "logprobs", "normed"], out)
+torch_case.save(out, inputs, expected)

@@ -9,13 +9,14 @@ CumSum's exclusive and reverse forms on the integer rows, against numpy.
 
 Usage: rows_long.py OUT_DIR
 """
-import os
 import sys
 
 import numpy as np
 import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
+
+import torch_case  # test/ops/torch_case.py
 
 torch.manual_seed(0)
 
@@ -31,13 +32,7 @@ class Net(torch.nn.Module):
 inputs = {"logits": torch.randn(3, 100000), "scores": torch.randn(2, 40000, 2), "seq": torch.randn(2, 50000, 3),
           "iseq": torch.randint(-5, 5, (4, 70000))}
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-names = ["v", "i", "v2", "i2", "c", "ci", "amax", "amin"]
-with torch.no_grad():
-    torch.onnx.export(Net(), tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs),
-                      output_names=names, opset_version=13)
-    expected = Net()(*inputs.values())
-expected = {k: v.numpy() for k, v in zip(names, expected)}
+expected = torch_case.export(Net(), inputs, ["v", "i", "v2", "i2", "c", "ci", "amax", "amin"], out)
 # exclusive / reverse: ONNX attributes torch.cumsum has no form for.
 model = onnx.load(f"{out}/model.onnx")
 model.graph.initializer.append(numpy_helper.from_array(np.array(-1, dtype=np.int64), "last"))
@@ -50,7 +45,6 @@ for e, r in [(1, 0), (0, 1), (1, 1)]:
     c = np.cumsum(v, axis=-1) - (v if e else 0)
     expected[name] = c[:, ::-1] if r else c
 onnx.save(model, f"{out}/model.onnx")
-np.savez(f"{out}/inputs.npz", **{k: v.numpy() for k, v in inputs.items()})
-np.savez(f"{out}/expected.npz", **expected)
+torch_case.save(out, inputs, expected)
 with open(f"{out}/tolerance.txt", "w") as f:
     f.write("--rtol 1e-4 --atol 2e-3")  # sums of up to 50000 standard normals (|sum| ~ 220)

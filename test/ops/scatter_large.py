@@ -8,13 +8,14 @@ ScatterElements) into a [50000, 8] table; against numpy, a MaxUnpool of a
 
 Usage: scatter_large.py OUT_DIR
 """
-import os
 import sys
 
 import numpy as np
 import onnx
 import torch
 from onnx import TensorProto, helper
+
+import torch_case  # test/ops/torch_case.py
 
 torch.manual_seed(0)
 
@@ -39,12 +40,7 @@ inputs = {
     "newrows": torch.randn(3000, 8),
 }
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-names = ["written", "added", "put"]
-with torch.no_grad():
-    torch.onnx.export(Net(), tuple(inputs.values()), f"{out}/model.onnx", input_names=list(inputs),
-                      output_names=names, opset_version=16)
-    expected = {k: v.numpy() for k, v in zip(names, Net()(*inputs.values()))}
+expected = torch_case.export(Net(), inputs, ["written", "added", "put"], out, opset=16)
 arrays = {k: v.numpy() for k, v in inputs.items()}
 
 # MaxUnpool of a 2x2/2 pool's values and (distinct) flat indices into [1, 2, 256, 256].
@@ -65,5 +61,4 @@ model.graph.output.append(helper.make_tensor_value_info("unpooled", TensorProto.
 onnx.save(model, f"{out}/model.onnx")
 arrays.update(pooled=pooled, pool_index=flat_index)
 expected["unpooled"] = unpooled.reshape(1, 2, 256, 256)
-np.savez(f"{out}/inputs.npz", **arrays)
-np.savez(f"{out}/expected.npz", **expected)
+torch_case.save(out, arrays, expected)
