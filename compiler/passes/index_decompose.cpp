@@ -12,7 +12,6 @@
 #include "compiler/passes/passes.h"
 #include "support/log.h"
 
-#include <cstring>
 #include <numeric>
 
 namespace popc::passes {
@@ -32,14 +31,7 @@ std::string rowOfTuples(ir::Graph &g, OpInserter &ops, const ir::Op &op, const S
     strides[j] = product(data, from + j + 1, from + k);
   auto constant = [&](const std::vector<int64_t> &v) { return addInt64Constant(g, op.name + "_c", v); };
   // Negative entries count from the end of their dimension.
-  std::string i = indices;
-  if (g.tensor(i).info.dtype != DType::I64) {
-    ir::Attributes to;
-    to.set("to", int64_t(7)); // INT64
-    i = ops.add("Cast", {i}, "", to);
-  }
-  const std::string wrapped = ops.add(
-      "Where", {ops.add("Less", {i, addInt64Constant(g, op.name + "_zero", {0}, true)}), ops.add("Add", {i, constant(dims)}), i});
+  const std::string wrapped = wrapNegativeIndices(ops, g, op.name, indices, constant(dims));
   return ops.reduce("ReduceSum", ops.add("Mul", {wrapped, constant(strides)}), {-1}, false);
 }
 
@@ -57,9 +49,7 @@ size_t decomposeGatherND(ir::Graph &g, size_t index, const ir::Op &op, const ir:
     std::vector<int64_t> first(size_t(product(positions, 0, positions.size())));
     for (size_t p = 0; p < first.size(); ++p)
       first[p] = int64_t(p) / inner * perBatch;
-    std::vector<uint8_t> bytes(first.size() * 8);
-    std::memcpy(bytes.data(), first.data(), bytes.size());
-    rows = ops.add("Add", {rows, addConstant(g, op.name + "_batch", {DType::I64, positions}, std::move(bytes))});
+    rows = ops.add("Add", {rows, addInt64Tensor(g, op.name + "_batch", positions, first)});
   }
   ir::Attributes axis0;
   axis0.set("axis", int64_t(0));

@@ -119,14 +119,8 @@ size_t rewriteInstanceNorm(ir::Graph &g, size_t at, const ir::Op &op) {
 }
 
 // Element indices along a line of D as int64 in [0, D): negative ones count from the end.
-std::string flatIndices(OpInserter &ops, ir::Graph &g, const std::string &base, std::string idx, int64_t D) {
-  if (g.tensor(idx).info.dtype != DType::I64) {
-    ir::Attributes a;
-    a.set("to", int64_t(7)); // INT64
-    idx = ops.add("Cast", {idx}, "", a);
-  }
-  const std::string zero = addInt64Constant(g, base + "_c", {0}, true), d = addInt64Constant(g, base + "_c", {D}, true);
-  return ops.add("Where", {ops.add("Less", {idx, zero}), ops.add("Add", {idx, d}), idx});
+std::string flatIndices(OpInserter &ops, ir::Graph &g, const std::string &base, const std::string &idx, int64_t D) {
+  return wrapNegativeIndices(ops, g, base, idx, addInt64Constant(g, base + "_c", {D}, true));
 }
 
 // GatherElements/ScatterElements index bands (line chunks: chunkElements).

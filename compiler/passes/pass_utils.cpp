@@ -220,6 +220,17 @@ std::string OpInserter::reduce(const std::string &type, const std::string &x, co
   return add(type, {x}, std::move(output), a);
 }
 
+std::string wrapNegativeIndices(OpInserter &ops, ir::Graph &g, const std::string &base, std::string indices,
+                                const std::string &bound) {
+  if (g.tensor(indices).info.dtype != DType::I64) {
+    ir::Attributes to;
+    to.set("to", int64_t(7)); // INT64
+    indices = ops.add("Cast", {indices}, "", to);
+  }
+  const std::string zero = addInt64Constant(g, base + "_zero", {0}, true);
+  return ops.add("Where", {ops.add("Less", {indices, zero}), ops.add("Add", {indices, bound}), indices});
+}
+
 std::string uniqueOpName(const ir::Graph &g, const std::string &base) {
   std::set<std::string> used;
   for (const auto &op : g.ops())

@@ -123,4 +123,9 @@ private:
   int64_t ipu_;
 };
 
+// Integer indices as int64, a negative one counted back from `bound` (an int64
+// constant broadcast against them: a dim's size, or one per index column).
+std::string wrapNegativeIndices(OpInserter &ops, ir::Graph &g, const std::string &base, std::string indices,
+                                const std::string &bound);
+
 } // namespace popc::passes
