@@ -301,8 +301,9 @@ private:
     if (ex->from_replica() < -1 || ex->from_replica() >= int32_t(replicas))
       bad(fmt::format("exchanges[{}]", i), "from_replica {} is not a replica (replication factor {})",
           ex->from_replica(), replicas);
+    const auto *copies = ex->copies();
     for (uint32_t j = 0; j < n; ++j) {
-      const fb::Copy *c = ex->copies()->Get(j);
+      const fb::Copy *c = copies->Get(j);
       auto where = [&] { return fmt::format("exchanges[{}].copies[{}]", i, j); };
       checkTile(where, "src_tile", c->src_tile());
       checkTile(where, "dst_tile", c->dst_tile());
@@ -329,7 +330,9 @@ private:
 
   void checkCopyOverlaps(uint32_t step, const fb::ExchangeStep *ex) {
     const uint32_t n = len(ex->copies());
-    auto copy = [&](uint32_t k) { return ex->copies()->Get(k); };
+    // The records as the array of structs they are (not a table lookup each).
+    const fb::Copy *records = n ? reinterpret_cast<const fb::Copy *>(ex->copies()->Data()) : nullptr;
+    auto copy = [records](uint32_t k) { return records + k; };
     auto where = [&](uint32_t k) { return fmt::format("exchanges[{}].copies[{}]", step, k); };
     std::vector<uint32_t> order;
     order.reserve(n);
@@ -376,24 +379,34 @@ private:
       }
     }
 
+    // Each tile's destinations: order[firstOnTile[t], firstOnTile[t + 1]),
+    // so a source is looked up among its own tile's few, not the whole step's.
+    std::vector<uint32_t> firstOnTile(size_t(numTiles_) + 1, 0);
+    for (uint32_t k : order)
+      firstOnTile[copy(k)->dst_tile() + 1]++;
+    std::partial_sum(firstOnTile.begin(), firstOnTile.end(), firstOnTile.begin());
+
     // Sources: against the destination extents on the source tile, exactly
     // where an extent is met (or the tile was expanded above).
     for (uint32_t j = 0; j < n; ++j) {
       const fb::Copy *c = copy(j);
       if (!c->bytes())
         continue;
+      const auto lo = order.begin() + firstOnTile[c->src_tile()], hi = order.begin() + firstOnTile[c->src_tile() + 1];
+      if (lo == hi)
+        continue; // nothing is written on the source's tile
       if (exact.count(c->src_tile()) == 0) {
         // The destination extents next to src_offset: the last one starting at
         // or before it, and the first one starting after it.
-        auto it = std::upper_bound(order.begin(), order.end(), std::pair(c->src_tile(), c->src_offset()),
-                                   [&](std::pair<uint32_t, uint32_t> v, uint32_t k) { return v < key(k); });
+        auto it = std::upper_bound(lo, hi, c->src_offset(),
+                                   [&](uint32_t offset, uint32_t k) { return offset < copy(k)->dst_offset(); });
         auto meets = [&](uint32_t k) {
           const fb::Copy *d = copy(k);
-          return d->dst_tile() == c->src_tile() && d->dst_offset() < copySrcEnd(*c) && copyDstEnd(*d) > c->src_offset();
+          return d->dst_offset() < copySrcEnd(*c) && copyDstEnd(*d) > c->src_offset();
         };
         std::optional<uint32_t> met;
-        for (auto near : {it == order.begin() ? order.end() : std::prev(it), it})
-          if (!met && near != order.end() && meets(*near))
+        for (auto near : {it == lo ? hi : std::prev(it), it})
+          if (!met && near != hi && meets(*near))
             met = *near;
         if (!met)
           continue;
