@@ -6,6 +6,7 @@
 #include "runtime/device_memory.h"
 #include "runtime/jit.h"
 #include "runtime/memory_sandbox.h"
+#include "runtime/object_cache.h"
 #include "runtime/step_tables.h"
 #include "runtime/tensor_text.h"
 #include "runtime/thread_pool.h"
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 namespace popc::runtime {
 
@@ -84,15 +86,23 @@ struct Engine::Impl {
   std::function<void(const std::string &)> printHandler;
   std::vector<CodeModuleRef> modules;
   std::vector<std::vector<uint8_t>> checkedBitcode; // re-emitted by the checking child (bitcode_probe.h)
+  // Per code module: its whole-module object cache key (jit.h) and, on a hit, its machine code.
+  std::vector<std::string> moduleKeys;
+  std::vector<std::optional<std::vector<std::vector<uint8_t>>>> cachedObjects;
 
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
         link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()), replicaLink(options.replicaLink),
         observer(options.observer) {
     collectCodeModules();
+    const auto jitStart = Clock::now(); // the cache lookup and the probe count as JIT time
+    if (!options.skipJit)
+      findCachedModules(options.threads ? options.threads : defaultThreadCount());
+    const bool allCached = std::all_of(cachedObjects.begin(), cachedObjects.end(), [](const auto &o) { return o; });
     // Fork before any thread of ours exists: a thread holding an allocator lock at
-    // fork time (ASan's is not fork-safe) would deadlock the child.
-    if (!options.skipJit && options.probeCodeInChild) {
+    // fork time (ASan's is not fork-safe) would deadlock the child. Modules whose
+    // machine code is cached are not read at all, so need no probe.
+    if (!options.skipJit && options.probeCodeInChild && !allCached) {
       checkedBitcode = checkCodeModulesInChild(modules, label);
       for (size_t m = 0; m < modules.size(); ++m)
         modules[m].bitcode = checkedBitcode[m]; // the untrusted bytes never reach this process's reader
@@ -104,7 +114,6 @@ struct Engine::Impl {
 
     stop = options.stop;
     runChecks = options.runChecks;
-    auto t0 = Clock::now();
     if (options.skipJit) {
       typeFns.assign(len(root.vertex_types()), nullptr);
     } else {
@@ -112,9 +121,9 @@ struct Engine::Impl {
       jitted = true;
       report.hostCpu = jit->hostCpu();
     }
-    report.jitSeconds = secondsSince(t0);
+    report.jitSeconds = secondsSince(jitStart);
 
-    t0 = Clock::now();
+    auto t0 = Clock::now();
     replicas = totalReplicas = std::max(1u, target.replication_factor());
     if (replicaLink) {
       firstReplica = replicaLink->firstReplica();
@@ -164,27 +173,51 @@ struct Engine::Impl {
     }
   }
 
+  // The sandbox of code module m: types sharing a symbol get the smallest
+  // field table (the strictest).
+  MemorySandbox sandboxFor(uint32_t m) const {
+    MemorySandbox sandbox;
+    sandbox.halfStride = DeviceMemory::strideFor(target.bytes_per_tile()) / 2;
+    sandbox.guard = DeviceMemory::kGuardBytes;
+    for (uint32_t t = 0; t < len(root.vertex_types()); ++t) {
+      const fb::VertexType *vt = root.vertex_types()->Get(t);
+      if (vt->module_() != m)
+        continue;
+      unsigned fields = len(vt->fields());
+      auto [it, added] = sandbox.entryFieldCounts.emplace(vt->symbol()->str(), fields);
+      if (!added)
+        it->second = std::min(it->second, fields);
+    }
+    return sandbox;
+  }
+
+  // Each module's key and, when the object cache has the whole module, its
+  // machine code (before the probe: the executable's own bytes are keyed).
+  void findCachedModules(unsigned threads) {
+    moduleKeys.resize(modules.size());
+    cachedObjects.resize(modules.size());
+    if (!objectCache())
+      return;
+    for (uint32_t m = 0; m < modules.size(); ++m) {
+      moduleKeys[m] = moduleCacheKey(modules[m].bitcode, sandboxFor(m), threads);
+      cachedObjects[m] = cachedModuleObjects(moduleKeys[m]);
+    }
+  }
+
   void compile() {
     uint32_t nTypes = len(root.vertex_types());
     jit = std::make_unique<Jit>(pool.get());
     for (uint32_t m = 0; m < modules.size(); ++m) {
-      // Types sharing a symbol get the smallest field table (the strictest).
-      MemorySandbox sandbox;
-      sandbox.halfStride = DeviceMemory::strideFor(target.bytes_per_tile()) / 2;
-      sandbox.guard = DeviceMemory::kGuardBytes;
-      for (uint32_t t = 0; t < nTypes; ++t) {
-        const fb::VertexType *vt = root.vertex_types()->Get(t);
-        if (vt->module_() != m)
-          continue;
-        unsigned fields = len(vt->fields());
-        auto [it, added] = sandbox.entryFieldCounts.emplace(vt->symbol()->str(), fields);
-        if (!added)
-          it->second = std::min(it->second, fields);
-      }
       std::string where = fmt::format("{}: code module {}", label, m);
+      if (cachedObjects[m]) {
+        jit->addObjects(std::move(*cachedObjects[m]), where);
+        cachedObjects[m].reset();
+        continue;
+      }
+      const MemorySandbox sandbox = sandboxFor(m);
       auto context = std::make_unique<llvm::LLVMContext>();
       auto module = loadCodeModule(*context, modules[m].bitcode, where, modules[m].entrySymbols);
-      jit->addModule(std::move(module), std::move(context), where, &sandbox);
+      jit->addModule(std::move(module), std::move(context), where, &sandbox, moduleKeys[m]);
     }
     typeFns.resize(nTypes);
     for (uint32_t t = 0; t < nTypes; ++t) {

@@ -397,44 +397,68 @@ std::unique_ptr<llvm::MemoryBuffer> compilePartition(llvm::StringRef bitcode, co
   return std::move(*object);
 }
 
+// An object cache key: XXH3-128 over named fields, as 32 hex digits. Every
+// key starts with what decides machine code besides the input: the key
+// format, LLVM, our build (the O3 pipeline and the sandbox pass), the host.
+class KeyHasher {
+public:
+  KeyHasher(const std::string &format, const HostTarget &host) : state_(XXH3_createState()) {
+    XXH3_128bits_reset(state_);
+    text("key-format", format);
+    text("llvm", LLVM_VERSION_STRING);
+    text("build-id", buildId());
+    text("triple", llvm::sys::getProcessTriple());
+    text("cpu", host.cpu);
+    text("features", host.features);
+  }
+  ~KeyHasher() { XXH3_freeState(state_); }
+  KeyHasher(const KeyHasher &) = delete;
+  KeyHasher &operator=(const KeyHasher &) = delete;
+  void field(std::string_view name, const void *data, size_t size) {
+    uint64_t sizes[2] = {name.size(), size};
+    XXH3_128bits_update(state_, sizes, sizeof sizes);
+    XXH3_128bits_update(state_, name.data(), name.size());
+    XXH3_128bits_update(state_, data, size);
+  }
+  void text(std::string_view name, const std::string &value) { field(name, value.data(), value.size()); }
+  void sandbox(const MemorySandbox &sandbox) {
+    std::string s = fmt::format("{} {}", sandbox.halfStride, sandbox.guard);
+    for (const auto &[entry, fields] : sandbox.entryFieldCounts)
+      s += fmt::format(" {}={}", entry, fields);
+    text("sandbox", s);
+  }
+  std::string hex() const {
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state_));
+    std::string out;
+    for (unsigned char b : c.digest)
+      out += fmt::format("{:02x}", b);
+    return out;
+  }
+
+private:
+  XXH3_state_t *state_;
+};
+
 // The object cache key of one partition: everything that decides its
 // machine code (see object_cache.h).
 std::string objectKey(llvm::StringRef bitcode, const Partition &part, const HostTarget &host,
                       const MemorySandbox *sandbox) {
-  XXH3_state_t *state = XXH3_createState();
-  XXH3_128bits_reset(state);
-  auto field = [&](std::string_view name, const void *data, size_t size) {
-    uint64_t sizes[2] = {name.size(), size};
-    XXH3_128bits_update(state, sizes, sizeof sizes);
-    XXH3_128bits_update(state, name.data(), name.size());
-    XXH3_128bits_update(state, data, size);
-  };
-  auto text = [&](std::string_view name, const std::string &value) { field(name, value.data(), value.size()); };
-  text("key-format", "popc-obj-1");
-  text("llvm", LLVM_VERSION_STRING);
-  text("build-id", buildId()); // the O3 pipeline and the sandbox pass are ours
-  text("triple", llvm::sys::getProcessTriple());
-  text("cpu", host.cpu);
-  text("features", host.features);
-  field("bitcode", bitcode.data(), bitcode.size());
+  KeyHasher key("popc-obj-1", host);
+  key.field("bitcode", bitcode.data(), bitcode.size());
   std::string keep;
   for (bool k : part.keep)
     keep += k ? '1' : '0';
-  text("partition", keep);
-  if (sandbox) {
-    std::string s = fmt::format("{} {}", sandbox->halfStride, sandbox->guard);
-    for (const auto &[entry, fields] : sandbox->entryFieldCounts)
-      s += fmt::format(" {}={}", entry, fields);
-    text("sandbox", s);
-  }
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
-  XXH3_freeState(state);
-  std::string hex;
-  for (unsigned char b : c.digest)
-    hex += fmt::format("{:02x}", b);
-  return hex;
+  key.text("partition", keep);
+  if (sandbox)
+    key.sandbox(*sandbox);
+  return key.hex();
 }
+
+size_t partitionCount(unsigned threads) { return threads <= 1 ? 1 : threads * kPartitionsPerThread; }
+
+// A module entry's value: its partitions' keys, one per line.
+constexpr size_t kKeyDigits = 32;
 
 } // namespace
 
@@ -486,12 +510,51 @@ size_t Jit::lastPartitions() const { return impl_->lastPartitions; }
 
 size_t Jit::lastCacheHits() const { return impl_->lastCacheHits; }
 
+std::string moduleCacheKey(std::span<const uint8_t> bitcode, const MemorySandbox &sandbox, unsigned threads) {
+  initLlvm();
+  KeyHasher key("popc-module-1", detectHost());
+  key.field("bitcode", bitcode.data(), bitcode.size());
+  key.sandbox(sandbox);
+  key.text("partitions", std::to_string(partitionCount(threads)));
+  return key.hex();
+}
+
+std::optional<std::vector<std::vector<uint8_t>>> cachedModuleObjects(const std::string &moduleKey) {
+  std::shared_ptr<ObjectCache> cache = objectCache();
+  if (!cache)
+    return std::nullopt;
+  const std::optional<std::vector<uint8_t>> list = cache->load(moduleKey);
+  if (!list || list->empty() || list->size() % (kKeyDigits + 1) != 0)
+    return std::nullopt;
+  std::vector<std::vector<uint8_t>> objects;
+  for (size_t at = 0; at < list->size(); at += kKeyDigits + 1) {
+    const std::string key(list->begin() + at, list->begin() + at + kKeyDigits);
+    if ((*list)[at + kKeyDigits] != '\n' || key.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return std::nullopt;
+    std::optional<std::vector<uint8_t>> object = cache->load(key);
+    if (!object)
+      return std::nullopt;
+    objects.push_back(std::move(*object));
+  }
+  return objects;
+}
+
+void Jit::addObjects(std::vector<std::vector<uint8_t>> objects, const std::string &where) {
+  for (const std::vector<uint8_t> &object : objects)
+    if (auto err = impl_->jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+            llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), "cached-object")))
+      failLlvm(where, "cannot add code module to the JIT", std::move(err));
+  impl_->lastPartitions = impl_->lastCacheHits = objects.size();
+  log::get("runtime")->info("{}: JIT object cache: {} of {} partitions from the cache, 0 compiled by LLVM (the "
+                            "whole module: its bitcode was not read)",
+                            where, objects.size(), objects.size());
+}
+
 void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                    const std::string &where, const MemorySandbox *sandbox) {
+                    const std::string &where, const MemorySandbox *sandbox, const std::string &moduleKey) {
   unsigned threads = impl_->pool ? impl_->pool->size() : 1;
   nameUnnamedGlobals(*module);
-  std::vector<Partition> parts =
-      partitionModule(*module, threads == 1 ? 1 : threads * kPartitionsPerThread);
+  std::vector<Partition> parts = partitionModule(*module, partitionCount(threads));
   // The gated module itself is the source of every partition: re-reading the
   // popef's bytes instead could see a file changed since the gate ran.
   llvm::SmallVector<char, 0> bitcode;
@@ -544,6 +607,12 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
   for (auto &object : objects)
     if (auto err = impl_->jit->addObjectFile(std::move(object)))
       failLlvm(where, "cannot add code module to the JIT", std::move(err));
+  if (cache && !moduleKey.empty() && !keys.empty()) {
+    std::string list;
+    for (const std::string &key : keys)
+      list += key + '\n';
+    cache->store(moduleKey, {reinterpret_cast<const uint8_t *>(list.data()), list.size()});
+  }
   impl_->lastPartitions = parts.size();
   impl_->lastCacheHits = hits;
   std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wallStart;

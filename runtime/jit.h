@@ -5,7 +5,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -39,8 +42,13 @@ public:
   // (memory_sandbox.h). With an object cache set (object_cache.h), each
   // partition's machine code is looked up first and stored after a compile.
   // Throws popc::Error.
+  // `moduleKey` (from moduleCacheKey; empty = none): with an object cache,
+  // the list of the partitions' keys is also stored under it, so a later
+  // process finds the whole module's machine code without reading its bitcode.
   void addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                 const std::string &where, const MemorySandbox *sandbox = nullptr);
+                 const std::string &where, const MemorySandbox *sandbox = nullptr, const std::string &moduleKey = "");
+  // Adds machine code that cachedModuleObjects returned.
+  void addObjects(std::vector<std::vector<uint8_t>> objects, const std::string &where);
   // Links (on first lookup) and returns the entry point. Throws popc::Error.
   VertexFn lookup(const std::string &symbol, const std::string &where);
 
@@ -55,6 +63,15 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The object cache key of a whole code module as the executable holds it:
+// its bytes, the sandbox, the partition count for `threads`, the host CPU,
+// LLVM and the build. Bytes that once passed the gate and were compiled under
+// this key need neither the gate nor LLVM again.
+std::string moduleCacheKey(std::span<const uint8_t> bitcode, const MemorySandbox &sandbox, unsigned threads);
+// The machine code of every partition of the module stored under `moduleKey`
+// by an earlier addModule, or nullopt (no object cache, or any entry missing).
+std::optional<std::vector<std::vector<uint8_t>>> cachedModuleObjects(const std::string &moduleKey);
 
 // The host O3 pipeline addModule runs on each partition, on a whole module
 // (for tests that read the optimised IR, e.g. to check vectorisation).

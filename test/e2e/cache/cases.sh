@@ -351,13 +351,23 @@ jit_object_cache)
     --log-level info 2>r3.log || die "run 3"
   grep -q ", 0 compiled by LLVM" r3.log || die "preload did not warm the cache: $(cat r3.log)"
   cmp o1.npz o3.npz || die "outputs differ after preload"
-  # a corrupted object entry is rebuilt, not loaded
-  obj=$(find c/obj -type f ! -name '.tmp-*' ! -name '*.meta' | head -1)
-  "$PY" -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[-9]^=0x10; open(p,'wb').write(b)" "$obj"
+  # a whole-module hit reads no bitcode (no probe, no gate)
+  grep -q "the whole module: its bitcode was not read" r3.log || die "no whole-module hit: $(grep runtime r3.log)"
+  # a corrupted object entry (the largest: machine code) is rebuilt, not loaded
+  flip() { "$PY" -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[-9]^=0x10; open(p,'wb').write(b)" "$1"; }
+  entry() { find c/obj -type f ! -name '.tmp-*' ! -name '*.meta' -printf '%s %p\n' | sort -n | "$1" -1 | cut -d' ' -f2; }
+  flip "$(entry tail)"
   "$BIN/poprun-lite" m.popef --inputs $IN --outputs o4.npz --cache-dir c --log-level info 2>r4.log || die "run 4"
   grep -q "deleting bad cache entry" r4.log || die "corrupt object not detected"
   grep -q ", 1 compiled by LLVM" r4.log || die "corrupt object not recompiled: $(grep runtime r4.log)"
   cmp o1.npz o4.npz || die "outputs differ after a corrupt object"
+  # a corrupted module entry (the smallest: the list of partition keys) falls back to the partitions
+  flip "$(entry head)"
+  "$BIN/poprun-lite" m.popef --inputs $IN --outputs o6.npz --cache-dir c --log-level info 2>r6.log || die "run 6"
+  grep -q "deleting bad cache entry" r6.log || die "corrupt module entry not detected: $(cat r6.log)"
+  grep -q ", 0 compiled by LLVM" r6.log || die "partitions not used: $(grep runtime r6.log)"
+  grep -q "its bitcode was not read" r6.log && die "a corrupt module entry was used"
+  cmp o1.npz o6.npz || die "outputs differ after a corrupt module entry"
   # --no-cache
   "$BIN/poprun-lite" m.popef --inputs $IN --outputs o5.npz --cache-dir c --no-cache --log-level info 2>r5.log
   grep -q "object cache" r5.log && die "--no-cache used the object cache"
