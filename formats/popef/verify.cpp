@@ -346,10 +346,12 @@ private:
 
     // Every destination copy on `tile`, sorted and checked for overlaps (built on demand).
     std::map<uint32_t, std::vector<Range>> exact;
+    std::vector<bool> expanded(numTiles_); // tiles in `exact`
     auto exactOn = [&](uint32_t tile) -> const std::vector<Range> & {
       auto [it, added] = exact.try_emplace(tile);
       if (!added)
         return it->second;
+      expanded[tile] = true;
       auto first = std::lower_bound(order.begin(), order.end(), std::pair(tile, 0u),
                                     [&](uint32_t k, std::pair<uint32_t, uint32_t> v) { return key(k) < v; });
       std::vector<Range> &ranges = it->second;
@@ -385,6 +387,13 @@ private:
     for (uint32_t k : order)
       firstOnTile[copy(k)->dst_tile() + 1]++;
     std::partial_sum(firstOnTile.begin(), firstOnTile.end(), firstOnTile.begin());
+    // Destination extents by position in order: searched without touching the records.
+    std::vector<uint32_t> dstBegin(order.size());
+    std::vector<uint64_t> dstEnd(order.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      dstBegin[k] = copy(order[k])->dst_offset();
+      dstEnd[k] = copyDstEnd(*copy(order[k]));
+    }
 
     // Sources: against the destination extents on the source tile, exactly
     // where an extent is met (or the tile was expanded above).
@@ -392,22 +401,20 @@ private:
       const fb::Copy *c = copy(j);
       if (!c->bytes())
         continue;
-      const auto lo = order.begin() + firstOnTile[c->src_tile()], hi = order.begin() + firstOnTile[c->src_tile() + 1];
+      const uint32_t lo = firstOnTile[c->src_tile()], hi = firstOnTile[c->src_tile() + 1];
       if (lo == hi)
         continue; // nothing is written on the source's tile
-      if (exact.count(c->src_tile()) == 0) {
+      if (!expanded[c->src_tile()]) {
         // The destination extents next to src_offset: the last one starting at
         // or before it, and the first one starting after it.
-        auto it = std::upper_bound(lo, hi, c->src_offset(),
-                                   [&](uint32_t offset, uint32_t k) { return offset < copy(k)->dst_offset(); });
-        auto meets = [&](uint32_t k) {
-          const fb::Copy *d = copy(k);
-          return d->dst_offset() < copySrcEnd(*c) && copyDstEnd(*d) > c->src_offset();
-        };
+        const uint32_t at = uint32_t(std::upper_bound(dstBegin.begin() + lo, dstBegin.begin() + hi, c->src_offset()) -
+                                     dstBegin.begin());
+        const uint64_t srcEnd = copySrcEnd(*c);
+        auto meets = [&](uint32_t k) { return dstBegin[k] < srcEnd && dstEnd[k] > c->src_offset(); };
         std::optional<uint32_t> met;
-        for (auto near : {it == lo ? hi : std::prev(it), it})
-          if (!met && near != hi && meets(*near))
-            met = *near;
+        for (uint32_t near : {at == lo ? hi : at - 1, at})
+          if (!met && near != hi && meets(near))
+            met = order[near];
         if (!met)
           continue;
         if (c->repeat() == 0 && copy(*met)->repeat() == 0)
