@@ -248,10 +248,10 @@ void checkTrainingOptions(const CompileOptions &o) {
     fail("--weight-decay {}: must be >= 0", t.weightDecay);
   if (!(t.lossScaling > 0))
     fail("--loss-scaling {}: must be positive", t.lossScaling);
-  if (o.pipeline || o.autoShard || o.numIpus > 1)
-    fail("--train with --pipeline, --auto-shard or --num-ipus > 1 is not supported yet: train on one IPU per "
-         "replica (--batches-per-step N runs N steps per run, --accumulation-factor A combines A micro-batches "
-         "per update, --replication-factor R all-reduces R replicas' gradients); see docs/training.md");
+  if (o.pipeline)
+    fail("--train with --pipeline is not supported yet: shard the model without pipelining (--auto-shard N, or "
+         "__ipu_number annotations and --num-ipus N), and combine micro-batches with --accumulation-factor; see "
+         "docs/training.md");
 }
 
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
@@ -333,6 +333,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     }
     if (options.pipeline)
       stages = lib::assignPipelineStages(ir, target.numIpus);
+    else if (target.numIpus > 1 && !options.autoShard)
+      lib::placeTrainingOps(ir); // __ipu_number annotations: the optimizer's ops follow their weights
     lib::LowerOptions lowerOptions;
     lowerOptions.pipeline = options.pipeline;
     lowerOptions.anchors = step.anchors;

@@ -127,10 +127,15 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
       return kOptimizerStage;
     return options.pipeline ? std::max<int64_t>(op.pipelineStage, 0) : int64_t(0);
   };
+  std::map<std::pair<std::string, int64_t>, Value> forwarded; // (IR value, IPU) -> its copy on that IPU
   // Variable updates (a training step's new weights and optimizer state): after
   // every op of their phase has read the old values, each new value is copied
-  // over its variable.
+  // over its variable. Copies of variables on other IPUs made before hold the
+  // old values: later readers make new ones.
   auto lowerUpdates = [&](int64_t phase) {
+    std::erase_if(forwarded, [&](const auto &entry) {
+      return g.hasTensor(entry.first.first) && g.tensor(entry.first.first).kind == ir::TensorKind::Variable;
+    });
     bool any = false;
     for (const ir::VariableUpdate &u : g.updates) {
       if (u.phase != phase)
@@ -154,7 +159,6 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
       stageOfIpu.emplace(op->ipu, stageOf(*op));
       ipuOfStage.emplace(stageOf(*op), op->ipu);
     }
-  std::map<std::pair<std::string, int64_t>, Value> forwarded; // (IR value, IPU) -> its copy on that IPU
   // Where a graph input or output lives: with the op that consumes or produces
   // it, so a sharded model sends no tensor over the links twice.
   auto firstConsumer = [&](const std::string &name) -> const ir::Op * {
@@ -232,7 +236,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
             continue;
           cut.cut(stageOf(*op));
           Value cur = v;
-          if (t.role == graph::TensorRole::Constant) {
+          if (t.role == graph::TensorRole::Constant && !t.persistent) { // (a variable's copy would go stale)
             auto key = std::pair(in, op->ipu + (int64_t(1) << 32));
             if (!forwarded.count(key)) {
               Value c = L.newValue(fmt::format("{}/ipu{}", in, op->ipu), v.info, graph::TensorRole::Constant);

@@ -94,13 +94,80 @@ std::vector<uint32_t> balancedSplit(const std::vector<double> &w, uint32_t parts
   return starts;
 }
 
+// Training: ops that autodiff and the optimizer added. A backward op is
+// named after the forward op it differentiates ("X/grad3", and "X/grad3_Mul"
+// for what later passes make of it); the optimizer's ops after the weight
+// ("W/update_Mul"), its accumulators and step count ("Accum___W", "Step___").
+bool trainingOnly(const ir::Op &op) {
+  return op.name.find("/grad") != std::string::npos || op.name.find("/update") != std::string::npos ||
+         op.name.rfind("Accum___", 0) == 0 || op.name.rfind("Step___", 0) == 0;
+}
+
+std::string forwardOpName(const std::string &name) {
+  const size_t at = name.find("/grad");
+  return at == std::string::npos ? std::string() : name.substr(0, at);
+}
+
 } // namespace
+
+void placeTrainingOps(ir::Ir &ir) {
+  if (!ir.training)
+    return;
+  const ir::Graph &g = ir.main;
+  std::map<std::string, int64_t> forwardIpu, weightIpu, producerIpu, variableIpu;
+  for (const auto &op : g.ops())
+    if (!trainingOnly(*op)) {
+      forwardIpu.emplace(op->name, op->ipu);
+      for (const std::string &in : op->inputs)
+        if (ir.gradients.count(in))
+          weightIpu.emplace(in, op->ipu);
+    }
+  std::map<std::string, std::string> updates; // new value -> the variable it replaces
+  for (const ir::VariableUpdate &u : g.updates)
+    updates.emplace(u.value, u.variable);
+  for (const auto &op : g.ops()) {
+    if (trainingOnly(*op)) {
+      int64_t ipu = -1;
+      if (auto it = forwardIpu.find(forwardOpName(op->name)); it != forwardIpu.end())
+        ipu = it->second; // the op it differentiates
+      for (const std::string &in : op->inputs)
+        if (auto it = weightIpu.find(in); ipu < 0 && it != weightIpu.end())
+          ipu = it->second; // a weight's update: where the weight is used
+      for (const std::string &in : op->inputs)
+        if (auto it = variableIpu.find(in); ipu < 0 && it != variableIpu.end())
+          ipu = it->second; // optimizer state and accumulators: where they are first used
+      if (ipu < 0)
+        for (const std::string &in : op->inputs)
+          if (auto it = producerIpu.find(in); it != producerIpu.end())
+            ipu = std::max(ipu, it->second); // after its latest input
+      for (const std::string &out : op->outputs) // from constants alone: where its variable is used
+        if (auto u = updates.find(out); ipu < 0 && u != updates.end())
+          if (auto it = variableIpu.find(u->second); it != variableIpu.end())
+            ipu = it->second;
+      op->ipu = std::max<int64_t>(ipu, 0);
+    }
+    for (const std::string &in : op->inputs)
+      if (g.hasTensor(in) && g.tensor(in).kind == ir::TensorKind::Variable)
+        variableIpu.emplace(in, op->ipu);
+    for (const std::string &out : op->outputs)
+      producerIpu[out] = op->ipu;
+  }
+}
 
 void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages) {
   auto &ops = ir.main.ops();
-  if (ops.size() < stages)
-    fail("--auto-shard {}: the model has only {} op(s) after optimisation; use at most that many stages", stages,
-         ops.size());
+  // Training: the forward ops are split; each carries the cost of its backward
+  // ops, which go with it (placeTrainingOps).
+  std::vector<size_t> forward;
+  std::map<std::string, size_t> forwardIndex;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (!ir.training || !trainingOnly(*ops[i])) {
+      forwardIndex.emplace(ops[i]->name, forward.size());
+      forward.push_back(i);
+    }
+  if (forward.size() < stages)
+    fail("--auto-shard {}: the model has only {} {}op(s) after optimisation; use at most that many stages", stages,
+         forward.size(), ir.training ? "forward " : "");
   // Trial lowering on one IPU of the target, one segment per op.
   std::vector<int64_t> savedStage, savedIpu;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -122,27 +189,36 @@ void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages) {
     if (s.stage >= 0 && size_t(s.stage) < ops.size())
       for (const auto &p : s.programs)
         measure(g, cg, p, cost[s.stage], seen);
+  std::vector<OpCost> owned(forward.size()); // a forward op's cost with its backward ops'
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto it = forwardIndex.find(ops[i]->name);
+    if (it == forwardIndex.end())
+      it = forwardIndex.find(forwardOpName(ops[i]->name));
+    if (it != forwardIndex.end())
+      owned[it->second].cycles += cost[i].cycles, owned[it->second].bytes += cost[i].bytes;
+  }
   double cycles = 0, bytes = 0;
-  for (const OpCost &c : cost)
+  for (const OpCost &c : owned)
     cycles += c.cycles, bytes += c.bytes;
   std::vector<double> w;
-  for (const OpCost &c : cost)
+  for (const OpCost &c : owned)
     w.push_back((cycles > 0 ? c.cycles / cycles : 0) + (bytes > 0 ? c.bytes / bytes : 0) + 1e-9);
   const std::vector<uint32_t> starts = balancedSplit(w, stages);
   auto log = log::get("lib");
   for (uint32_t s = 0; s < stages; ++s) {
-    const uint32_t end = s + 1 < stages ? starts[s + 1] : uint32_t(ops.size());
+    const uint32_t end = s + 1 < stages ? starts[s + 1] : uint32_t(forward.size());
     OpCost sum;
     for (uint32_t i = starts[s]; i < end; ++i) {
-      ops[i]->ipu = s;
-      sum.cycles += cost[i].cycles, sum.bytes += cost[i].bytes;
+      ops[forward[i]]->ipu = s;
+      sum.cycles += owned[i].cycles, sum.bytes += owned[i].bytes;
     }
-    log->info("auto-shard: stage {} = ops {}..{} ({} .. {}), ~{:.0f} cycles, ~{:.0f} bytes", s, starts[s], end - 1,
-              ops[starts[s]]->name, ops[end - 1]->name, sum.cycles, sum.bytes);
+    log->info("auto-shard: stage {} = ops {}..{} ({} .. {}), ~{:.0f} cycles, ~{:.0f} bytes", s, forward[starts[s]],
+              forward[end - 1], ops[forward[starts[s]]]->name, ops[forward[end - 1]]->name, sum.cycles, sum.bytes);
   }
   for (size_t i = 0; i < ops.size(); ++i)
     ops[i]->pipelineStage = savedStage[i];
   (void)savedIpu; // --auto-shard replaces any __ipu_number annotations
+  placeTrainingOps(ir);
 }
 
 uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus) {

@@ -56,7 +56,13 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &graph
 // Stage (and IPU) assignment before lowering:
 // --auto-shard N: N contiguous stages of the op list balancing the compute
 // cycles and bytes a trial lowering on one IPU measures; op.ipu = stage.
+// Training: the forward ops are split, each weighed with its backward ops.
 void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages);
+// Training on several IPUs: each backward op goes to the IPU of the forward op
+// it differentiates, each weight's update to the IPU of the weight's first
+// forward consumer, other added ops after their latest input (as PopART
+// places gradient and optimizer ops on their forward op's virtual graph).
+void placeTrainingOps(ir::Ir &ir);
 // --pipeline: op.pipelineStage from `__pipeline_stage` (unannotated ops
 // inherit their producers' stage) or else op.ipu. Checks stages are ordered
 // along data flow and each stage sits on one IPU. Returns the stage count.

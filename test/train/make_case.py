@@ -126,6 +126,10 @@ def main():
     model_kind, opt_kind = parts[0], parts[1]
     accum = next((int(p[len("accum"):]) for p in parts[2:] if p.startswith("accum")), 1)
     repl = next((int(p[len("repl"):]) for p in parts[2:] if p.startswith("repl")), 1)
+    # Sharding over IPUs: shardN = --auto-shard N; ipusN = the exported nodes
+    # annotated __ipu_number in N contiguous groups, --num-ipus N.
+    shard = next((int(p[len("shard"):]) for p in parts[2:] if p.startswith("shard")), 1)
+    ipus = next((int(p[len("ipus"):]) for p in parts[2:] if p.startswith("ipus")), 1)
     micro = BATCH // (accum * repl)
     torch.manual_seed(7)
     rng = np.random.default_rng(11)
@@ -155,6 +159,14 @@ def main():
                       opset_version=14 if training_mode else 13, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.TRAINING if training_mode else torch.onnx.TrainingMode.EVAL)
     model.train(training_mode)  # the export may leave the module in another mode
+    if ipus > 1:
+        import onnx
+        path = os.path.join(args.out, "model.onnx")
+        proto = onnx.load(path)
+        nodes = proto.graph.node
+        for k, node in enumerate(nodes):
+            node.attribute.append(onnx.helper.make_attribute("__ipu_number", k * ipus // len(nodes)))
+        onnx.save(proto, path)
     # PopART's layout: [steps x accumulation, replicas, micro-batch, ...], without
     # the dims that are 1 (steps always lead: --iterations slices them).
     def layout(a):
@@ -194,6 +206,8 @@ def main():
     with open(os.path.join(args.out, "flags.txt"), "w") as f:
         accum_flag = f" --accumulation-factor {accum}" if accum > 1 else ""
         accum_flag += f" --replication-factor {repl}" if repl > 1 else ""
+        accum_flag += f" --auto-shard {shard}" if shard > 1 else ""
+        accum_flag += f" --num-ipus {ipus}" if ipus > 1 else ""
         f.write(f"--train {loss_flag} {flags}{accum_flag}\n")
     return 0
 
