@@ -194,11 +194,24 @@ void gradReduce(GradContext &c) {
   c.addGrad(0, local.empty() ? g : c.emit("Mul", {g, local}));
 }
 
+// Output i of CumSum sums the inputs j <= i (j < i when exclusive; the other
+// way round when reverse), so input j gets g_i of every such i: the
+// cumulative sum of g in the other direction, with the same exclusivity.
+void gradCumSum(GradContext &c) {
+  const std::string g = c.outputGrad(0);
+  if (g.empty() || !c.wantsGrad(0))
+    return;
+  Attributes a;
+  a.set("exclusive", c.op.attrs.getInt("exclusive", 0));
+  a.set("reverse", int64_t(c.op.attrs.getInt("reverse", 0) == 0));
+  c.addGrad(0, c.emit("CumSum", {g, c.op.inputs[1]}, a));
+}
+
 } // namespace
 
 void registerReduceOps(OpRegistry &reg) {
   reg.add({"Hardmax", 1, 1, inferHardmax});
-  reg.add({"CumSum", 2, 2, inferCumSum});
+  reg.add({"CumSum", 2, 2, inferCumSum, gradCumSum});
   reg.add({"LRN", 1, 1, inferLrn});
   reg.add({"InstanceNormalization", 3, 3, inferInstanceNorm});
   for (const char *t : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",

@@ -91,6 +91,18 @@ case("reducel2", "ReduceL2", {"a": rand(2, 3, 4)}, lambda a: torch.sqrt((a * a).
 case("reducelogsum", "ReduceLogSum", {"a": rand(2, 3, 4, **pos)}, lambda a: torch.log(a.sum(1, keepdim=True)),
      attrs={"axes": [1]})
 case("reducelogsumexp", "ReduceLogSumExp", {"a": rand(2, 3, 4)}, lambda a: torch.logsumexp(a, 2), attrs={"axes": [2], "keepdims": 0})
+# CumSum: every combination of exclusive and reverse (torch has neither flag: flips and shifts).
+def _cumsum(a, axis, exclusive, reverse):
+    x = a.flip(axis) if reverse else a
+    y = torch.cumsum(x, axis)
+    if exclusive:
+        y = y - x
+    return y.flip(axis) if reverse else y
+for _ex in (0, 1):
+    for _rev in (0, 1):
+        case(f"cumsum_ex{_ex}_rev{_rev}", "CumSum", {"a": rand(3, 5)},
+             lambda a, _ex=_ex, _rev=_rev: _cumsum(a, 1, _ex, _rev), consts=[("ax", ints(1))],
+             attrs={"exclusive": _ex, "reverse": _rev})
 # Rows with no zero, one zero and two zeros: the product of the others, exactly (torch.prod).
 _prod = rand(2, 3, 4)
 _prod[0, 0, 1] = 0.0
@@ -184,7 +196,8 @@ def build(name, c, work):
     t_args = {n: torch.tensor(v, requires_grad=True) for n, v in c["trainable"].items()}
     c_args = {n: torch.tensor(v) for n, v in c["consts"]}
     args = [t_args.get(n, c_args.get(n)) for n in names]
-    if c["op"] in ("Reshape", "Unsqueeze", "Expand", "Slice", "Pad", "Tile", "Gather", "GatherElements", "ReduceSum", "Clip"):
+    if c["op"] in ("Reshape", "Unsqueeze", "Expand", "Slice", "Pad", "Tile", "Gather", "GatherElements", "ReduceSum", "Clip",
+                   "CumSum"):
         args = [a for n, a in zip(names, args) if n in t_args]  # index/shape constants are baked into fn
     y = c["fn"](*args)
     r = rand(*y.shape)
