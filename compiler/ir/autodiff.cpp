@@ -3,6 +3,7 @@
 #include "compiler/ir/op_helpers.h"
 #include "compiler/ir/op_registry.h"
 #include "support/error.h"
+#include "support/float16.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -66,11 +67,14 @@ public:
       std::memcpy(bytes.data(), &f, 4);
     } else if (dtype == DType::F64) {
       std::memcpy(bytes.data(), &value, 8);
+    } else if (dtype == DType::F16) {
+      const uint16_t h = floatToHalf(float(value));
+      std::memcpy(bytes.data(), &h, 2);
     } else if (dtype == DType::I64) {
       const int64_t i = int64_t(value);
       std::memcpy(bytes.data(), &i, 8);
     } else {
-      fail("autodiff: {} constants are not supported (train in float32 or float64)", dtypeName(dtype));
+      fail("autodiff: {} constants are not supported (train in float32, float64 or float16)", dtypeName(dtype));
     }
     return constant({dtype, {}}, std::move(bytes), fmt::format("grad/const{}", counter++));
   }
@@ -125,6 +129,19 @@ std::vector<std::string> GradContext::emitMulti(const std::string &type, std::ve
 }
 
 std::string GradContext::emit(const std::string &type, std::vector<std::string> inputs, Attributes attrs) {
+  // float16 scatters that add (the gradients of slicing and gathering) run in
+  // float32 between Casts: the device has no float16 scatter reductions.
+  if ((type == "ScatterElements" || type == "ScatterND") && attrs.getString("reduction", "none") != "none" &&
+      inputs.size() == 3 && info(inputs[0]).dtype == DType::F16) {
+    auto cast = [&](const std::string &x, DType to) {
+      Attributes a;
+      a.set("to", detail::onnxElementType(to));
+      return b_.emit("Cast", {x}, 1, a)[0];
+    };
+    inputs[0] = cast(inputs[0], DType::F32);
+    inputs[2] = cast(inputs[2], DType::F32);
+    return cast(b_.emit(type, std::move(inputs), 1, std::move(attrs))[0], DType::F16);
+  }
   return b_.emit(type, std::move(inputs), 1, std::move(attrs))[0];
 }
 
@@ -205,8 +222,9 @@ std::map<std::string, std::string> appendGradients(Graph &graph, const GradientO
   if (lossInfo.elements() != 1 && !options.anyLossShape)
     fail("loss '{}' is not a scalar: its shape is {} (reduce it to one value, e.g. with ReduceMean)", options.loss,
          shapeToString(lossInfo.shape));
-  if (lossInfo.dtype != DType::F32 && lossInfo.dtype != DType::F64)
-    fail("loss '{}' is {}: training needs a float32 or float64 loss", options.loss, dtypeName(lossInfo.dtype));
+  if (lossInfo.dtype != DType::F32 && lossInfo.dtype != DType::F64 && lossInfo.dtype != DType::F16)
+    fail("loss '{}' is {}: training needs a float loss (float32, float64 or float16)", options.loss,
+         dtypeName(lossInfo.dtype));
 
   // Forward: the float tensors computed from a variable.
   std::set<std::string> dependent(options.wrt.begin(), options.wrt.end());

@@ -98,6 +98,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"BWD0", nullptr, "--train: after the backward pass", true},
       {"window-canonicalization", canonicalizeWindowOps,
        "--train: again, for the gradients' ConvTransposes and 1-D/3-D Convs", true},
+      {"float16-promotion", promoteFloat16, "--train: again, for the backward pass's float16 ops", true},
       {"optimizer", buildOptimizer,
        "--train: each weight's update and optimizer state, as variable updates; then folding and dead code again",
        true},

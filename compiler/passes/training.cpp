@@ -8,6 +8,7 @@
 //                   torch.optim's rules (../shared/reference/training-facts.md).
 #include "compiler/ir/autodiff.h"
 #include "compiler/ir/op_registry.h"
+#include "compiler/ir/op_helpers.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/error.h"
@@ -24,7 +25,7 @@ namespace popc::passes {
 
 namespace {
 
-bool trainableDType(DType t) { return t == DType::F32 || t == DType::F64; }
+bool trainableDType(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
 
 std::vector<std::string> splitCommas(const std::string &s) {
   std::vector<std::string> parts;
@@ -164,7 +165,7 @@ size_t setUpTraining(ir::Ir &ir) {
         fail("--trainable {}: not an initializer of the model (trainable tensors are initializers: weights, biases)",
              name);
       if (!trainableDType(g.tensor(name).info.dtype))
-        fail("--trainable {}: it is {}; popc trains float32 and float64 tensors", name,
+        fail("--trainable {}: it is {}; popc trains float32, float64 and float16 tensors", name,
              dtypeName(g.tensor(name).info.dtype));
       if (std::find(trainable.begin(), trainable.end(), name) == trainable.end())
         trainable.push_back(name);
@@ -204,7 +205,22 @@ class UpdateBuilder {
 public:
   UpdateBuilder(ir::Graph &g, const ir::TrainingConfig &cfg, const std::string &weight, int64_t phase)
       : g_(g), cfg_(cfg), w_(weight), info_(g.tensor(weight).info), ins_(g, g.ops().size(), weight + "/update", 0),
-        phase_(phase) {}
+        phase_(phase) {
+    info_.dtype = mathType(info_.dtype);
+  }
+
+  // float16 weights are updated in float32 (state, accumulators and the
+  // arithmetic; the new weight is rounded once): Adam's epsilon and small
+  // steps would vanish in float16.
+  static DType mathType(DType weight) { return weight == DType::F16 ? DType::F32 : weight; }
+  std::string cast(const std::string &x, DType to) {
+    if (g_.tensor(x).info.dtype == to)
+      return x;
+    ir::Attributes a;
+    a.set("to", ir::detail::onnxElementType(to));
+    return ins_.add("Cast", {x}, "", a);
+  }
+  std::string toMath(const std::string &x) { return cast(x, info_.dtype); }
 
   std::string scalar(double v) { return addFloatConstant(g_, w_ + "/c", info_.dtype, {}, {v}); }
   std::string op(const std::string &type, std::vector<std::string> inputs) { return ins_.add(type, std::move(inputs)); }
@@ -231,14 +247,20 @@ public:
 
   void update(const std::string &variable, const std::string &value) { g_.updates.push_back({variable, value, phase_}); }
 
-  // Returns the new weight.
+  // Returns the new weight (in the weight's type).
   std::string build(std::string grad, const std::string &step) {
+    const DType weightType = g_.tensor(w_).info.dtype;
+    return cast(buildInMathType(toMath(grad), toMath(w_), step), weightType);
+  }
+
+private:
+  std::string buildInMathType(std::string grad, const std::string &w0, const std::string &step) {
     if (cfg_.lossScaling != 1.0)
       grad = mul(grad, 1.0 / cfg_.lossScaling);
     const std::string &o = cfg_.optimizer;
     if (o == "sgd" || o == "momentum") {
       if (cfg_.weightDecay != 0)
-        grad = add(grad, mul(w_, cfg_.weightDecay));
+        grad = add(grad, mul(w0, cfg_.weightDecay));
       if (cfg_.momentum != 0) {
         const std::string b = state("Accl___", info_);
         // First step: b = g (torch.optim.SGD); after: mu b + (1 - dampening) g.
@@ -248,25 +270,21 @@ public:
         update(b, bNew);
         grad = cfg_.nesterov ? add(grad, mul(bNew, cfg_.momentum)) : bNew;
       }
-      return op("Sub", {w_, mul(grad, cfg_.learningRate)});
+      return op("Sub", {w0, mul(grad, cfg_.learningRate)});
     }
     // adam / adamw, with the step count t = step + 1.
-    std::string w = w_;
+    std::string w = w0;
     if (o == "adamw" && cfg_.weightDecay != 0)
       w = mul(w, 1.0 - cfg_.learningRate * cfg_.weightDecay);
     if (o == "adam" && cfg_.weightDecay != 0)
-      grad = add(grad, mul(w_, cfg_.weightDecay));
+      grad = add(grad, mul(w0, cfg_.weightDecay));
     const std::string m = state("Accl1___", info_), v = state("Accl2___", info_);
     const std::string mNew = add(mul(m, cfg_.beta1), mul(grad, 1.0 - cfg_.beta1));
     const std::string vNew = add(mul(v, cfg_.beta2), mul(op("Mul", {grad, grad}), 1.0 - cfg_.beta2));
     update(m, mNew);
     update(v, vNew);
     std::string t = op("Add", {step, addFloatConstant(g_, w_ + "/c", DType::F32, {}, {1.0})});
-    if (info_.dtype != DType::F32) {
-      ir::Attributes to;
-      to.set("to", int64_t(info_.dtype));
-      t = ins_.add("Cast", {t}, "", to);
-    }
+    t = toMath(t); // (float64 weights: the float32 step count as float64)
     // bias corrections 1 - beta^t; torch's order: sqrt(v) / sqrt(bc2) + eps.
     const std::string bc1 = op("Sub", {scalar(1.0), op("Pow", {scalar(cfg_.beta1), t})});
     const std::string bc2 = op("Sub", {scalar(1.0), op("Pow", {scalar(cfg_.beta2), t})});
@@ -275,7 +293,6 @@ public:
     return op("Sub", {w, op("Mul", {stepSize, op("Div", {mNew, denom})})});
   }
 
-private:
   ir::Graph &g_;
   const ir::TrainingConfig &cfg_;
   std::string w_;
@@ -315,11 +332,18 @@ size_t buildOptimizer(ir::Ir &ir) {
         fail("--train: the model already has a tensor named '{}', the name of {}'s gradient accumulator", acc.name,
              weight);
       acc.info = g.tensor(weight).info;
+      acc.info.dtype = UpdateBuilder::mathType(acc.info.dtype); // float16 gradients add up in float32
       acc.kind = ir::TensorKind::Variable;
       acc.data.assign(acc.info.bytes(), 0);
       g.addTensor(std::move(acc));
       OpInserter ins(g, g.ops().size(), "Accum___" + weight, 0);
-      g.updates.push_back({"Accum___" + weight, ins.add("Add", {"Accum___" + weight, grad}), 0});
+      std::string value = grad;
+      if (g.tensor(grad).info.dtype != g.tensor("Accum___" + weight).info.dtype) {
+        ir::Attributes to;
+        to.set("to", ir::detail::onnxElementType(g.tensor("Accum___" + weight).info.dtype));
+        value = ins.add("Cast", {grad}, "", to);
+      }
+      g.updates.push_back({"Accum___" + weight, ins.add("Add", {"Accum___" + weight, value}), 0});
       grad = "Accum___" + weight;
     }
   const size_t firstUpdateOp = g.ops().size();
@@ -329,6 +353,7 @@ size_t buildOptimizer(ir::Ir &ir) {
     const uint32_t R = cfg.replicationFactor;
     if (R > 1)
       g1 = b.allReduce(g1, R);
+    g1 = b.toMath(g1);
     if (A * R > 1 && !cfg.sumGradients)
       g1 = b.mul(g1, 1.0 / double(A * R));
     g.updates.push_back({weight, b.build(g1, "Step___"), phase});

@@ -103,6 +103,27 @@ class CnnBn(torch.nn.Module):
         return F.cross_entropy(self.fc(y.mean((2, 3))), label)
 
 
+def to_float16(path):
+    """The model in float16: float initializers, float Constant nodes, and float
+    graph inputs and outputs."""
+    import onnx
+    from onnx import numpy_helper, TensorProto
+    proto = onnx.load(path)
+    g = proto.graph
+    for i, init in enumerate(g.initializer):
+        if init.data_type == TensorProto.FLOAT:
+            g.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+    for node in g.node:
+        for a in node.attribute:
+            if a.name == "value" and a.t.data_type == TensorProto.FLOAT:
+                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float16), a.t.name))
+    for v in list(g.input) + list(g.output):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    del g.value_info[:]
+    onnx.save(proto, path)
+
+
 OPTIMIZERS = {
     "sgd": (lambda p: torch.optim.SGD(p, lr=0.1), "--optimizer sgd --learning-rate 0.1"),
     "momentum": (lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01),
@@ -129,6 +150,10 @@ def main():
     # Sharding over IPUs: shardN = --auto-shard N; ipusN = the exported nodes
     # annotated __ipu_number in N contiguous groups, --num-ipus N.
     shard = next((int(p[len("shard"):]) for p in parts[2:] if p.startswith("shard")), 1)
+    # half: the exported model converted to float16 (weights, inputs, loss). The
+    # reference trains in float32 from the same float16 values and rounds the
+    # weights to float16 after every step, as popc stores them.
+    half = "half" in parts[2:]
     ipus = next((int(p[len("ipus"):]) for p in parts[2:] if p.startswith("ipus")), 1)
     micro = BATCH // (accum * repl)
     torch.manual_seed(7)
@@ -159,6 +184,12 @@ def main():
                       opset_version=14 if training_mode else 13, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.TRAINING if training_mode else torch.onnx.TrainingMode.EVAL)
     model.train(training_mode)  # the export may leave the module in another mode
+    if half:
+        to_float16(os.path.join(args.out, "model.onnx"))
+        xs = xs.astype(np.float16)
+        with torch.no_grad():
+            for prm in model.parameters():
+                prm.copy_(prm.half().float())
     if ipus > 1:
         import onnx
         path = os.path.join(args.out, "model.onnx")
@@ -183,15 +214,20 @@ def main():
     opt = make_opt(model.parameters())
     losses = []
     for k in range(steps):
-        x = torch.from_numpy(xs[k * BATCH:(k + 1) * BATCH])
+        x = torch.from_numpy(xs[k * BATCH:(k + 1) * BATCH].astype(np.float32))
         y = torch.from_numpy(ys[k * BATCH:(k + 1) * BATCH])
         opt.zero_grad()
         out = model(x, y)
         loss = out if model_kind != "mlpnll" else F.nll_loss(torch.log(out), y)
         loss.backward()
         opt.step()
+        if half:
+            with torch.no_grad():
+                for prm in model.parameters():
+                    prm.copy_(prm.half().float())
         losses.append(loss.item())
-    expected = {name: p.detach().numpy() for name, p in model.named_parameters()}
+    expected = {name: p.detach().numpy().astype(np.float16 if half else np.float32)
+                for name, p in model.named_parameters()}
     # Running means too (running variances differ by definition: ONNX's
     # BatchNormalization averages the population variance, torch the unbiased one).
     expected.update({name: b.numpy() for name, b in model.named_buffers() if name.endswith("running_mean")})
@@ -200,7 +236,11 @@ def main():
     # The last step's loss, under the name of popc's loss output.
     loss_name = "loss" if model_kind != "mlpnll" else "nll_loss"
     # (with accumulation, popc returns each micro-batch's loss: their mean is torch's)
-    expected_loss = {loss_name: np.array(losses[-1], dtype=np.float32)} if accum * repl == 1 else {}
+    expected_loss = {loss_name: np.array(losses[-1], dtype=np.float16 if half else np.float32)} \
+        if accum * repl == 1 else {}
+    if half:  # float16 forward and backward passes: a few float16 steps of the weights' scale
+        with open(os.path.join(args.out, "tolerance.txt"), "w") as f:
+            f.write("--rtol 2e-3 --atol 5e-4\n")
     np.savez(os.path.join(args.out, "expected_loss.npz"), **expected_loss)
     loss_flag = "--loss loss" if model_kind != "mlpnll" else "--loss nll:probs,label"
     with open(os.path.join(args.out, "flags.txt"), "w") as f:
