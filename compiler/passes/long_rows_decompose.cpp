@@ -57,10 +57,9 @@ namespace {
 // the row and its result then take half of one.
 constexpr uint64_t kMaxRowBytes = 64 * 1024;
 
-bool floatTensor(const ir::Graph &g, const std::string &name) {
-  const DType t = g.tensor(name).info.dtype;
-  return t == DType::F32 || t == DType::F64 || t == DType::F16;
-}
+bool floatType(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
+
+bool floatTensor(const ir::Graph &g, const std::string &name) { return floatType(g.tensor(name).info.dtype); }
 
 // The softmax rows of `op`: the row length and whether opset < 13 coerces to 2-D.
 uint64_t softmaxRowBytes(const ir::Graph &g, const ir::Op &op) {
@@ -273,7 +272,7 @@ bool longTopK(const ir::Graph &g, const ir::Op &op) {
   if (op.type != "TopK" || op.outputs.size() != 2 || g.opset < 11)
     return false;
   const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
-  if ((x.dtype != DType::F32 && x.dtype != DType::F64) || x.shape.empty())
+  if (!floatType(x.dtype) || x.shape.empty())
     return false;
   const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
   const int64_t D = x.shape[size_t(axis)], k = ir::topKCount(op, g), Dc = chunkElements(x.dtype);
@@ -319,7 +318,7 @@ bool longArgReduce(const ir::Graph &g, const ir::Op &op) {
   if ((op.type != "ArgMax" && op.type != "ArgMin") || op.outputs.size() != 1 || g.opset < 11)
     return false;
   const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
-  if ((x.dtype != DType::F32 && x.dtype != DType::F64) || x.shape.empty())
+  if (!floatType(x.dtype) || x.shape.empty())
     return false;
   const ir::ReduceParams r = ir::argReduceParams(op, g);
   return !r.selectLast && r.axes.size() == 1 &&

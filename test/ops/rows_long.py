@@ -5,7 +5,8 @@ carries), against PyTorch: TopK over a 100000-entry row (largest) and along a
 long axis that is not innermost (smallest), a float CumSum along a middle axis
 and an exact integer one. The float cumsum adds in another order than torch's
 sequential one, so it is compared at the scale of its 50000-term sums. Also
-CumSum's exclusive and reverse forms on the integer rows, against numpy.
+CumSum's exclusive and reverse forms on the integer rows, and float16 TopK and
+ArgMax over 100000-entry rows, against numpy.
 
 Usage: rows_long.py OUT_DIR
 """
@@ -44,7 +45,20 @@ for e, r in [(1, 0), (0, 1), (1, 1)]:
     v = iseq[:, ::-1] if r else iseq
     c = np.cumsum(v, axis=-1) - (v if e else 0)
     expected[name] = c[:, ::-1] if r else c
+# float16 rows: TopK and ArgMax over 100000 halves (many ties: the lower index first,
+# as ONNX specifies and a stable numpy sort gives), against numpy.
+half = (np.random.default_rng(3).permutation(200000).reshape(2, 100000) / 200.0).astype(np.float16)
+model.graph.input.append(helper.make_tensor_value_info("half", TensorProto.FLOAT16, list(half.shape)))
+model.graph.initializer.append(numpy_helper.from_array(np.array([5], dtype=np.int64), "five"))
+model.graph.node.append(helper.make_node("TopK", ["half", "five"], ["hv", "hi"], axis=-1))
+model.graph.node.append(helper.make_node("ArgMax", ["half"], ["hamax"], axis=1, keepdims=0))
+order = np.argsort(-half.astype(np.float32), axis=1, kind="stable")[:, :5]
+for name, value, elem in [("hv", np.take_along_axis(half, order, 1), TensorProto.FLOAT16), ("hi", order, TensorProto.INT64),
+                          ("hamax", np.argmax(half, axis=1), TensorProto.INT64)]:
+    model.graph.output.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
+    expected[name] = value
 onnx.save(model, f"{out}/model.onnx")
+inputs["half"] = half
 torch_case.save(out, inputs, expected)
 with open(f"{out}/tolerance.txt", "w") as f:
     f.write("--rtol 1e-4 --atol 2e-3")  # sums of up to 50000 standard normals (|sum| ~ 220)
