@@ -41,6 +41,7 @@
 // within rounding for Softmax and InstanceNormalization: the sums run in
 // another order).
 #include "compiler/ir/op_attrs.h"
+#include "compiler/ir/op_helpers.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
@@ -338,6 +339,41 @@ size_t rewriteArgReduce(ir::Graph &g, size_t at, const ir::Op &op) {
   return ops.next() - at;
 }
 
+// Hardmax of rows over 64 KiB: 1 where an element is its row's first
+// maximum, as Equal(its position along the axis, ArgMax with keepdims) cast to
+// x's type; the ArgMax is then split in two stages like any long one. Before
+// opset 13 Hardmax flattens from `axis` on, which is the same only for the last axis.
+bool longHardmax(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "Hardmax" || op.outputs.size() != 1 || g.opset < 11)
+    return false;
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  if (!floatType(x.dtype) || x.shape.empty())
+    return false;
+  const int64_t rank = int64_t(x.shape.size());
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", g.opset >= 13 ? -1 : 1), rank);
+  return (g.opset >= 13 || axis == rank - 1) && uint64_t(x.shape[size_t(axis)]) * dtypeSize(x.dtype) > kMaxRowBytes;
+}
+
+size_t rewriteHardmax(ir::Graph &g, size_t at, const ir::Op &op) {
+  const ir::TensorInfo x = g.tensor(op.inputs[0]).info;
+  const int64_t rank = int64_t(x.shape.size());
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", g.opset >= 13 ? -1 : 1), rank);
+  OpInserter ops(g, at, op.name, op.ipu);
+  ir::Attributes arg;
+  arg.set("axis", axis);
+  arg.set("keepdims", int64_t(1));
+  const std::string first = ops.add("ArgMax", {op.inputs[0]}, "", arg);
+  Shape along(size_t(rank), 1);
+  along[size_t(axis)] = x.shape[size_t(axis)];
+  std::vector<int64_t> positions(size_t(x.shape[size_t(axis)]));
+  std::iota(positions.begin(), positions.end(), int64_t(0));
+  const std::string position = addInt64Tensor(g, op.name + "_positions", along, positions);
+  ir::Attributes to;
+  to.set("to", ir::detail::onnxElementType(x.dtype));
+  ops.add("Cast", {ops.add("Equal", {position, first})}, op.outputs[0], to);
+  return ops.next() - at;
+}
+
 bool largeScatterElements(const ir::Graph &g, const ir::Op &op) {
   if (op.type != "ScatterElements" || op.inputs.size() != 3 || op.outputs.size() != 1 || g.opset < 11)
     return false;
@@ -523,6 +559,8 @@ size_t decomposeLongRows(ir::Ir &ir) {
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteIndexedMaxPool(g, at, r.op); });
   count += replaceOps(ir, largeScatterElements,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteScatterElements(g, at, r.op); });
+  count += replaceOps(ir, longHardmax,
+                      [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteHardmax(g, at, r.op); });
   count += replaceOps(ir, longArgReduce,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteArgReduce(g, at, r.op); });
   count += replaceOps(ir, longTopK, [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteTopK(g, at, r.op); });

@@ -6,7 +6,7 @@ long axis that is not innermost (smallest), a float CumSum along a middle axis
 and an exact integer one. The float cumsum adds in another order than torch's
 sequential one, so it is compared at the scale of its 50000-term sums. Also
 CumSum's exclusive and reverse forms on the integer rows, and float16 TopK and
-ArgMax over 100000-entry rows, against numpy.
+ArgMax over 100000-entry rows, and Hardmax of both, against numpy.
 
 Usage: rows_long.py OUT_DIR
 """
@@ -57,6 +57,15 @@ for name, value, elem in [("hv", np.take_along_axis(half, order, 1), TensorProto
                           ("hamax", np.argmax(half, axis=1), TensorProto.INT64)]:
     model.graph.output.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
     expected[name] = value
+# Hardmax of the 100000-entry rows (ArgMax in two stages, then an Equal), and of
+# the float16 ones with ties: the first maximum only.
+for name, src, arr, elem in [("hard", "logits", inputs["logits"].numpy(), TensorProto.FLOAT),
+                             ("hhard", "half", half, TensorProto.FLOAT16)]:
+    model.graph.node.append(helper.make_node("Hardmax", [src], [name], axis=-1))
+    model.graph.output.append(helper.make_tensor_value_info(name, elem, list(arr.shape)))
+    onehot = np.zeros_like(arr)
+    np.put_along_axis(onehot, np.argmax(arr, axis=-1)[:, None], 1, axis=-1)
+    expected[name] = onehot
 onnx.save(model, f"{out}/model.onnx")
 inputs["half"] = half
 torch_case.save(out, inputs, expected)
