@@ -8,6 +8,9 @@
 //   GatherND(data, indices) whose indices are known only at run time: Gather
 //   (axis 0) of the same rows (plus each batch entry's first row with batch_dims).
 // (GatherND with constant indices stays: its exchange is planned at compile time.)
+// GatherElements / ScatterElements whose indices are narrower than the data in
+// another dim run on the Slice of the data they reach (narrowElements).
+#include "compiler/ir/op_attrs.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
@@ -115,6 +118,56 @@ size_t decomposeMaxUnpool(ir::Graph &g, size_t index, const ir::Op &op, const ir
   return ops.next() - index;
 }
 
+// GatherElements / ScatterElements whose indices are smaller than the data in
+// a dim other than the axis touch only the data's leading part of that dim.
+// The op runs on that Slice, so that indices and data share every other dim
+// and the lowering splits it row by row (else one tile holds all the data).
+// A ScatterElements then puts its part back: a Concat with the rest of the
+// data along each narrowed dim, innermost slice first.
+bool narrowableElements(const ir::Graph &g, const ir::Op &op) {
+  if ((op.type != "GatherElements" && op.type != "ScatterElements") || op.outputs.size() != 1 ||
+      op.inputs.size() != (op.type == "GatherElements" ? 2u : 3u) || g.opset < 11)
+    return false;
+  const Shape &data = g.tensor(op.inputs[0]).info.shape, &idx = g.tensor(op.inputs[1]).info.shape;
+  if (data.empty() || data.size() != idx.size() || g.tensor(op.inputs[1]).info.elements() == 0)
+    return false;
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", 0), int64_t(data.size()));
+  bool narrower = false;
+  for (size_t d = 0; d < data.size(); ++d)
+    if (int64_t(d) != axis) {
+      if (idx[d] > data[d])
+        return false; // invalid: inference reports it
+      narrower |= idx[d] < data[d];
+    }
+  return narrower;
+}
+
+size_t narrowElements(ir::Graph &g, size_t index, const ir::Op &op) {
+  const Shape data = g.tensor(op.inputs[0]).info.shape, idx = g.tensor(op.inputs[1]).info.shape;
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", 0), int64_t(data.size()));
+  OpInserter ops(g, index, op.name, op.ipu);
+  std::vector<std::pair<int64_t, std::string>> slices; // (dim, the data before slicing it)
+  std::string part = op.inputs[0];
+  for (size_t d = 0; d < data.size(); ++d)
+    if (int64_t(d) != axis && idx[d] < data[d]) {
+      slices.push_back({int64_t(d), part});
+      part = ops.slice(part, int64_t(d), 0, idx[d]);
+    }
+  if (op.type == "GatherElements") {
+    ops.add("GatherElements", {part, op.inputs[1]}, op.outputs[0], op.attrs);
+    return ops.next() - index;
+  }
+  std::string result = ops.add("ScatterElements", {part, op.inputs[1], op.inputs[2]}, "", op.attrs);
+  for (size_t k = slices.size(); k-- > 0;) {
+    const auto &[d, whole] = slices[k];
+    ir::Attributes along;
+    along.set("axis", d);
+    const std::string rest = ops.slice(whole, d, idx[size_t(d)], g.tensor(whole).info.shape[size_t(d)]);
+    result = ops.add("Concat", {result, rest}, k == 0 ? op.outputs[0] : "", along);
+  }
+  return ops.next() - index;
+}
+
 } // namespace
 
 size_t decomposeIndexOps(ir::Ir &ir) {
@@ -127,9 +180,13 @@ size_t decomposeIndexOps(ir::Ir &ir) {
            : r.op.type == "MaxUnpool" ? decomposeMaxUnpool(g, i, r.op, r.output(0))
                                       : decomposeGatherND(g, i, r.op, r.output(0));
   });
-  if (count)
-    log::get("passes")->debug("index-decomposition: {} ScatterND/MaxUnpool/GatherND on flat views", count);
-  return count;
+  const size_t narrowed = replaceOps(ir, narrowableElements,
+                                    [](ir::Graph &g, size_t i, const Replaced &r) { return narrowElements(g, i, r.op); });
+  if (count + narrowed)
+    log::get("passes")->debug("index-decomposition: {} ScatterND/MaxUnpool/GatherND on flat views, {} "
+                              "GatherElements/ScatterElements on the data their indices reach",
+                              count, narrowed);
+  return count + narrowed;
 }
 
 } // namespace popc::passes
