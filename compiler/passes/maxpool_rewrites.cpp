@@ -9,6 +9,8 @@
 //   with that dimension's kernel, stride, dilation and pads (padding is -inf
 //   either way). 60x80 = 4800 taps become 60 + 80, and the vertex code that
 //   unrolls each tap stays small.
+// And 8/16-bit integer MaxPools pool in float32 between Casts (exact).
+#include "compiler/ir/op_helpers.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
@@ -99,9 +101,31 @@ size_t rewrite(ir::Graph &g, size_t index, const ir::Op &op) {
   return ops.next() - index;
 }
 
+// 8- and 16-bit integer MaxPools run on the tiled float pools: every value is
+// exact in float32, and so is the max (the codelet for integers holds a whole
+// plane per row on one tile).
+bool smallIntegerPool(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "MaxPool" || op.outputs.size() != 1 || spatialDims(g, op) == 0)
+    return false;
+  const DType t = g.tensor(op.inputs[0]).info.dtype;
+  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16;
+}
+
+size_t poolInFloat(ir::Graph &g, size_t index, const ir::Op &op) {
+  OpInserter ops(g, index, op.name, op.ipu);
+  ir::Attributes toFloat, back;
+  toFloat.set("to", ir::detail::onnxElementType(DType::F32));
+  back.set("to", ir::detail::onnxElementType(g.tensor(op.inputs[0]).info.dtype));
+  const std::string pooled = ops.add("MaxPool", {ops.add("Cast", {op.inputs[0]}, "", toFloat)}, "", op.attrs);
+  ops.add("Cast", {pooled}, op.outputs[0], back);
+  return ops.next() - index;
+}
+
 } // namespace
 
 size_t rewriteMaxPools(ir::Ir &ir) {
+  const size_t integer = replaceOps(ir, smallIntegerPool,
+                                    [](ir::Graph &g, size_t i, const Replaced &r) { return poolInFloat(g, i, r.op); });
   auto select = [](const ir::Graph &g, const ir::Op &op) {
     if (op.type != "MaxPool" || op.outputs.size() != 1 || op.attrs.getInt("ceil_mode", 0) != 0 ||
         op.attrs.getString("auto_pad", "NOTSET") != "NOTSET")
@@ -112,9 +136,10 @@ size_t rewriteMaxPools(ir::Ir &ir) {
   };
   const size_t count =
       replaceOps(ir, select, [](ir::Graph &g, size_t i, const Replaced &r) { return rewrite(g, i, r.op); });
-  if (count)
-    log::get("passes")->debug("maxpool-rewrites: {} MaxPools undilated or separated", count);
-  return count;
+  if (count + integer)
+    log::get("passes")->debug("maxpool-rewrites: {} MaxPools undilated or separated, {} integer ones in float32",
+                              count, integer);
+  return count + integer;
 }
 
 } // namespace popc::passes

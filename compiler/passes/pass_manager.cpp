@@ -75,7 +75,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"tfidf-decomposition", decomposeTfIdf,
        "TfIdfVectorizer as Equal/And of shifted Slices per n-gram length and skip, ReduceSum, a one-hot MatMul"},
       {"maxpool-rewrites", rewriteMaxPools,
-       "MaxPool: Slice every d-th element when strides and pads are multiples of the dilation; a large kernel as one pool per dimension"},
+       "MaxPool: 8/16-bit integers in float32 between Casts; Slice every d-th element when strides and pads are "
+       "multiples of the dilation; a large kernel as one pool per dimension"},
       {"window-canonicalization", canonicalizeWindowOps,
        "Conv over 1/3 dims and ConvTranspose as 2-D Convs (height-1 views, depth taps as channels, zero-inserted input, "
        "flipped kernel); 1-D/3-D MaxPool/AveragePool as 2-D pools"},
