@@ -374,6 +374,37 @@ size_t rewriteHardmax(ir::Graph &g, size_t at, const ir::Op &op) {
   return ops.next() - at;
 }
 
+// LRN over more channels than 64 KiB: the window's sum of squares along the
+// channels as a Conv of ones over a [N, 1, C, H*W] view (tiled like any
+// Conv), then y = x / (bias + alpha / size * sum)^beta elementwise.
+bool longLrn(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "LRN" || op.outputs.size() != 1 || !op.attrs.has("size"))
+    return false;
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  return floatType(x.dtype) && x.shape.size() >= 3 && op.attrs.getInt("size") >= 1 &&
+         uint64_t(x.shape[1]) * dtypeSize(x.dtype) > kMaxRowBytes;
+}
+
+size_t rewriteLrn(ir::Graph &g, size_t at, const ir::Op &op) {
+  const ir::TensorInfo x = g.tensor(op.inputs[0]).info;
+  const int64_t size = op.attrs.getInt("size"), N = x.shape[0], C = x.shape[1];
+  const int64_t P = x.elements() / std::max<int64_t>(1, N * C);
+  OpInserter ops(g, at, op.name, op.ipu);
+  const std::string squares = ops.reshape(ops.add("Mul", {op.inputs[0], op.inputs[0]}), {N, 1, C, P});
+  ir::Attributes conv;
+  conv.set("kernel_shape", std::vector<int64_t>{size, 1});
+  conv.set("pads", std::vector<int64_t>{(size - 1) / 2, 0, size / 2, 0}); // floor before, ceil after
+  const std::string ones =
+      addFloatConstant(g, op.name + "_ones", x.dtype, {1, 1, size, 1}, std::vector<double>(size_t(size), 1.0));
+  const std::string sums = ops.reshape(ops.add("Conv", {squares, ones}, "", conv), x.shape);
+  auto scalar = [&](const char *name, double v) { return addFloatConstant(g, op.name + "_" + name, x.dtype, {}, {v}); };
+  const std::string scaled = ops.add("Mul", {sums, scalar("alpha", op.attrs.getFloat("alpha", 1e-4) / double(size))});
+  const std::string base = ops.add("Add", {scaled, scalar("bias", op.attrs.getFloat("bias", 1.0))});
+  const std::string denominator = ops.add("Pow", {base, scalar("beta", op.attrs.getFloat("beta", 0.75))});
+  ops.add("Div", {op.inputs[0], denominator}, op.outputs[0]);
+  return ops.next() - at;
+}
+
 bool largeScatterElements(const ir::Graph &g, const ir::Op &op) {
   if (op.type != "ScatterElements" || op.inputs.size() != 3 || op.outputs.size() != 1 || g.opset < 11)
     return false;
@@ -559,6 +590,7 @@ size_t decomposeLongRows(ir::Ir &ir) {
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteIndexedMaxPool(g, at, r.op); });
   count += replaceOps(ir, largeScatterElements,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteScatterElements(g, at, r.op); });
+  count += replaceOps(ir, longLrn, [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteLrn(g, at, r.op); });
   count += replaceOps(ir, longHardmax,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteHardmax(g, at, r.op); });
   count += replaceOps(ir, longArgReduce,

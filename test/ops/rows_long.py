@@ -6,7 +6,8 @@ long axis that is not innermost (smallest), a float CumSum along a middle axis
 and an exact integer one. The float cumsum adds in another order than torch's
 sequential one, so it is compared at the scale of its 50000-term sums. Also
 CumSum's exclusive and reverse forms on the integer rows, and float16 TopK and
-ArgMax over 100000-entry rows, and Hardmax of both, against numpy.
+ArgMax over 100000-entry rows, and Hardmax of both, against numpy; LRN across
+20000 channels (its window sums as a Conv of ones) against numpy.
 
 Usage: rows_long.py OUT_DIR
 """
@@ -66,8 +67,18 @@ for name, src, arr, elem in [("hard", "logits", inputs["logits"].numpy(), Tensor
     onehot = np.zeros_like(arr)
     np.put_along_axis(onehot, np.argmax(arr, axis=-1)[:, None], 1, axis=-1)
     expected[name] = onehot
+# LRN across 20000 channels (ONNX's window: floor((size-1)/2) before, ceil after).
+channels = np.random.default_rng(4).standard_normal((2, 20000, 2, 3)).astype(np.float32)
+size, alpha, beta, bias = 4, 1e-3, 0.75, 2.0
+squares = np.pad(channels.astype(np.float64) ** 2, ((0, 0), ((size - 1) // 2, size // 2), (0, 0), (0, 0)))
+sums = sum(squares[:, k:k + channels.shape[1]] for k in range(size))
+expected["lrn"] = (channels / (bias + alpha / size * sums) ** beta).astype(np.float32)
+model.graph.input.append(helper.make_tensor_value_info("channels", TensorProto.FLOAT, list(channels.shape)))
+model.graph.node.append(helper.make_node("LRN", ["channels"], ["lrn"], size=size, alpha=alpha, beta=beta, bias=bias))
+model.graph.output.append(helper.make_tensor_value_info("lrn", TensorProto.FLOAT, list(channels.shape)))
 onnx.save(model, f"{out}/model.onnx")
 inputs["half"] = half
+inputs["channels"] = channels
 torch_case.save(out, inputs, expected)
 with open(f"{out}/tolerance.txt", "w") as f:
     f.write("--rtol 1e-4 --atol 2e-3")  # sums of up to 50000 standard normals (|sum| ~ 220)
