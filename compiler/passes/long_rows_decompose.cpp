@@ -315,6 +315,107 @@ size_t rewriteTopK(ir::Graph &g, size_t at, const ir::Op &op) {
   return r.next() - at;
 }
 
+// TopK whose k is too large for the two stages above (its candidates would be
+// a long row themselves): a merge sort over tiles. Each chunk of the row is
+// sorted on its tile (a TopK of the whole chunk); then pairs of sorted runs
+// are merged by bitonic merging (the second run reversed, then
+// compare-exchanges at distances L, L/2, ..., 1: each a few elementwise ops
+// over all the rows), and each merged run keeps its first K2 (k rounded up to
+// a power of two). Elements compare by value, then the lower index first, as
+// TopK orders ties: a total order, so the result is exact.
+bool longTopKLargeK(const ir::Graph &g, const ir::Op &op) {
+  if (op.type != "TopK" || op.outputs.size() != 2 || g.opset < 11 || longTopK(g, op))
+    return false;
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  if (!floatType(x.dtype) || x.shape.empty())
+    return false;
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
+  return uint64_t(x.shape[size_t(axis)]) * dtypeSize(x.dtype) > kMaxRowBytes && ir::topKCount(op, g) > 0;
+}
+
+constexpr int64_t kSortedChunk = 1024; // a power of two
+
+int64_t powerOfTwoAtLeast(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+size_t rewriteTopKLargeK(ir::Graph &g, size_t at, const ir::Op &op) {
+  const ir::TensorInfo x = g.tensor(op.inputs[0]).info;
+  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
+  const int64_t k = ir::topKCount(op, g);
+  const bool largest = op.attrs.getInt("largest", 1) != 0;
+  RowRewriter r(g, at, op, axis);
+  OpInserter &ops = r.ops();
+  const int64_t R = r.rows().rows, D = r.rows().length;
+  // The chunks sorted on their tiles: small, as a TopK vertex costs about its
+  // row times k (1024 of them: ~1 M cycles), and merging is cheap per element.
+  const int64_t Dc = kSortedChunk;
+  const int64_t C = powerOfTwoAtLeast((D + Dc - 1) / Dc), K2 = powerOfTwoAtLeast(k);
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string fill = addFloatConstant(g, op.name + "_fill", x.dtype, {}, {largest ? -inf : inf});
+  std::string v = r.rowsOf(op.inputs[0], D);
+  if (C * Dc != D)
+    v = ops.add("Pad", {v, r.i64({0, 0, 0, C * Dc - D}), fill}); // pads sort last: worst value, highest index
+  ir::Attributes sortAttrs;
+  sortAttrs.set("axis", int64_t(-1));
+  sortAttrs.set("largest", int64_t(largest));
+  sortAttrs.set("sorted", int64_t(1));
+  const std::vector<std::string> sorted = ops.addOutputs("TopK", {ops.reshape(v, {R, C, Dc}), r.i64({Dc})}, 2, sortAttrs);
+  std::vector<int64_t> offsets;
+  for (int64_t c = 0; c < C; ++c)
+    offsets.push_back(c * Dc);
+  v = sorted[0];
+  std::string i = ops.add("Add", {sorted[1], addInt64Tensor(g, op.name + "_offsets", {1, C, 1}, offsets)});
+  ir::Attributes axis2;
+  axis2.set("axis", int64_t(2));
+  auto half = [&](const std::string &t, int64_t h) { return ops.slice(t, 2, h, h + 1); };
+  auto reversed = [&](const std::string &t) { // along the last of 4 dims
+    return ops.add("Slice", {t, r.i64({-1}), r.i64({std::numeric_limits<int64_t>::min()}), r.i64({3}), r.i64({-1})});
+  };
+  const std::string beats = largest ? "Greater" : "Less";
+  int64_t runs = C, L = Dc;
+  while (runs > 1) {
+    const int64_t P = runs / 2, M = 2 * L;
+    // A run and the next one reversed: a bitonic sequence of 2L.
+    auto bitonic = [&](const std::string &t) {
+      const std::string t4 = ops.reshape(t, {R, P, 2, L});
+      return ops.reshape(ops.add("Concat", {half(t4, 0), reversed(half(t4, 1))}, "", axis2), {R * P, M});
+    };
+    v = bitonic(v);
+    i = bitonic(i);
+    for (int64_t j = L; j >= 1; j /= 2) {
+      const std::string v4 = ops.reshape(v, {R * P, M / (2 * j), 2, j}), i4 = ops.reshape(i, {R * P, M / (2 * j), 2, j});
+      const std::string va = half(v4, 0), vb = half(v4, 1), ia = half(i4, 0), ib = half(i4, 1);
+      const std::string first = ops.add("Or", {ops.add(beats, {va, vb}), ops.add("And", {ops.add("Equal", {va, vb}),
+                                                                                        ops.add("Less", {ia, ib})})});
+      auto exchange = [&](const std::string &a, const std::string &b) {
+        return ops.reshape(ops.add("Concat", {ops.add("Where", {first, a, b}), ops.add("Where", {first, b, a})}, "",
+                                   axis2),
+                           {R * P, M});
+      };
+      v = exchange(va, vb);
+      i = exchange(ia, ib);
+    }
+    runs = P;
+    L = M;
+    if (L > K2) { // only the best K2 of each run can be among the top k
+      v = ops.slice(v, 1, 0, K2);
+      i = ops.slice(i, 1, 0, K2);
+      L = K2;
+    }
+    v = ops.reshape(v, {R, runs * L});
+    i = ops.reshape(i, {R, runs * L});
+  }
+  v = ops.reshape(v, {R, L});
+  i = ops.reshape(i, {R, L});
+  r.back(L == k ? v : ops.slice(v, 1, 0, k), k, op.outputs[0]);
+  r.back(L == k ? i : ops.slice(i, 1, 0, k), k, op.outputs[1]);
+  return r.next() - at;
+}
+
 bool longArgReduce(const ir::Graph &g, const ir::Op &op) {
   if ((op.type != "ArgMax" && op.type != "ArgMin") || op.outputs.size() != 1 || g.opset < 11)
     return false;
@@ -596,6 +697,8 @@ size_t decomposeLongRows(ir::Ir &ir) {
   count += replaceOps(ir, longArgReduce,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteArgReduce(g, at, r.op); });
   count += replaceOps(ir, longTopK, [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteTopK(g, at, r.op); });
+  count += replaceOps(ir, longTopKLargeK,
+                      [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteTopKLargeK(g, at, r.op); });
   count += replaceOps(ir, longCumSum,
                       [](ir::Graph &g, size_t at, const Replaced &r) { return rewriteCumSum(g, at, r.op); });
   if (count)

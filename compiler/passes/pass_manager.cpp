@@ -83,6 +83,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
       {"long-row-decomposition", decomposeLongRows,
        "Softmax/LogSoftmax and InstanceNormalization rows over 64 KiB as Reduce* (two-stage over tiles) and elementwise ops; "
        "GatherElements of longer lines in chunks and index bands; TopK (small k), ArgMax/ArgMin and CumSum in two stages; "
+       "TopK with a large k as a merge sort (sorted chunks, bitonic merges); "
        "Hardmax as an Equal with the two-stage ArgMax; LRN over many channels with its window sums as a Conv of ones; "
        "MaxPool with Indices of large planes as a running max over window slices; large or flat ScatterElements in "
        "chunks with a trash slot"},

@@ -7,7 +7,8 @@ and an exact integer one. The float cumsum adds in another order than torch's
 sequential one, so it is compared at the scale of its 50000-term sums. Also
 CumSum's exclusive and reverse forms on the integer rows, and float16 TopK and
 ArgMax over 100000-entry rows, and Hardmax of both, against numpy; LRN across
-20000 channels (its window sums as a Conv of ones) against numpy.
+20000 channels (its window sums as a Conv of ones) against numpy; TopK with a
+large k (a merge sort over tiles) against numpy.
 
 Usage: rows_long.py OUT_DIR
 """
@@ -76,6 +77,22 @@ expected["lrn"] = (channels / (bias + alpha / size * sums) ** beta).astype(np.fl
 model.graph.input.append(helper.make_tensor_value_info("channels", TensorProto.FLOAT, list(channels.shape)))
 model.graph.node.append(helper.make_node("LRN", ["channels"], ["lrn"], size=size, alpha=alpha, beta=beta, bias=bias))
 model.graph.output.append(helper.make_tensor_value_info("lrn", TensorProto.FLOAT, list(channels.shape)))
+# TopK with k too large for two stages (a merge sort over tiles): half of a
+# 40000-entry row, largest, and all of a 30000-entry one, smallest; values with
+# many ties (the lower index first).
+many = np.random.default_rng(5).integers(0, 1000, (2, 40000)).astype(np.float32)
+all_ = np.random.default_rng(6).integers(0, 500, (1, 30000)).astype(np.float32)
+for name, arr, k, largest in [("many", many, 20000, 1), ("all_", all_, 30000, 0)]:
+    model.graph.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(arr.shape)))
+    model.graph.initializer.append(numpy_helper.from_array(np.array([k], dtype=np.int64), f"{name}_k"))
+    model.graph.node.append(helper.make_node("TopK", [name, f"{name}_k"], [f"{name}_v", f"{name}_i"], axis=-1,
+                                             largest=largest))
+    order = np.argsort(-arr if largest else arr, axis=1, kind="stable")[:, :k]
+    for out_name, value, elem in [(f"{name}_v", np.take_along_axis(arr, order, 1), TensorProto.FLOAT),
+                                  (f"{name}_i", order, TensorProto.INT64)]:
+        model.graph.output.append(helper.make_tensor_value_info(out_name, elem, list(value.shape)))
+        expected[out_name] = value
+    inputs[name] = arr
 onnx.save(model, f"{out}/model.onnx")
 inputs["half"] = half
 inputs["channels"] = channels
