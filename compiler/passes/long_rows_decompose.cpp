@@ -269,13 +269,24 @@ std::optional<int64_t> constantAxis(const ir::Graph &g, const ir::Op &op, size_t
   return ir::normalizeAxis(op, int64_t(v[0]), int64_t(g.tensor(op.inputs[0]).info.shape.size()));
 }
 
-bool longTopK(const ir::Graph &g, const ir::Op &op) {
-  if (op.type != "TopK" || op.outputs.size() != 2 || g.opset < 11)
-    return false;
+// The axis of `op` when it is a `type` with `outputs` outputs over a float
+// tensor (opset 11 on), else nullopt.
+std::optional<int64_t> floatRowAxis(const ir::Graph &g, const ir::Op &op, const char *type, size_t outputs,
+                                    int64_t defaultAxis) {
+  if (op.type != type || op.outputs.size() != outputs || g.opset < 11)
+    return std::nullopt;
   const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
   if (!floatType(x.dtype) || x.shape.empty())
+    return std::nullopt;
+  return ir::normalizeAxis(op, op.attrs.getInt("axis", defaultAxis), int64_t(x.shape.size()));
+}
+
+bool longTopK(const ir::Graph &g, const ir::Op &op) {
+  const std::optional<int64_t> found = floatRowAxis(g, op, "TopK", 2, -1);
+  if (!found)
     return false;
-  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
+  const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
+  const int64_t axis = *found;
   const int64_t D = x.shape[size_t(axis)], k = ir::topKCount(op, g), Dc = chunkElements(x.dtype);
   const int64_t candidates = (D + Dc - 1) / Dc * std::min(k, Dc);
   // Worth it when the candidates are a small row themselves.
@@ -324,13 +335,11 @@ size_t rewriteTopK(ir::Graph &g, size_t at, const ir::Op &op) {
 // a power of two). Elements compare by value, then the lower index first, as
 // TopK orders ties: a total order, so the result is exact.
 bool longTopKLargeK(const ir::Graph &g, const ir::Op &op) {
-  if (op.type != "TopK" || op.outputs.size() != 2 || g.opset < 11 || longTopK(g, op))
+  const std::optional<int64_t> axis = floatRowAxis(g, op, "TopK", 2, -1);
+  if (!axis || longTopK(g, op))
     return false;
   const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
-  if (!floatType(x.dtype) || x.shape.empty())
-    return false;
-  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", -1), int64_t(x.shape.size()));
-  return uint64_t(x.shape[size_t(axis)]) * dtypeSize(x.dtype) > kMaxRowBytes && ir::topKCount(op, g) > 0;
+  return uint64_t(x.shape[size_t(*axis)]) * dtypeSize(x.dtype) > kMaxRowBytes && ir::topKCount(op, g) > 0;
 }
 
 constexpr int64_t kSortedChunk = 1024; // a power of two
@@ -445,14 +454,12 @@ size_t rewriteArgReduce(ir::Graph &g, size_t at, const ir::Op &op) {
 // x's type; the ArgMax is then split in two stages like any long one. Before
 // opset 13 Hardmax flattens from `axis` on, which is the same only for the last axis.
 bool longHardmax(const ir::Graph &g, const ir::Op &op) {
-  if (op.type != "Hardmax" || op.outputs.size() != 1 || g.opset < 11)
+  const std::optional<int64_t> axis = floatRowAxis(g, op, "Hardmax", 1, g.opset >= 13 ? -1 : 1);
+  if (!axis)
     return false;
   const ir::TensorInfo &x = g.tensor(op.inputs[0]).info;
-  if (!floatType(x.dtype) || x.shape.empty())
-    return false;
-  const int64_t rank = int64_t(x.shape.size());
-  const int64_t axis = ir::normalizeAxis(op, op.attrs.getInt("axis", g.opset >= 13 ? -1 : 1), rank);
-  return (g.opset >= 13 || axis == rank - 1) && uint64_t(x.shape[size_t(axis)]) * dtypeSize(x.dtype) > kMaxRowBytes;
+  return (g.opset >= 13 || *axis == int64_t(x.shape.size()) - 1) &&
+         uint64_t(x.shape[size_t(*axis)]) * dtypeSize(x.dtype) > kMaxRowBytes;
 }
 
 size_t rewriteHardmax(ir::Graph &g, size_t at, const ir::Op &op) {
