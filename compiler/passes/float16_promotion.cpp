@@ -12,6 +12,7 @@
 #include "compiler/passes/passes.h"
 #include "support/log.h"
 
+#include <algorithm>
 #include <set>
 
 namespace popc::passes {
@@ -54,12 +55,11 @@ size_t promoteFloat16(ir::Ir &ir) {
     bool anyHalf = false;
     for (const std::string &in : op.inputs)
       anyHalf |= isHalf(g, in);
-    // One result only: the extra outputs (MaxPool's Indices, BN's training
-    // statistics, LayerNorm's Mean) would each need their own cast back.
-    size_t results = 0;
-    for (const std::string &out : op.outputs)
-      results += !out.empty();
-    return anyHalf && results == 1 && !op.outputs[0].empty();
+    // Every output present: each gets its own cast back (MaxPool's Indices,
+    // BN's training statistics, LayerNorm's Mean are copied as they are).
+    const bool allOutputs = !op.outputs.empty() &&
+                            std::none_of(op.outputs.begin(), op.outputs.end(), [](const std::string &o) { return o.empty(); });
+    return anyHalf && allOutputs;
   };
   const size_t count = replaceOps(ir, select, [](ir::Graph &g, size_t i, const Replaced &r) {
     const ir::Op &op = r.op;
@@ -71,10 +71,19 @@ size_t promoteFloat16(ir::Ir &ir) {
     for (std::string &in : inputs)
       if (isHalf(g, in))
         in = ops.add("Cast", {in}, "", toFloat);
-    if (r.output(0).dtype == DType::F16)
-      ops.add("Cast", {ops.add(op.type, inputs, "", op.attrs, op.domain)}, op.outputs[0], toHalf);
-    else
-      ops.add(op.type, inputs, op.outputs[0], op.attrs, op.domain);
+    if (op.outputs.size() == 1) {
+      if (r.output(0).dtype == DType::F16)
+        ops.add("Cast", {ops.add(op.type, inputs, "", op.attrs, op.domain)}, op.outputs[0], toHalf);
+      else
+        ops.add(op.type, inputs, op.outputs[0], op.attrs, op.domain);
+      return ops.next() - i;
+    }
+    const std::vector<std::string> results = ops.addOutputs(op.type, inputs, op.outputs.size(), op.attrs);
+    for (size_t k = 0; k < results.size(); ++k)
+      if (r.output(k).dtype == DType::F16)
+        ops.add("Cast", {results[k]}, op.outputs[k], toHalf);
+      else
+        ops.add("Identity", {results[k]}, op.outputs[k]);
     return ops.next() - i;
   });
   if (count)

@@ -89,6 +89,7 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "chunks with a trash slot"},
       {"float16-promotion", promoteFloat16,
        "float16 MatMul/Gemm/Conv/pooling/reductions/normalisations accumulate in float32: Cast, the op, Cast back "
+       "(each output: BN's training statistics, MaxPool's Indices, LayerNorm's Mean) "
        "(with --partials-type half, MatMul/Gemm/Conv stay float16)"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},
       {"noop-removal", removeNoOps, "drop Identity, inference Dropout, reshapes to the same shape, identity Transposes"},

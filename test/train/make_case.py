@@ -230,7 +230,8 @@ def main():
                 for name, p in model.named_parameters()}
     # Running means too (running variances differ by definition: ONNX's
     # BatchNormalization averages the population variance, torch the unbiased one).
-    expected.update({name: b.numpy() for name, b in model.named_buffers() if name.endswith("running_mean")})
+    expected.update({name: b.numpy().astype(np.float16 if half else np.float32) for name, b in model.named_buffers()
+                     if name.endswith("running_mean")})
     np.savez(os.path.join(args.out, "expected_weights.npz"), **expected)
     np.save(os.path.join(args.out, "losses.npy"), np.array(losses, dtype=np.float32))
     # The last step's loss, under the name of popc's loss output.
@@ -240,7 +241,8 @@ def main():
         if accum * repl == 1 else {}
     if half:  # float16 forward and backward passes: a few float16 steps of the weights' scale
         with open(os.path.join(args.out, "tolerance.txt"), "w") as f:
-            f.write("--rtol 2e-3 --atol 5e-4\n")
+            # (batch normalisation divides by the batch's spread: its float16 gradients, twice that)
+            f.write("--rtol 2e-3 --atol 1e-3\n" if model_kind == "cnnbn" else "--rtol 2e-3 --atol 5e-4\n")
     np.savez(os.path.join(args.out, "expected_loss.npz"), **expected_loss)
     loss_flag = "--loss loss" if model_kind != "mlpnll" else "--loss nll:probs,label"
     with open(os.path.join(args.out, "flags.txt"), "w") as f:
