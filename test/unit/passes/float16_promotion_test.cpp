@@ -25,7 +25,8 @@ TEST_CASE("float16-promotion: a float16 MatMul accumulates in float32 between ca
   CHECK(passes::promoteFloat16(ir) == 0); // nothing left to promote
 }
 
-TEST_CASE("float16-promotion: float32 ops and ops with several results are left alone", "[passes]") {
+TEST_CASE("float16-promotion: float32 ops are left alone, each float16 result of an op with several is cast back",
+          "[passes]") {
   ir::Ir ir;
   ir::Graph &g = ir.main;
   addInput(g, "a", {2, 3});
@@ -36,6 +37,21 @@ TEST_CASE("float16-promotion: float32 ops and ops with several results are left 
   pool.set("kernel_shape", std::vector<int64_t>{2, 2});
   addOp(g, "MaxPool", "pool", {"x"}, {"p", "indices"}, pool);
   g.outputs = {"y", "p", "indices"};
+  CHECK(passes::promoteFloat16(ir) == 1);
+  CHECK(opTypes(g) == std::vector<std::string>{"MatMul", "Cast", "MaxPool", "Cast", "Identity"});
+  CHECK(g.tensor("p").info.dtype == DType::F16);         // the values, cast back
+  CHECK(g.tensor("indices").info.dtype == DType::I64);   // the indices, as they are
+  CHECK(g.ops()[3]->outputs[0] == "p");
+  CHECK(g.ops()[4]->outputs[0] == "indices");
+}
+
+TEST_CASE("float16-promotion: an op with an absent output is left alone", "[passes]") {
+  ir::Ir ir;
+  ir::Graph &g = ir.main;
+  addInput(g, "x", {1, 1, 4, 4}, DType::F16);
+  ir::Attributes pool;
+  pool.set("kernel_shape", std::vector<int64_t>{2, 2});
+  addOp(g, "MaxPool", "pool", {"x"}, {"", "indices"}, pool);
+  g.outputs = {"indices"};
   CHECK(passes::promoteFloat16(ir) == 0);
-  CHECK(opTypes(g) == std::vector<std::string>{"MatMul", "MaxPool"});
 }
