@@ -150,10 +150,10 @@ def main():
     # Sharding over IPUs: shardN = --auto-shard N; ipusN = the exported nodes
     # annotated __ipu_number in N contiguous groups, --num-ipus N.
     shard = next((int(p[len("shard"):]) for p in parts[2:] if p.startswith("shard")), 1)
-    # half: the exported model converted to float16 (weights, inputs, loss). The
+    # _half: the exported model converted to float16 (weights, inputs, loss). The
     # reference trains in float32 from the same float16 values and rounds the
     # weights to float16 after every step, as popc stores them.
-    half = "half" in parts[2:]
+    float16 = "half" in parts[2:]
     ipus = next((int(p[len("ipus"):]) for p in parts[2:] if p.startswith("ipus")), 1)
     micro = BATCH // (accum * repl)
     torch.manual_seed(7)
@@ -184,7 +184,7 @@ def main():
                       opset_version=14 if training_mode else 13, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.TRAINING if training_mode else torch.onnx.TrainingMode.EVAL)
     model.train(training_mode)  # the export may leave the module in another mode
-    if half:
+    if float16:
         to_float16(os.path.join(args.out, "model.onnx"))
         xs = xs.astype(np.float16)
         with torch.no_grad():
@@ -206,9 +206,9 @@ def main():
         inner = (micro,) if repl == 1 or accum == 1 else (repl, micro)
         return a.reshape((-1,) + inner + a.shape[1:])
     np.savez(os.path.join(args.out, "data.npz"), x=layout(xs), label=layout(ys))
-    half = steps // 2 * BATCH  # the dataset in two halves: resuming from saved weights
-    np.savez(os.path.join(args.out, "data_a.npz"), x=layout(xs[:half]), label=layout(ys[:half]))
-    np.savez(os.path.join(args.out, "data_b.npz"), x=layout(xs[half:]), label=layout(ys[half:]))
+    split = steps // 2 * BATCH  # the dataset in two halves: resuming from saved weights
+    np.savez(os.path.join(args.out, "data_a.npz"), x=layout(xs[:split]), label=layout(ys[:split]))
+    np.savez(os.path.join(args.out, "data_b.npz"), x=layout(xs[split:]), label=layout(ys[split:]))
 
     make_opt, flags = OPTIMIZERS[opt_kind]
     opt = make_opt(model.parameters())
@@ -221,25 +221,25 @@ def main():
         loss = out if model_kind != "mlpnll" else F.nll_loss(torch.log(out), y)
         loss.backward()
         opt.step()
-        if half:
+        if float16:
             with torch.no_grad():
                 for prm in model.parameters():
                     prm.copy_(prm.half().float())
         losses.append(loss.item())
-    expected = {name: p.detach().numpy().astype(np.float16 if half else np.float32)
+    expected = {name: p.detach().numpy().astype(np.float16 if float16 else np.float32)
                 for name, p in model.named_parameters()}
     # Running means too (running variances differ by definition: ONNX's
     # BatchNormalization averages the population variance, torch the unbiased one).
-    expected.update({name: b.numpy().astype(np.float16 if half else np.float32) for name, b in model.named_buffers()
+    expected.update({name: b.numpy().astype(np.float16 if float16 else np.float32) for name, b in model.named_buffers()
                      if name.endswith("running_mean")})
     np.savez(os.path.join(args.out, "expected_weights.npz"), **expected)
     np.save(os.path.join(args.out, "losses.npy"), np.array(losses, dtype=np.float32))
     # The last step's loss, under the name of popc's loss output.
     loss_name = "loss" if model_kind != "mlpnll" else "nll_loss"
     # (with accumulation, popc returns each micro-batch's loss: their mean is torch's)
-    expected_loss = {loss_name: np.array(losses[-1], dtype=np.float16 if half else np.float32)} \
+    expected_loss = {loss_name: np.array(losses[-1], dtype=np.float16 if float16 else np.float32)} \
         if accum * repl == 1 else {}
-    if half:  # float16 forward and backward passes: a few float16 steps of the weights' scale
+    if float16:  # float16 forward and backward passes: a few float16 steps of the weights' scale
         with open(os.path.join(args.out, "tolerance.txt"), "w") as f:
             # (batch normalisation divides by the batch's spread: its float16 gradients, twice that)
             f.write("--rtol 2e-3 --atol 1e-3\n" if model_kind == "cnnbn" else "--rtol 2e-3 --atol 5e-4\n")
