@@ -8,8 +8,9 @@
 //   - a layer bigger than kMaxOneTileBytes (weights, sequence and outputs),
 //     which one tile could not hold; popnn likewise spreads a layer's hidden
 //     units over tiles.
-// Left to the codelet: small layers (cheaper as one vertex) and sequence_lens
-// that is not every sequence's full length.
+// Left to the codelet: small layers (cheaper as one vertex). A sequence_lens
+// shorter than the sequence masks each step: a finished sequence keeps its
+// state and outputs zeros, as ONNX defines.
 #include "compiler/ir/op_attrs.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
@@ -18,6 +19,16 @@
 namespace popc::passes {
 
 namespace {
+
+// sequence_lens known at compile time with every sequence at full length.
+bool fullLength(const ir::Graph &g, const ir::Op &op, const ir::RecurrentParams &p) {
+  if (!isConstant(g, op.inputs[4]))
+    return false;
+  for (int64_t len : g.tensor(op.inputs[4]).toInt64s())
+    if (len != p.seq)
+      return false;
+  return true;
+}
 
 // A quarter of the smallest tile (ipu1's 256 KiB).
 constexpr uint64_t kMaxOneTileBytes = 64 * 1024;
@@ -81,8 +92,8 @@ public:
     return pick(s, d);
   }
 
-  // One direction: returns the hidden state of every step (time order), and the final c (LSTM).
-  std::vector<std::string> direction(int64_t d, const std::string &xs, std::string &finalC) {
+  // One direction: returns the output of every step (time order), and the final h and c (LSTM).
+  std::vector<std::string> direction(int64_t d, const std::string &xs, std::string &finalH, std::string &finalC) {
     const int64_t T = p_.seq, B = p_.batch, I = p_.input, H = p_.hidden, G = p_.gates;
     const std::string wT = transpose(pick(op_.inputs[1], d), {1, 0}); // [I, G*H]
     const std::string rT = transpose(pick(op_.inputs[2], d), {1, 0}); // [H, G*H]
@@ -107,6 +118,7 @@ public:
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = p_.dirMode == 1 || d == 1 ? T - 1 - s : s;
       const std::string x = pick(xw, t); // [B, G*H]
+      const std::string hPrev = h, cPrev = c;
       auto gate = [&](const std::string &v, int64_t k) { return columns(v, k * H, (k + 1) * H, 2); };
       if (op_.type == "LSTM") { // gates i, o, f, c
         const std::string v = add("Add", {x, add("MatMul", {h, rT})});
@@ -138,10 +150,26 @@ public:
       } else { // RNN
         h = act("Tanh", add("Add", {x, add("MatMul", {h, rT})}));
       }
-      hs[size_t(t)] = h;
+      if (lengths_.empty()) {
+        hs[size_t(t)] = h;
+        continue;
+      }
+      // sequence_lens: a sequence shorter than t + 1 keeps its state and outputs zeros
+      // (in reverse too: its state stays the initial one until its last element).
+      const std::string valid = add("Less", {addInt64Constant(g_, op_.name + "_t", {t}, true), lengths_}); // [B, 1]
+      hs[size_t(t)] = add("Where", {valid, h, zeros()});
+      h = add("Where", {valid, h, hPrev});
+      if (!c.empty())
+        c = add("Where", {valid, c, cPrev});
     }
+    finalH = h;
     finalC = c;
     return hs;
+  }
+
+  std::string zeros() {
+    return addFloatConstant(g_, op_.name + "_zero", t_, {p_.batch, p_.hidden},
+                            std::vector<double>(size_t(p_.batch * p_.hidden), 0.0));
   }
 
   // GRU with linear_before_reset: Rb's hidden-gate third is added inside r * (...), not up front.
@@ -155,12 +183,17 @@ public:
 
   void run() {
     const std::string xs = p_.layout ? transpose(op_.inputs[0], {1, 0, 2}) : op_.inputs[0]; // [T, B, I]
+    if (op_.hasInput(4) && !fullLength(g_, op_, p_)) {
+      ir::Attributes to;
+      to.set("to", int64_t(7)); // int64
+      lengths_ = reshape(add("Cast", {op_.inputs[4]}, to), {p_.batch, 1});
+    }
     std::vector<std::string> ys, hFinal, cFinal;
     for (int64_t d = 0; d < p_.dirs; ++d) {
-      std::string c;
-      const std::vector<std::string> hs = direction(d, xs, c);
+      std::string h, c;
+      const std::vector<std::string> hs = direction(d, xs, h, c);
       ys.push_back(reshape(stack(hs), {p_.seq, 1, p_.batch, p_.hidden}));
-      hFinal.push_back(hs[p_.dirMode == 1 || d == 1 ? 0 : size_t(p_.seq - 1)]);
+      hFinal.push_back(h);
       cFinal.push_back(c);
     }
     ir::Attributes axis1;
@@ -198,6 +231,7 @@ private:
   const ir::RecurrentParams &p_;
   OpInserter ops_;
   DType t_;
+  std::string lengths_; // sequence_lens as int64 [B, 1], when some sequence may be shorter
 };
 
 // Whether the unrolled form replaces the codelet for `op`.
@@ -205,13 +239,6 @@ bool unroll(const ir::Ir &ir, const ir::Graph &g, const ir::Op &op) {
   if (op.type != "RNN" && op.type != "GRU" && op.type != "LSTM")
     return false;
   const ir::RecurrentParams p = ir::recurrentParams(op, g);
-  if (op.hasInput(4)) { // sequence_lens: only every sequence at full length
-    if (!isConstant(g, op.inputs[4]))
-      return false;
-    for (int64_t len : g.tensor(op.inputs[4]).toInt64s())
-      if (len != p.seq)
-        return false;
-  }
   uint64_t bytes = 0;
   for (const std::string &in : op.inputs)
     if (!in.empty())

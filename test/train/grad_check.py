@@ -145,6 +145,26 @@ for _kind, _g, _extra in [("LSTM", 4, {}), ("GRU", 3, {}), ("GRU", 3, {"linear_b
          {"w": rand(1, _g * 5, 3), "r": rand(1, _g * 5, 5), "b": rand(1, 2 * _g * 5)},
          lambda x, w, r, b, k=_kind, l=_lbr: _onnx_rnn(k, x, w, r, b, l), consts=[("x", _x)],
          attrs={"hidden_size": 5, **_extra}, order=["x", "w", "r", "b"])
+# sequence_lens shorter than the sequence: each sequence stops at its length (its
+# outputs after it are zeros), in reverse from its own last element.
+def _onnx_rnn_lens(kind, x, w, r, b, lens, reverse=False):
+    ys = []
+    for k, n in enumerate(lens.tolist()):
+        xk = x[:n, k:k + 1]
+        y = _onnx_rnn(kind, xk.flip(0) if reverse else xk, w, r, b)
+        y = y.flip(0) if reverse else y
+        ys.append(torch.cat([y, torch.zeros(x.shape[0] - n, *y.shape[1:])]))
+    return torch.cat(ys, 2)
+
+
+_lens = np.array([4, 2, 1], dtype=np.int32)
+_xl = rand(4, 3, 3)
+for _kind, _g, _rev in [("LSTM", 4, False), ("GRU", 3, True)]:
+    case(f"{_kind.lower()}_seq_lens{'_reverse' if _rev else ''}", _kind,
+         {"w": rand(1, _g * 5, 3), "r": rand(1, _g * 5, 5), "b": rand(1, 2 * _g * 5)},
+         lambda x, w, r, b, lens, k=_kind, rev=_rev: _onnx_rnn_lens(k, x, w, r, b, lens, rev),
+         consts=[("x", _xl), ("lens", _lens)],
+         attrs={"hidden_size": 5, **({"direction": "reverse"} if _rev else {})}, order=["x", "w", "r", "b", "lens"])
 case("cast_float", "Cast", {"a": rand(3, 4)}, lambda a: a, attrs={"to": 1})
 case("softmax", "Softmax", {"a": rand(2, 3, 4)}, lambda a: torch.softmax(a, 1), attrs={"axis": 1})
 case("logsoftmax", "LogSoftmax", {"a": rand(2, 3, 4)}, lambda a: torch.log_softmax(a, -1), attrs={"axis": -1})
