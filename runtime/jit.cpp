@@ -460,6 +460,12 @@ size_t partitionCount(unsigned threads) { return threads <= 1 ? 1 : threads * kP
 // A module entry's value: its partitions' keys, one per line.
 constexpr size_t kKeyDigits = 32;
 
+// An object file from the cache, as the JIT takes it.
+std::unique_ptr<llvm::MemoryBuffer> cachedObjectBuffer(const std::vector<uint8_t> &object) {
+  return llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), "cached-object");
+}
+
 } // namespace
 
 struct Jit::Impl {
@@ -468,6 +474,11 @@ struct Jit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   size_t lastPartitions = 0, lastCacheHits = 0;
   std::shared_ptr<ObjectCache> cache = objectCache();
+
+  void addObject(std::unique_ptr<llvm::MemoryBuffer> object, const std::string &where) {
+    if (auto err = jit->addObjectFile(std::move(object)))
+      failLlvm(where, "cannot add code module to the JIT", std::move(err));
+  }
 };
 
 Jit::Jit(ThreadPool *pool) : impl_(std::make_unique<Impl>()) {
@@ -541,9 +552,7 @@ std::optional<std::vector<std::vector<uint8_t>>> cachedModuleObjects(const std::
 
 void Jit::addObjects(std::vector<std::vector<uint8_t>> objects, const std::string &where) {
   for (const std::vector<uint8_t> &object : objects)
-    if (auto err = impl_->jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
-            llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), "cached-object")))
-      failLlvm(where, "cannot add code module to the JIT", std::move(err));
+    impl_->addObject(cachedObjectBuffer(object), where);
   impl_->lastPartitions = impl_->lastCacheHits = objects.size();
   log::get("runtime")->info("{}: JIT object cache: {} of {} partitions from the cache, 0 compiled by LLVM (the "
                             "whole module: its bitcode was not read)",
@@ -579,8 +588,7 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
       if (cache) {
         keys[i] = objectKey(bytes, parts[i], impl_->host, sandbox);
         if (auto object = cache->load(keys[i])) {
-          objects[i] = llvm::MemoryBuffer::getMemBufferCopy(
-              llvm::StringRef(reinterpret_cast<const char *>(object->data()), object->size()), "cached-object");
+          objects[i] = cachedObjectBuffer(*object);
           ++hits;
         }
       }
@@ -605,8 +613,7 @@ void Jit::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::
       std::rethrow_exception(e);
 
   for (auto &object : objects)
-    if (auto err = impl_->jit->addObjectFile(std::move(object)))
-      failLlvm(where, "cannot add code module to the JIT", std::move(err));
+    impl_->addObject(std::move(object), where);
   if (cache && !moduleKey.empty() && !keys.empty()) {
     std::string list;
     for (const std::string &key : keys)

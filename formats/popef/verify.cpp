@@ -344,6 +344,21 @@ private:
     if (!std::is_sorted(order.begin(), order.end(), byKey)) // writers sort by destination (popef.fbs)
       std::stable_sort(order.begin(), order.end(), byKey);
 
+    // Each tile's destinations: order[firstOnTile[t], firstOnTile[t + 1]),
+    // so a tile's copies are found, and a source looked up among them, without a
+    // search of the whole step.
+    std::vector<uint32_t> firstOnTile(size_t(numTiles_) + 1, 0);
+    for (uint32_t k : order)
+      firstOnTile[copy(k)->dst_tile() + 1]++;
+    std::partial_sum(firstOnTile.begin(), firstOnTile.end(), firstOnTile.begin());
+    // Destination extents by position in order: searched without touching the records.
+    std::vector<uint32_t> dstBegin(order.size());
+    std::vector<uint64_t> dstEnd(order.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      dstBegin[k] = copy(order[k])->dst_offset();
+      dstEnd[k] = copyDstEnd(*copy(order[k]));
+    }
+
     // Every destination copy on `tile`, sorted and checked for overlaps (built on demand).
     std::map<uint32_t, std::vector<Range>> exact;
     std::vector<bool> expanded(numTiles_); // tiles in `exact`
@@ -352,16 +367,15 @@ private:
       if (!added)
         return it->second;
       expanded[tile] = true;
-      auto first = std::lower_bound(order.begin(), order.end(), std::pair(tile, 0u),
-                                    [&](uint32_t k, std::pair<uint32_t, uint32_t> v) { return key(k) < v; });
       std::vector<Range> &ranges = it->second;
-      for (auto r = first; r != order.end() && copy(*r)->dst_tile() == tile; ++r) {
-        const fb::Copy *c = copy(*r);
+      for (uint32_t at = firstOnTile[tile]; at < firstOnTile[tile + 1]; ++at) {
+        const uint32_t r = order[at];
+        const fb::Copy *c = copy(r);
         for (uint64_t i = 0; i < copyCount(*c); ++i) {
           if (ranges.size() >= bytesPerTile_)
-            bad(where(*r), "destinations on tile {} overlap (more copies than the tile has bytes)", tile);
+            bad(where(r), "destinations on tile {} overlap (more copies than the tile has bytes)", tile);
           const uint32_t b = uint32_t(c->dst_offset() + i * c->dst_stride());
-          ranges.push_back({b, b + c->bytes(), *r});
+          ranges.push_back({b, b + c->bytes(), r});
         }
       }
       std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) { return a.begin < b.begin; });
@@ -379,20 +393,6 @@ private:
           bad(where(order[k]), "destination overlaps copies[{}] on tile {}", order[k - 1], c->dst_tile());
         exactOn(c->dst_tile());
       }
-    }
-
-    // Each tile's destinations: order[firstOnTile[t], firstOnTile[t + 1]),
-    // so a source is looked up among its own tile's few, not the whole step's.
-    std::vector<uint32_t> firstOnTile(size_t(numTiles_) + 1, 0);
-    for (uint32_t k : order)
-      firstOnTile[copy(k)->dst_tile() + 1]++;
-    std::partial_sum(firstOnTile.begin(), firstOnTile.end(), firstOnTile.begin());
-    // Destination extents by position in order: searched without touching the records.
-    std::vector<uint32_t> dstBegin(order.size());
-    std::vector<uint64_t> dstEnd(order.size());
-    for (size_t k = 0; k < order.size(); ++k) {
-      dstBegin[k] = copy(order[k])->dst_offset();
-      dstEnd[k] = copyDstEnd(*copy(order[k]));
     }
 
     // Sources: against the destination extents on the source tile, exactly
