@@ -19,9 +19,6 @@ namespace popc::passes {
 
 namespace {
 
-// ONNX TensorProto data types of Cast's `to`.
-constexpr int64_t kOnnxFloat = 1, kOnnxFloat16 = 10;
-
 const std::set<std::string> &accumulatingOps() {
   static const std::set<std::string> ops{
       "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
@@ -64,16 +61,13 @@ size_t promoteFloat16(ir::Ir &ir) {
   const size_t count = replaceOps(ir, select, [](ir::Graph &g, size_t i, const Replaced &r) {
     const ir::Op &op = r.op;
     OpInserter ops(g, i, op.name, op.ipu);
-    ir::Attributes toFloat, toHalf;
-    toFloat.set("to", kOnnxFloat);
-    toHalf.set("to", kOnnxFloat16);
     std::vector<std::string> inputs = op.inputs;
     for (std::string &in : inputs)
       if (isHalf(g, in))
-        in = ops.add("Cast", {in}, "", toFloat);
+        in = ops.cast(in, DType::F32);
     if (op.outputs.size() == 1) {
       if (r.output(0).dtype == DType::F16)
-        ops.add("Cast", {ops.add(op.type, inputs, "", op.attrs, op.domain)}, op.outputs[0], toHalf);
+        ops.cast(ops.add(op.type, inputs, "", op.attrs, op.domain), DType::F16, op.outputs[0]);
       else
         ops.add(op.type, inputs, op.outputs[0], op.attrs, op.domain);
       return ops.next() - i;
@@ -81,7 +75,7 @@ size_t promoteFloat16(ir::Ir &ir) {
     const std::vector<std::string> results = ops.addOutputs(op.type, inputs, op.outputs.size(), op.attrs);
     for (size_t k = 0; k < results.size(); ++k)
       if (r.output(k).dtype == DType::F16)
-        ops.add("Cast", {results[k]}, op.outputs[k], toHalf);
+        ops.cast(results[k], DType::F16, op.outputs[k]);
       else
         ops.add("Identity", {results[k]}, op.outputs[k]);
     return ops.next() - i;

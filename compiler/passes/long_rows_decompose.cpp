@@ -41,7 +41,6 @@
 // within rounding for Softmax and InstanceNormalization: the sums run in
 // another order).
 #include "compiler/ir/op_attrs.h"
-#include "compiler/ir/op_helpers.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
@@ -476,9 +475,7 @@ size_t rewriteHardmax(ir::Graph &g, size_t at, const ir::Op &op) {
   std::vector<int64_t> positions(size_t(x.shape[size_t(axis)]));
   std::iota(positions.begin(), positions.end(), int64_t(0));
   const std::string position = addInt64Tensor(g, op.name + "_positions", along, positions);
-  ir::Attributes to;
-  to.set("to", ir::detail::onnxElementType(x.dtype));
-  ops.add("Cast", {ops.add("Equal", {position, first})}, op.outputs[0], to);
+  ops.cast(ops.add("Equal", {position, first}), x.dtype, op.outputs[0]);
   return ops.next() - at;
 }
 

@@ -10,7 +10,6 @@
 //   either way). 60x80 = 4800 taps become 60 + 80, and the vertex code that
 //   unrolls each tap stays small.
 // And 8/16-bit integer MaxPools pool in float32 between Casts (exact).
-#include "compiler/ir/op_helpers.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/log.h"
@@ -113,11 +112,8 @@ bool smallIntegerPool(const ir::Graph &g, const ir::Op &op) {
 
 size_t poolInFloat(ir::Graph &g, size_t index, const ir::Op &op) {
   OpInserter ops(g, index, op.name, op.ipu);
-  ir::Attributes toFloat, back;
-  toFloat.set("to", ir::detail::onnxElementType(DType::F32));
-  back.set("to", ir::detail::onnxElementType(g.tensor(op.inputs[0]).info.dtype));
-  const std::string pooled = ops.add("MaxPool", {ops.add("Cast", {op.inputs[0]}, "", toFloat)}, "", op.attrs);
-  ops.add("Cast", {pooled}, op.outputs[0], back);
+  const std::string pooled = ops.add("MaxPool", {ops.cast(op.inputs[0], DType::F32)}, "", op.attrs);
+  ops.cast(pooled, g.tensor(op.inputs[0]).info.dtype, op.outputs[0]);
   return ops.next() - index;
 }
 

@@ -1,5 +1,6 @@
 #include "compiler/passes/pass_utils.h"
 
+#include "compiler/ir/op_helpers.h"
 #include "compiler/ir/op_registry.h"
 
 #include "compiler/passes/host_eval.h"
@@ -191,6 +192,12 @@ std::string OpInserter::reshape(const std::string &x, const Shape &shape, std::s
   return add("Reshape", {x, addInt64Constant(g_, base_ + "_shape", shape)}, std::move(output));
 }
 
+std::string OpInserter::cast(const std::string &x, DType to, std::string output) {
+  ir::Attributes a;
+  a.set("to", ir::detail::onnxElementType(to));
+  return add("Cast", {x}, std::move(output), a);
+}
+
 std::string OpInserter::transpose(const std::string &x, const std::vector<int64_t> &perm, std::string output) {
   ir::Attributes a;
   a.set("perm", perm);
@@ -222,11 +229,8 @@ std::string OpInserter::reduce(const std::string &type, const std::string &x, co
 
 std::string wrapNegativeIndices(OpInserter &ops, ir::Graph &g, const std::string &base, std::string indices,
                                 const std::string &bound) {
-  if (g.tensor(indices).info.dtype != DType::I64) {
-    ir::Attributes to;
-    to.set("to", int64_t(7)); // INT64
-    indices = ops.add("Cast", {indices}, "", to);
-  }
+  if (g.tensor(indices).info.dtype != DType::I64)
+    indices = ops.cast(indices, DType::I64);
   const std::string zero = addInt64Constant(g, base + "_zero", {0}, true);
   return ops.add("Where", {ops.add("Less", {indices, zero}), ops.add("Add", {indices, bound}), indices});
 }

@@ -100,6 +100,8 @@ public:
                                       ir::Attributes attrs = {});
   // Reshape of x to `shape` (a constant input: opset 5 on).
   std::string reshape(const std::string &x, const Shape &shape, std::string output = "");
+  // x as `to` (a Cast; ONNX's element type number from popc's DType).
+  std::string cast(const std::string &x, DType to, std::string output = "");
   // Transpose of x by `perm`.
   std::string transpose(const std::string &x, const std::vector<int64_t> &perm, std::string output = "");
   // Slice of x along `axis`, [begin, end), in the graph's opset's form

@@ -86,8 +86,7 @@ public:
   // The state input `i` ([D, B, H], or [B, D, H] batch-major) for direction d, or zeros.
   std::string initial(size_t i, int64_t d) {
     if (!op_.hasInput(i))
-      return addFloatConstant(g_, op_.name + "_zero", t_, {p_.batch, p_.hidden},
-                              std::vector<double>(size_t(p_.batch * p_.hidden), 0.0));
+      return zeros();
     const std::string s = p_.layout ? transpose(op_.inputs[i], {1, 0, 2}) : op_.inputs[i];
     return pick(s, d);
   }
@@ -167,9 +166,12 @@ public:
     return hs;
   }
 
+  // A [B, H] of zeros, one constant for the op.
   std::string zeros() {
-    return addFloatConstant(g_, op_.name + "_zero", t_, {p_.batch, p_.hidden},
-                            std::vector<double>(size_t(p_.batch * p_.hidden), 0.0));
+    if (zeros_.empty())
+      zeros_ = addFloatConstant(g_, op_.name + "_zero", t_, {p_.batch, p_.hidden},
+                                std::vector<double>(size_t(p_.batch * p_.hidden), 0.0));
+    return zeros_;
   }
 
   // GRU with linear_before_reset: Rb's hidden-gate third is added inside r * (...), not up front.
@@ -184,9 +186,7 @@ public:
   void run() {
     const std::string xs = p_.layout ? transpose(op_.inputs[0], {1, 0, 2}) : op_.inputs[0]; // [T, B, I]
     if (op_.hasInput(4) && !fullLength(g_, op_, p_)) {
-      ir::Attributes to;
-      to.set("to", int64_t(7)); // int64
-      lengths_ = reshape(add("Cast", {op_.inputs[4]}, to), {p_.batch, 1});
+      lengths_ = reshape(ops_.cast(op_.inputs[4], DType::I64), {p_.batch, 1});
     }
     std::vector<std::string> ys, hFinal, cFinal;
     for (int64_t d = 0; d < p_.dirs; ++d) {
@@ -232,6 +232,7 @@ private:
   OpInserter ops_;
   DType t_;
   std::string lengths_; // sequence_lens as int64 [B, 1], when some sequence may be shorter
+  std::string zeros_;
 };
 
 // Whether the unrolled form replaces the codelet for `op`.

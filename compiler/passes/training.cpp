@@ -8,7 +8,6 @@
 //                   torch.optim's rules (../shared/reference/training-facts.md).
 #include "compiler/ir/autodiff.h"
 #include "compiler/ir/op_registry.h"
-#include "compiler/ir/op_helpers.h"
 #include "compiler/passes/pass_utils.h"
 #include "compiler/passes/passes.h"
 #include "support/error.h"
@@ -214,11 +213,7 @@ public:
   // steps would vanish in float16.
   static DType mathType(DType weight) { return weight == DType::F16 ? DType::F32 : weight; }
   std::string cast(const std::string &x, DType to) {
-    if (g_.tensor(x).info.dtype == to)
-      return x;
-    ir::Attributes a;
-    a.set("to", ir::detail::onnxElementType(to));
-    return ins_.add("Cast", {x}, "", a);
+    return g_.tensor(x).info.dtype == to ? x : ins_.cast(x, to);
   }
   std::string toMath(const std::string &x) { return cast(x, info_.dtype); }
 
@@ -337,12 +332,8 @@ size_t buildOptimizer(ir::Ir &ir) {
       acc.data.assign(acc.info.bytes(), 0);
       g.addTensor(std::move(acc));
       OpInserter ins(g, g.ops().size(), "Accum___" + weight, 0);
-      std::string value = grad;
-      if (g.tensor(grad).info.dtype != g.tensor("Accum___" + weight).info.dtype) {
-        ir::Attributes to;
-        to.set("to", ir::detail::onnxElementType(g.tensor("Accum___" + weight).info.dtype));
-        value = ins.add("Cast", {grad}, "", to);
-      }
+      const DType accType = g.tensor("Accum___" + weight).info.dtype;
+      const std::string value = g.tensor(grad).info.dtype == accType ? grad : ins.cast(grad, accType);
       g.updates.push_back({"Accum___" + weight, ins.add("Add", {"Accum___" + weight, value}), 0});
       grad = "Accum___" + weight;
     }

@@ -47,55 +47,65 @@ for e, r in [(1, 0), (0, 1), (1, 1)]:
     v = iseq[:, ::-1] if r else iseq
     c = np.cumsum(v, axis=-1) - (v if e else 0)
     expected[name] = c[:, ::-1] if r else c
+
+
+def add_input(name, arr):
+    model.graph.input.append(helper.make_tensor_value_info(name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[arr.dtype],
+                                                           list(arr.shape)))
+    inputs[name] = arr
+
+
+def add_output(name, value):
+    model.graph.output.append(helper.make_tensor_value_info(name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[value.dtype],
+                                                            list(value.shape)))
+    expected[name] = value
+
+
+def top_positions(arr, k, largest=True):
+    """TopK's order along the last axis: ties by the lower index (a stable sort)."""
+    return np.argsort(-arr if largest else arr, axis=1, kind="stable")[:, :k]
+
+
 # float16 rows: TopK and ArgMax over 100000 halves (many ties: the lower index first,
 # as ONNX specifies and a stable numpy sort gives), against numpy.
 half = (np.random.default_rng(3).permutation(200000).reshape(2, 100000) / 200.0).astype(np.float16)
-model.graph.input.append(helper.make_tensor_value_info("half", TensorProto.FLOAT16, list(half.shape)))
+add_input("half", half)
 model.graph.initializer.append(numpy_helper.from_array(np.array([5], dtype=np.int64), "five"))
 model.graph.node.append(helper.make_node("TopK", ["half", "five"], ["hv", "hi"], axis=-1))
 model.graph.node.append(helper.make_node("ArgMax", ["half"], ["hamax"], axis=1, keepdims=0))
-order = np.argsort(-half.astype(np.float32), axis=1, kind="stable")[:, :5]
-for name, value, elem in [("hv", np.take_along_axis(half, order, 1), TensorProto.FLOAT16), ("hi", order, TensorProto.INT64),
-                          ("hamax", np.argmax(half, axis=1), TensorProto.INT64)]:
-    model.graph.output.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
-    expected[name] = value
+order = top_positions(half.astype(np.float32), 5)
+add_output("hv", np.take_along_axis(half, order, 1))
+add_output("hi", order)
+add_output("hamax", np.argmax(half, axis=1))
 # Hardmax of the 100000-entry rows (ArgMax in two stages, then an Equal), and of
 # the float16 ones with ties: the first maximum only.
-for name, src, arr, elem in [("hard", "logits", inputs["logits"].numpy(), TensorProto.FLOAT),
-                             ("hhard", "half", half, TensorProto.FLOAT16)]:
+for name, src, arr in [("hard", "logits", inputs["logits"].numpy()), ("hhard", "half", half)]:
     model.graph.node.append(helper.make_node("Hardmax", [src], [name], axis=-1))
-    model.graph.output.append(helper.make_tensor_value_info(name, elem, list(arr.shape)))
     onehot = np.zeros_like(arr)
     np.put_along_axis(onehot, np.argmax(arr, axis=-1)[:, None], 1, axis=-1)
-    expected[name] = onehot
+    add_output(name, onehot)
 # LRN across 20000 channels (ONNX's window: floor((size-1)/2) before, ceil after).
 channels = np.random.default_rng(4).standard_normal((2, 20000, 2, 3)).astype(np.float32)
 size, alpha, beta, bias = 4, 1e-3, 0.75, 2.0
 squares = np.pad(channels.astype(np.float64) ** 2, ((0, 0), ((size - 1) // 2, size // 2), (0, 0), (0, 0)))
 sums = sum(squares[:, k:k + channels.shape[1]] for k in range(size))
-expected["lrn"] = (channels / (bias + alpha / size * sums) ** beta).astype(np.float32)
-model.graph.input.append(helper.make_tensor_value_info("channels", TensorProto.FLOAT, list(channels.shape)))
+add_input("channels", channels)
 model.graph.node.append(helper.make_node("LRN", ["channels"], ["lrn"], size=size, alpha=alpha, beta=beta, bias=bias))
-model.graph.output.append(helper.make_tensor_value_info("lrn", TensorProto.FLOAT, list(channels.shape)))
+add_output("lrn", (channels / (bias + alpha / size * sums) ** beta).astype(np.float32))
 # TopK with k too large for two stages (a merge sort over tiles): half of a
 # 40000-entry row, largest, and all of a 30000-entry one, smallest; values with
 # many ties (the lower index first).
 many = np.random.default_rng(5).integers(0, 1000, (2, 40000)).astype(np.float32)
 all_ = np.random.default_rng(6).integers(0, 500, (1, 30000)).astype(np.float32)
 for name, arr, k, largest in [("many", many, 20000, 1), ("all_", all_, 30000, 0)]:
-    model.graph.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(arr.shape)))
+    add_input(name, arr)
     model.graph.initializer.append(numpy_helper.from_array(np.array([k], dtype=np.int64), f"{name}_k"))
     model.graph.node.append(helper.make_node("TopK", [name, f"{name}_k"], [f"{name}_v", f"{name}_i"], axis=-1,
                                              largest=largest))
-    order = np.argsort(-arr if largest else arr, axis=1, kind="stable")[:, :k]
-    for out_name, value, elem in [(f"{name}_v", np.take_along_axis(arr, order, 1), TensorProto.FLOAT),
-                                  (f"{name}_i", order, TensorProto.INT64)]:
-        model.graph.output.append(helper.make_tensor_value_info(out_name, elem, list(value.shape)))
-        expected[out_name] = value
-    inputs[name] = arr
+    order = top_positions(arr, k, largest)
+    add_output(f"{name}_v", np.take_along_axis(arr, order, 1))
+    add_output(f"{name}_i", order)
 onnx.save(model, f"{out}/model.onnx")
-inputs["half"] = half
-inputs["channels"] = channels
 torch_case.save(out, inputs, expected)
 with open(f"{out}/tolerance.txt", "w") as f:
     f.write("--rtol 1e-4 --atol 2e-3")  # sums of up to 50000 standard normals (|sum| ~ 220)
