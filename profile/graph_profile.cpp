@@ -233,7 +233,9 @@ Json programsJson(const fb::Executable &exe, const ProgramIndex &index, const st
     if (!name.empty())
       j["name"] = name;
     if (p.parallel())
-      j["parallel"] = true; // children on different IPUs at once: the slowest one counts
+      j["parallel"] = true; // children on different IPUs at once: the slowest IPU counts
+    if (p.ipu() >= 0)
+      j["ipu"] = p.ipu(); // a parallel Sequence's child: the IPU it runs on
     if (p.children() || p.kind() == fb::ProgramKind::Sequence || p.kind() == fb::ProgramKind::Repeat) {
       j["children"] = Json::array();
       for (uint32_t i = 0; i < len(p.children()); ++i)

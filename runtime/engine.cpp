@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -532,15 +533,22 @@ struct Engine::Impl {
     case fb::ProgramKind::Sequence:
       if (p.parallel() && p.children()) {
         // Children on different IPUs at the same time (a pipeline cycle):
-        // the cycle costs as much as its slowest child.
+        // the cycle costs as much as its slowest IPU, whose children (two
+        // stages of a training pipeline, a stash) add up.
         const PhaseCycles start = report.cycles;
-        PhaseCycles slowest = start;
+        std::map<int32_t, PhaseCycles> ipus; // (a child without an IPU: one of its own)
+        int32_t unnamed = -1;
         for (const fb::Program *c : *p.children()) {
-          report.cycles = start;
+          const int32_t ipu = c->ipu() >= 0 ? c->ipu() : unnamed--;
+          auto [it, added] = ipus.try_emplace(ipu, start);
+          report.cycles = it->second;
           exec(*c);
-          if (report.cycles.total() > slowest.total())
-            slowest = report.cycles;
+          it->second = report.cycles;
         }
+        PhaseCycles slowest = start;
+        for (const auto &[ipu, cycles] : ipus)
+          if (cycles.total() > slowest.total())
+            slowest = cycles;
         report.cycles = slowest;
       } else if (p.children())
         for (const fb::Program *c : *p.children())

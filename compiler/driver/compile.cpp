@@ -248,10 +248,9 @@ void checkTrainingOptions(const CompileOptions &o) {
     fail("--weight-decay {}: must be >= 0", t.weightDecay);
   if (!(t.lossScaling > 0))
     fail("--loss-scaling {}: must be positive", t.lossScaling);
-  if (o.pipeline)
-    fail("--train with --pipeline is not supported yet: shard the model without pipelining (--auto-shard N, or "
-         "__ipu_number annotations and --num-ipus N), and combine micro-batches with --accumulation-factor; see "
-         "docs/training.md");
+  if (o.pipeline && o.accumulationFactor < 2)
+    fail("--train --pipeline needs --accumulation-factor of at least 2: the pipeline overlaps the micro-batches of "
+         "one update (as PopART's, it is flushed before each weight update); see docs/training.md");
 }
 
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
@@ -337,6 +336,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
       lib::placeTrainingOps(ir); // __ipu_number annotations: the optimizer's ops follow their weights
     lib::LowerOptions lowerOptions;
     lowerOptions.pipeline = options.pipeline;
+    lowerOptions.trainingPipeline = options.pipeline && ir.training;
     lowerOptions.anchors = step.anchors;
     lowerOptions.iterations = step.iterations();
     lowerOptions.indexChecks = options.indexChecks;
@@ -346,6 +346,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     } else {
       lib::applyStepLayout(dg, step, stages);
       lib::StepPrograms programs = lib::buildStepPrograms(dg, segments, step, stages);
+      if (options.pipeline && ir.training)
+        lib::pinCrossStageTensors(dg, segments);
       dg.main() = std::move(programs.plan); // liveness of one sequential micro-batch
       plan = graph::planMemory(dg);
       dg.main() = std::move(programs.run);

@@ -109,6 +109,7 @@ struct Program {
   TensorId tensor = 0;              // If, RepeatWhileTrue, Switch (scalar), PrintTensor
   std::vector<int64_t> caseValues;  // Switch: one per case child (the last child is the default)
   bool parallel = false; // Sequence of per-IPU work running at once (pipeline cycle)
+  int32_t ipu = -1;      // child of a parallel Sequence: the IPU it runs on (same IPU: one after another)
 
   static Program sequence(std::string name = {}) { return {ProgramKind::Sequence, 0, 0, std::move(name), {}, 0, {}}; }
   static Program execute(uint32_t cs) { return {ProgramKind::Execute, cs, 0, {}, {}, 0, {}}; }

@@ -144,6 +144,7 @@ std::unique_ptr<fb::ProgramT> toProgram(const Program &p, const std::vector<uint
   out->tensor = tensorIndex.at(p.tensor);
   out->case_values = p.caseValues;
   out->parallel = p.parallel;
+  out->ipu = p.ipu;
   for (const Program &c : p.children)
     out->children.push_back(toProgram(c, tensorIndex));
   return out;

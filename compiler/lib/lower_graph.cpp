@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace popc::lib {
@@ -67,13 +68,13 @@ struct SegmentCutter {
   graph::DeviceGraph &dg;
   std::vector<Segment> segments;
   size_t done = 0;
-  void cut(int64_t stage) {
+  void cut(int64_t stage, int64_t ipu = -1) {
     auto &children = dg.main().children;
     if (children.size() == done)
       return;
-    Segment s{stage, {children.begin() + done, children.end()}};
+    Segment s{stage, {children.begin() + done, children.end()}, ipu};
     done = children.size();
-    if (!segments.empty() && segments.back().stage == stage)
+    if (!segments.empty() && segments.back().stage == stage && segments.back().ipu == ipu)
       for (auto &p : s.programs)
         segments.back().programs.push_back(std::move(p));
     else
@@ -128,6 +129,53 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     return options.pipeline ? std::max<int64_t>(op.pipelineStage, 0) : int64_t(0);
   };
   std::map<std::pair<std::string, int64_t>, Value> forwarded; // (IR value, IPU) -> its copy on that IPU
+  // Pipelining: the stage whose programs write each tensor (the first one:
+  // a view an op of a later stage binds keeps its writer).
+  std::map<graph::TensorId, int64_t> writerStage;
+  auto noteWriter = [&](const Value &v, int64_t stage) { writerStage.emplace(v.tensor, stage); };
+  // Training pipelines (PopART's stash): a value stage w writes and stage
+  // r >= w+2 reads would be overwritten by the micro-batches w runs in
+  // between. It moves down a chain of slots on its own IPU instead: slot j,
+  // written by stage w+j from slot j-1 (slot 0 is the value), so that in any
+  // cycle slot j holds the micro-batch stage w+j works on; stage r reads slot
+  // r-w-1. The copies run in stage w+j's turn, as work of the value's IPU.
+  std::map<graph::TensorId, std::vector<graph::TensorId>> stashSlots;
+  auto stashedRead = [&](const Value &v, int64_t reader) -> std::optional<Value> {
+    const graph::DeviceTensor &t = dg.tensor(v.tensor);
+    auto w = writerStage.find(v.tensor);
+    if (t.role == graph::TensorRole::Constant || t.mapping.empty() || w == writerStage.end() || reader - w->second < 2)
+      return std::nullopt;
+    const int64_t writer = w->second, ipu = t.mapping.front().tile / dg.target().tilesPerIpu;
+    const graph::TensorId source = v.tensor;
+    auto &slots = stashSlots[source];
+    while (int64_t(slots.size()) < reader - writer - 1) {
+      const int64_t stage = writer + 1 + int64_t(slots.size());
+      const graph::DeviceTensor &src = dg.tensor(source);
+      Value slot = L.newValue(fmt::format("{}/stash{}", src.name, stage), {src.dtype, src.shape});
+      dg.setMapping(slot.tensor, dg.tensor(source).mapping);
+      {
+        OpBuilder b(L, dg.tensor(slot.tensor).name);
+        dg.exchange(b.preExchange())
+            .copies.push_back({slots.empty() ? source : slots.back(), 0, slot.tensor, 0, dg.tensor(source).bytes});
+      }
+      cut.cut(stage, ipu);
+      noteWriter(slot, stage);
+      slots.push_back(slot.tensor);
+    }
+    return Value{slots[reader - writer - 2], v.info};
+  };
+  // A variable updated every micro-batch (an accumulator, running statistics):
+  // its update runs in the stage that computes the new value, which must be
+  // the only stage reading the variable (a stage running another micro-batch
+  // would see the wrong one).
+  auto pipelinedUpdateStage = [&](const ir::VariableUpdate &u, int64_t stage) {
+    for (size_t c : g.consumers(u.variable))
+      if (const ir::Op &op = *g.ops()[c]; op.phase == 0 && stageOf(op) != stage)
+        fail("--pipeline: variable '{}' is updated every micro-batch in pipeline stage {} but read by {} '{}' in stage "
+             "{}; a stage working on another micro-batch would read the wrong value: keep its readers in one stage",
+             u.variable, stage, op.type, op.name, stageOf(op));
+    return stage;
+  };
   // Variable updates (a training step's new weights and optimizer state): after
   // every op of their phase has read the old values, each new value is copied
   // over its variable. Copies of variables on other IPUs made before hold the
@@ -144,9 +192,13 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
         if (!L.has(name))
           bindConstant(g.tensor(name), L);
       const Value &var = L.value(u.variable), &value = L.value(u.value);
-      OpBuilder b(L, u.variable + "/update");
-      dg.exchange(b.preExchange()).copies.push_back({value.tensor, 0, var.tensor, 0, dg.tensor(var.tensor).bytes});
+      {
+        OpBuilder b(L, u.variable + "/update");
+        dg.exchange(b.preExchange()).copies.push_back({value.tensor, 0, var.tensor, 0, dg.tensor(var.tensor).bytes});
+      }
       any = true;
+      if (options.trainingPipeline && phase == 0) // each micro-batch's update runs in the stage computing it
+        cut.cut(pipelinedUpdateStage(u, writerStage.count(value.tensor) ? writerStage.at(value.tensor) : 0));
     }
     if (any)
       cut.cut(phase == 1 ? kOptimizerStage : 0);
@@ -186,6 +238,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     dg.main().children.push_back(graph::Program::streamCopy(stream));
     dg.inputs.push_back({name, t.info.dtype, t.info.shape, v.tensor, stream, {}, {}});
     L.bind(name, v);
+    noteWriter(v, user ? stageOf(*user) : 0);
     cut.cut(user ? stageOf(*user) : 0);
   }
 
@@ -249,7 +302,9 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
           } else {
             // The hops: through each stage in between when pipelining, then here.
             std::vector<std::pair<int64_t, std::string>> hops; // (IPU, name)
-            const int64_t from = stageOfIpu.count(fromIpu) ? stageOfIpu.at(fromIpu) : stageOf(*op);
+            const int64_t from = writerStage.count(v.tensor)   ? writerStage.at(v.tensor)
+                                 : stageOfIpu.count(fromIpu) ? stageOfIpu.at(fromIpu)
+                                                             : stageOf(*op);
             if (options.pipeline)
               for (int64_t k = from + 1; k < stageOf(*op); ++k)
                 hops.push_back({ipuOfStage.at(k), fmt::format("{}/stash{}", in, k)});
@@ -265,7 +320,9 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
                   OpBuilder b(L, name);
                   dg.exchange(b.preExchange()).copies.push_back({cur.tensor, 0, next.tensor, 0, t.bytes});
                 }
-                cut.cut(h + 1 < hops.size() ? stageOfIpu.at(ipu) : stageOf(*op));
+                const int64_t stage = h + 1 < hops.size() ? from + 1 + int64_t(h) : stageOf(*op);
+                cut.cut(stage);
+                noteWriter(next, stage);
                 forwarded.emplace(key, next);
               }
               cur = forwarded.at(key);
@@ -274,11 +331,23 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
           originals.emplace(in, v);
           L.bind(in, cur);
         }
+    if (options.trainingPipeline && op->phase == 0) {
+      cut.cut(stageOf(*op));
+      for (const std::string &in : op->inputs)
+        if (!in.empty())
+          if (auto stashed = stashedRead(L.value(in), stageOf(*op))) {
+            originals.emplace(in, L.value(in)); // (keeps a forwarded value's original)
+            L.bind(in, *stashed);
+          }
+    }
     L.setCurrentIpu(op->ipu);
     log->debug("lowering {} '{}'", op->type, op->name);
     (*lower)(*op, g, L);
     for (const auto &[name, v] : originals)
       L.bind(name, v);
+    for (const std::string &out : op->outputs)
+      if (!out.empty() && L.has(out))
+        noteWriter(L.value(out), stageOf(*op));
     cut.cut(stageOf(*op));
   }
 

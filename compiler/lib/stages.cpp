@@ -221,12 +221,61 @@ void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages) {
   placeTrainingOps(ir);
 }
 
+namespace {
+
+// Training: forward stage s's backward ops form stage 2S-2-s on the same IPU
+// (PopART's pipeline stages for training; the last forward stage and the first
+// backward one are one stage). Other per-micro-batch ops the training passes
+// added (sums of gradients, accumulators) follow their latest input, never
+// before the first backward stage. Returns the stage count 2S-1.
+uint32_t assignBackwardStages(ir::Ir &ir, uint32_t forwardStages) {
+  auto &ops = ir.main.ops();
+  const int64_t S = forwardStages, last = 2 * S - 2;
+  std::map<int64_t, int64_t> ipuOfStage;
+  std::map<std::string, int64_t> stageOfOp, stageOfTensor;
+  for (const auto &op : ops)
+    if (!trainingOnly(*op)) {
+      ipuOfStage.emplace(op->pipelineStage, op->ipu);
+      stageOfOp.emplace(op->name, op->pipelineStage);
+    }
+  placeTrainingOps(ir); // the optimizer's ops (phase 1) go with their weights
+  for (auto &op : ops) {
+    if (trainingOnly(*op) && op->phase == 0) {
+      int64_t stage = S - 1;
+      if (auto it = stageOfOp.find(forwardOpName(op->name)); it != stageOfOp.end())
+        stage = last - it->second;
+      else
+        for (const auto &in : op->inputs)
+          if (auto t = stageOfTensor.find(in); t != stageOfTensor.end())
+            stage = std::max(stage, t->second);
+      op->pipelineStage = stage;
+      op->ipu = ipuOfStage.at(stage < S ? stage : last - stage);
+    }
+    if (op->phase != 0)
+      continue;
+    for (const auto &in : op->inputs)
+      if (auto t = stageOfTensor.find(in); t != stageOfTensor.end() && t->second > op->pipelineStage)
+        fail("--pipeline --train: {} '{}' (stage {}) reads '{}' computed in stage {}: a backward op reads a value of "
+             "a later stage; annotate the forward ops so that stages follow the data flow",
+             op->type, op->name, op->pipelineStage, in, t->second);
+    for (const auto &o : op->outputs)
+      stageOfTensor[o] = op->pipelineStage;
+  }
+  return uint32_t(2 * S - 1);
+}
+
+} // namespace
+
 uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus) {
   auto &g = ir.main;
   auto &ops = g.ops();
   const bool annotated = std::any_of(ops.begin(), ops.end(), [](const auto &op) { return op->pipelineStage >= 0; });
   std::map<std::string, int64_t> stageOfTensor;
+  // Training: the forward ops are staged here, their backward ops after.
+  auto forward = [&](const ir::Op &op) { return !ir.training || !trainingOnly(op); };
   for (auto &op : ops) {
+    if (!forward(*op))
+      continue;
     int64_t inherited = 0;
     for (const auto &in : op->inputs)
       if (auto it = stageOfTensor.find(in); it != stageOfTensor.end())
@@ -245,13 +294,16 @@ uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus) {
   }
   int64_t maxStage = 0;
   for (const auto &op : ops)
-    maxStage = std::max(maxStage, op->pipelineStage);
+    if (forward(*op))
+      maxStage = std::max(maxStage, op->pipelineStage);
   const uint32_t stages = uint32_t(maxStage + 1);
   // Stage s on IPU s unless __ipu_number says otherwise; one IPU per stage.
   const bool ipusGiven = std::any_of(ops.begin(), ops.end(), [](const auto &op) { return op->ipu != 0; });
   std::map<int64_t, int64_t> ipuOfStage;
   std::set<int64_t> used;
   for (auto &op : ops) {
+    if (!forward(*op))
+      continue;
     if (!ipusGiven)
       op->ipu = op->pipelineStage;
     auto [it, added] = ipuOfStage.emplace(op->pipelineStage, op->ipu);
@@ -267,7 +319,7 @@ uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus) {
       fail("--pipeline: stage {} has no ops (stages must be numbered 0..{} without gaps)", s, stages - 1);
   if (stages > numIpus)
     fail("--pipeline: {} stages need {} IPUs but --num-ipus is {}", stages, stages, numIpus);
-  return stages;
+  return ir.training ? assignBackwardStages(ir, stages) : stages;
 }
 
 } // namespace popc::lib

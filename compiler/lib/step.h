@@ -36,9 +36,12 @@ struct StepConfig {
 // prologue, run once before the micro-batches; kOptimizerStage: a training
 // step's update, run once after each group of accumulated micro-batches).
 constexpr int64_t kOptimizerStage = -2;
+// `ipu` >= 0: work a stage does for that IPU (a training pipeline's stash,
+// moved along on the IPU that keeps it), run beside the stage's own.
 struct Segment {
   int64_t stage = 0;
   std::vector<graph::Program> programs;
+  int64_t ipu = -1;
 };
 
 struct LowerOptions {
@@ -46,6 +49,10 @@ struct LowerOptions {
   std::map<std::string, Anchor> anchors;
   uint32_t iterations = 1; // micro-batches per step (SUM/FINAL transfer on the last)
   bool indexChecks = true;  // Lowering::indexChecks
+  // A training pipeline (the stages of lowerIrSegments are pipeline stages, not
+  // a trial's one per op): stash values read two or more stages after the
+  // one writing them, and run per-micro-batch updates in their stage.
+  bool trainingPipeline = false;
 };
 
 // lowerIr with the step options; returns the main program cut into segments
@@ -65,7 +72,9 @@ void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages);
 void placeTrainingOps(ir::Ir &ir);
 // --pipeline: op.pipelineStage from `__pipeline_stage` (unannotated ops
 // inherit their producers' stage) or else op.ipu. Checks stages are ordered
-// along data flow and each stage sits on one IPU. Returns the stage count.
+// along data flow and each stage sits on one IPU. Training: the S forward
+// stages' backward ops form stages S..2S-2 (forward stage s's on s's IPU as
+// stage 2S-2-s). Returns the stage count (S, or 2S-1 when training).
 uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus);
 
 // Programs of one step: `plan` is the sequential order the memory planner
@@ -76,6 +85,10 @@ struct StepPrograms {
 };
 StepPrograms buildStepPrograms(const graph::DeviceGraph &graph, const std::vector<Segment> &segments,
                                const StepConfig &config, uint32_t stages);
+// Training pipelines: every tensor two stages touch keeps its bytes for the
+// whole program (persistent), so that only a stage's own temporaries share
+// memory (step_program.cpp says why that plan is valid).
+void pinCrossStageTensors(graph::DeviceGraph &graph, const std::vector<Segment> &segments);
 
 // Host shapes (leading [batches_per_step, accumulation, replication] dims
 // greater than 1, as PopART's data layout) and stream FIFO rules for every

@@ -160,6 +160,10 @@ void inlineFunction(const ::onnx::NodeProto &node, const ::onnx::FunctionProto &
       *copy = *it->second;
       copy->set_name(a.name());
     }
+    // The body runs where the node was placed (its IPU and pipeline stage).
+    for (const char *placement : {"__ipu_number", "__pipeline_stage"})
+      if (auto it = attrs.find(placement); it != attrs.end())
+        *n.add_attribute() = *it->second;
     *out.add_node() = std::move(n);
   }
 }

@@ -44,6 +44,13 @@ const ir::Tensor &lossOperand(const ir::Graph &g, const std::string &spec, const
   return g.tensor(name);
 }
 
+// A built-in loss runs on the IPU (and so in the pipeline stage) of the
+// tensor it reads: the model's last layer.
+int64_t producerIpu(const ir::Graph &g, const std::string &name) {
+  const auto p = g.producer(name);
+  return p ? g.ops()[*p]->ipu : 0;
+}
+
 // nll:PROBS,LABEL[,mean|sum] = -reduce(log(PROBS[n, LABEL[n]])), PopART's NllLoss.
 std::string addNllLoss(ir::Graph &g, const std::string &spec, const std::vector<std::string> &args) {
   if (args.size() < 2 || args.size() > 3 || (args.size() == 3 && args[2] != "mean" && args[2] != "sum"))
@@ -64,9 +71,8 @@ std::string addNllLoss(ir::Graph &g, const std::string &spec, const std::vector<
   if (label.info.shape != Shape{probs.info.shape[0]} || isFloatingPoint(label.info.dtype))
     fail("--loss {}: LABEL '{}' must be integer [{}] (one class per row of PROBS), got {} {}", spec, args[1],
          probs.info.shape[0], dtypeName(label.info.dtype), shapeToString(label.info.shape));
-  OpInserter ins(g, g.ops().size(), "nll_loss", 0);
-  ir::Attributes toI64, axis1, keep0;
-  toI64.set("to", int64_t(DType::I64));
+  OpInserter ins(g, g.ops().size(), "nll_loss", producerIpu(g, args[0]));
+  ir::Attributes axis1, keep0;
   axis1.set("axis", int64_t(1));
   keep0.set("keepdims", int64_t(0));
   const std::string shape = addConstant(g, "nll_loss/shape", {DType::I64, {2}},
@@ -76,7 +82,7 @@ std::string addNllLoss(ir::Graph &g, const std::string &spec, const std::vector<
                                           std::memcpy(b.data(), v, 16);
                                           return b;
                                         }());
-  const std::string index = ins.add("Reshape", {ins.add("Cast", {args[1]}, "", toI64), shape});
+  const std::string index = ins.add("Reshape", {ins.cast(args[1], DType::I64), shape});
   const std::string picked = ins.add("GatherElements", {ins.add("Log", {args[0]}), index}, "", axis1);
   const bool sum = args.size() == 3 && args[2] == "sum";
   return ins.add("Neg", {ins.add(sum ? "ReduceSum" : "ReduceMean", {picked}, "", keep0)}, g.uniqueName("nll_loss"));
@@ -100,7 +106,7 @@ std::string addL1Loss(ir::Graph &g, const std::string &spec, const std::vector<s
     if (used == 0 || used != args[1].size())
       fail("--loss {}: scale '{}' is not a number", spec, args[1]);
   }
-  OpInserter ins(g, g.ops().size(), "l1_loss", 0);
+  OpInserter ins(g, g.ops().size(), "l1_loss", producerIpu(g, args[0]));
   ir::Attributes keep0;
   keep0.set("keepdims", int64_t(0));
   const bool sum = args.size() == 3 && args[2] == "sum";

@@ -5,7 +5,7 @@ from the same initial weights (the reference popc's training must match).
 
 usage: make_case.py OUT_DIR CASE [--steps K]
 
-CASE is MODEL_OPTIMIZER[_accumA][_replR], MODEL in mlp (cross-entropy inside
+CASE is MODEL_OPTIMIZER[_accumA][_replR][_shardN|_ipusN][_pipe][_half], MODEL in mlp (cross-entropy inside
 the model), mlpnll (softmax output; popc adds --loss nll:probs,label), cnn;
 OPTIMIZER in sgd, momentum, nesterov, adam, adamw. With _accumA and/or _replR
 the model takes micro-batches of BATCH/(A*R): popc accumulates A of them per
@@ -155,6 +155,8 @@ def main():
     # weights to float16 after every step, as popc stores them.
     float16 = "half" in parts[2:]
     ipus = next((int(p[len("ipus"):]) for p in parts[2:] if p.startswith("ipus")), 1)
+    # _pipe: the shards (shardN / ipusN) pipelined, --pipeline.
+    pipe = "pipe" in parts[2:]
     micro = BATCH // (accum * repl)
     torch.manual_seed(7)
     rng = np.random.default_rng(11)
@@ -217,9 +219,18 @@ def main():
         x = torch.from_numpy(xs[k * BATCH:(k + 1) * BATCH].astype(np.float32))
         y = torch.from_numpy(ys[k * BATCH:(k + 1) * BATCH])
         opt.zero_grad()
-        out = model(x, y)
-        loss = out if model_kind != "mlpnll" else F.nll_loss(torch.log(out), y)
-        loss.backward()
+        if training_mode and accum > 1:
+            # Batch statistics are per micro-batch: torch accumulates the same
+            # micro-batches' mean gradients (and updates the running stats per
+            # micro-batch, as popc does).
+            for j in range(accum):
+                out = model(x[j * micro:(j + 1) * micro], y[j * micro:(j + 1) * micro])
+                (out / accum).backward()
+            loss = out
+        else:
+            out = model(x, y)
+            loss = out if model_kind != "mlpnll" else F.nll_loss(torch.log(out), y)
+            loss.backward()
         opt.step()
         if float16:
             with torch.no_grad():
@@ -250,6 +261,7 @@ def main():
         accum_flag += f" --replication-factor {repl}" if repl > 1 else ""
         accum_flag += f" --auto-shard {shard}" if shard > 1 else ""
         accum_flag += f" --num-ipus {ipus}" if ipus > 1 else ""
+        accum_flag += " --pipeline" if pipe else ""
         f.write(f"--train {loss_flag} {flags}{accum_flag}\n")
     return 0
 

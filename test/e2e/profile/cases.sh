@@ -352,6 +352,24 @@ assert x["simulation"]["cycles"] == int(sys.argv[1]), (x["simulation"]["cycles"]
 PY
   grep -qE "^  Total cycles: +$("$PY" -c "print(f'{int(\"$want\"):,}')") " report.txt || die "summary total differs"
   ;;
+pipelined_training_matches_report)
+  # A training pipeline: two stages and a stash per IPU in one cycle, which add up
+  # (Program.ipu); the execution profile's cycles are still the engine's.
+  "$PY" "$SRC/test/train/make_case.py" t mlp_sgd_accum4_shard2_pipe --steps 1 >/dev/null || die "make_case.py failed"
+  # shellcheck disable=SC2046 # flags.txt holds the case's popc-onnx flags
+  "$BIN/popc-onnx" t/model.onnx -o t.popef $(cat t/flags.txt) --profile-dir prof || die "compile failed"
+  "$BIN/poprun-lite" t.popef --inputs t/data.npz --report --profile-dir prof >report.txt || die "poprun-lite failed"
+  want=$(sed -n 's/.*cycles total \([0-9]*\) over.*/\1/p' report.txt)
+  "$PY" - "$want" <<'PY' || die "execution.json does not match --report"
+import json, sys
+x = json.load(open("prof/execution.json")); g = json.load(open("prof/graph.json"))
+progs = g["programs"]
+shared = [p for p in progs if p.get("parallel")
+          and len([progs[c].get("ipu") for c in p["children"]]) > len({progs[c].get("ipu") for c in p["children"]})]
+assert shared, "no pipeline cycle runs two programs on one IPU"
+assert x["simulation"]["cycles"] == int(sys.argv[1]), (x["simulation"]["cycles"], sys.argv[1])
+PY
+  ;;
 *) die "unknown case $CASE" ;;
 esac
 echo "PASS: $CASE"
