@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 
@@ -111,6 +112,26 @@ void setModuleLevelsFromFile(const std::string &path) {
   } catch (const Error &e) {
     fail("{}: {}", path, e.what());
   }
+}
+
+void configureFromEnvironment(const std::string &level) {
+  // The errors for a file or destination begin with its name; a level's do not.
+  auto fromEnv = [](const char *var, void (*apply)(const std::string &), const char *sep = " ") {
+    const char *value = std::getenv(var);
+    if (!value || !*value)
+      return;
+    try {
+      apply(value);
+    } catch (const Error &e) {
+      fail("{}{}{}", var, sep, e.what());
+    }
+  };
+  fromEnv("POPC_LOG_DEST", setDestination);
+  if (level.empty())
+    fromEnv("POPC_LOG_LEVEL", setLevel, ": ");
+  fromEnv("POPC_LOG_CONFIG", setModuleLevelsFromFile);
+  if (!level.empty())
+    setLevel(level);
 }
 
 } // namespace popc::log

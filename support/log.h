@@ -1,7 +1,8 @@
 // Logging: spdlog, one logger per module ("onnx", "passes", "lib", "runtime"...),
-// configured once by the tools (tools/cli_common.h reads --log-level and
-// POPC_LOG_LEVEL, POPC_LOG_CONFIG, POPC_LOG_DEST, as PopART's POPART_LOG_*;
-// the library reads no environment).
+// configured once by the front ends: the tools (tools/cli_common.h: --log-level)
+// and the session API, both through configureFromEnvironment (POPC_LOG_LEVEL,
+// POPC_LOG_CONFIG, POPC_LOG_DEST, as PopART's POPART_LOG_*). Nothing else
+// reads the environment.
 #pragma once
 #include <spdlog/spdlog.h>
 #include <map>
@@ -24,5 +25,9 @@ void setDestination(const std::string &dest);
 // Per-module levels from a JSON file of {"module": "LEVEL"} pairs. Throws
 // popc::Error naming the file.
 void setModuleLevelsFromFile(const std::string &path);
+// POPC_LOG_DEST, POPC_LOG_LEVEL (unless `level` is given: it wins) and
+// POPC_LOG_CONFIG (its modules keep their own levels). Default: warn, to
+// stderr. Throws popc::Error naming the variable.
+void configureFromEnvironment(const std::string &level = {});
 
 } // namespace popc::log

@@ -60,11 +60,27 @@ std::string fileHash(const std::string &path) {
   return fmt::format("xxh64-{:016x}", XXH64(bytes.data(), bytes.size(), 0));
 }
 
+// Whether `info`'s object holds this function: popc's own code, linked into
+// the tools' executables or into libpopc.so for the session and graph APIs.
+bool holdsPopc(const dl_phdr_info *info) {
+  const auto self = reinterpret_cast<ElfW(Addr)>(&buildId);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && self >= info->dlpi_addr + ph.p_vaddr &&
+        self < info->dlpi_addr + ph.p_vaddr + ph.p_memsz)
+      return true;
+  }
+  return false;
+}
+
 int collect(dl_phdr_info *info, size_t, void *data) {
   auto &out = *static_cast<std::string *>(data);
   std::string_view path = info->dlpi_name ? info->dlpi_name : "";
   bool exe = path.empty(); // the first object (the executable) has no name
-  if (!exe && !relevantLibrary(path))
+  // The object with popc's code, whichever it is (a program using libpopc.so
+  // keys by the library, not by itself), and the libraries shaping its output.
+  const bool ours = holdsPopc(info);
+  if (!ours && !relevantLibrary(path))
     return 0;
   std::string id = buildIdNote(info);
   if (id.empty())

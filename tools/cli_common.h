@@ -86,25 +86,7 @@ inline int runTool(const std::string &tool, const std::function<int()> &body) {
 // Logging from POPC_LOG_DEST, POPC_LOG_LEVEL and POPC_LOG_CONFIG, then
 // --log-level (which wins over POPC_LOG_LEVEL; POPC_LOG_CONFIG's modules keep
 // their own levels). Default: warn, to stderr. Errors name the variable.
-inline void applyLogLevel(const std::string &level) {
-  // The library's errors for a file or destination begin with its name; a level's do not.
-  auto fromEnv = [](const char *var, const std::function<void(const std::string &)> &apply, const char *sep = " ") {
-    const char *value = std::getenv(var);
-    if (!value || !*value)
-      return;
-    try {
-      apply(value);
-    } catch (const Error &e) {
-      fail("{}{}{}", var, sep, e.what());
-    }
-  };
-  fromEnv("POPC_LOG_DEST", log::setDestination);
-  if (level.empty())
-    fromEnv("POPC_LOG_LEVEL", log::setLevel, ": ");
-  fromEnv("POPC_LOG_CONFIG", log::setModuleLevelsFromFile);
-  if (!level.empty())
-    log::setLevel(level);
-}
+inline void applyLogLevel(const std::string &level) { log::configureFromEnvironment(level); }
 
 // Colour as the Poplar guide specifies: CLICOLOR_FORCE=1 always; else
 // CLICOLOR=0 never; else only when `fd` is a terminal.

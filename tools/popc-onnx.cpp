@@ -1,13 +1,13 @@
 // popc-onnx: compile an ONNX model into a popef executable for the simulated IPU.
 #include "cache/size.h"
 #include "cache/tiered_store.h"
-#include "compiler/driver/cache_key.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/graph_profile.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/passes/pass_manager.h"
 #include "formats/popef/popef.h"
 #include "profile/graph_profile.h"
+#include "session/compile_session.h"
 #include "profile/json_writer.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -22,7 +22,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
@@ -264,65 +263,29 @@ int main(int argc, char **argv) {
       output = std::filesystem::path(model).replace_extension(".popef").string();
 
     // The cache lookup comes first: a hit costs a hash of the input files and
-    // one copy, with no ONNX parse and no LLVM.
-    std::shared_ptr<cache::Store> store;
-    std::optional<driver::ExecutableKey> key;
-    if ((store = cacheOptions.open())) {
-      key = driver::executableCacheKey(model, options);
-    }
-    auto log = log::get("popc-onnx");
-    const bool wantsDumps = !options.dumpIrDir.empty() || !options.dumpDotDir.empty() || !options.irDumpFile.empty();
-    // Writes the cached executable to -o if the store has it (looked up at
-    // t0, or since t0 waiting for another compile's entry).
-    using Clock = std::chrono::steady_clock;
-    auto takeHit = [&](Clock::time_point t0, bool afterWait) {
-      auto size = store->getToFile("exe", key->key, output);
-      if (!size)
-        return false;
-      if (!tensorMapPath.empty())
-        profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
-      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (afterWait)
-        log->info("cache hit {} ({}) after waiting {:.3f} s for another compile: wrote {} bytes to {}", key->key,
-                  store->describe(), seconds, *size, output);
-      else
-        log->info("cache hit {} ({}): wrote {} bytes to {} in {:.3f} s without compiling", key->key,
-                  store->describe(), *size, output, seconds);
-      if (stats)
-        fmt::print("cache hit {}: {} bytes -> {}\n", key->key, *size, output);
-      return true;
-    };
-    if (store && key && !wantsDumps && profileDir.empty()) {
-      if (takeHit(Clock::now(), false))
-        return 0;
-      log->info("cache miss {} ({})", key->key, store->describe());
-    }
-    // Concurrent compiles of one key (CI jobs, MPI ranks) compile once: the
-    // first takes the key's lock, the others wait for its entry and hit.
-    std::unique_ptr<cache::ComputeLock> compileLock;
-    if (store && key && !wantsDumps && profileDir.empty()) {
-      const auto t0 = Clock::now();
-      bool waited = false;
-      compileLock = store->lockForCompute(
-          "exe", key->key, std::chrono::milliseconds(int64_t(cacheOptions.lockTimeout * 1000)), [&](long pid) {
-            waited = true;
-            log->info("another popc-onnx{} is compiling the same model; waiting for its cache entry",
-                      pid ? fmt::format(" (pid {})", pid) : "");
-          });
-      if (waited && takeHit(t0, true))
-        return 0;
-    }
-
-    driver::CompileStats st;
+    // one copy, with no ONNX parse and no LLVM (session/compile_session.h).
+    session::CacheSettings cache;
+    cache.store = cacheOptions.open();
+    cache.lockTimeoutSeconds = cacheOptions.lockTimeout;
+    cache.compileOnHit = !options.dumpIrDir.empty() || !options.dumpDotDir.empty() || !options.irDumpFile.empty() ||
+                         !profileDir.empty();
     driver::ProfileFacts facts;
     popc::tools::PhaseProgress progress("popc-onnx", quiet);
     driver::CompileHooks hooks;
     hooks.profile = profileDir.empty() ? nullptr : &facts;
     if (progress.enabled())
       hooks.phase = [&](const char *phase) { progress.phase(phase); };
-    const std::vector<uint8_t> bytes = driver::compileOnnx(model, options, &st, &hooks);
+    const session::CompileResult compiled = session::compileModel(model, options, cache, output, &hooks);
     progress.done();
-    popc::popef::writeFile(output, bytes);
+    if (compiled.cacheHit) {
+      if (!tensorMapPath.empty())
+        profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::open(output)));
+      if (stats)
+        fmt::print("cache hit {}: {} bytes -> {}\n", compiled.key, compiled.size, output);
+      return 0;
+    }
+    const std::vector<uint8_t> &bytes = compiled.bytes;
+    const driver::CompileStats &st = compiled.stats;
     if (!profileDir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(profileDir, ec);
@@ -335,8 +298,6 @@ int main(int argc, char **argv) {
     }
     if (!tensorMapPath.empty())
       profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::fromBytes(bytes, output)));
-    if (store && key)
-      store->put("exe", key->key, bytes);
     if (stats)
       fmt::print("import {:.3f}s  passes {:.3f}s  lower+plan {:.3f}s  codegen {:.3f}s  write {:.3f}s\n"
                  "{} IR ops, {} vertex types, {} vertices; exchange per run: {} copies, {} bytes\n"

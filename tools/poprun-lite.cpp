@@ -7,16 +7,15 @@
 #include "formats/popef/popef.h"
 #include "profile/execution_profile.h"
 #include "profile/json_writer.h"
-#include "formats/npz/compare.h"
 #include "profile/summary.h"
-#include "tools/run_inputs.h"
-#include "compiler/onnx/trained_model.h"
+#include "session/object_cache.h"
+#include "session/run_inputs.h"
+#include "session/run_session.h"
 #include "distributed/instance_io.h"
 #include "distributed/mpi_replica_link.h"
 #include "distributed/mpi_session.h"
 #include "runtime/engine.h"
 #include "runtime/memory_budget.h"
-#include "runtime/object_cache.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/limits.h"
@@ -67,22 +66,6 @@ void printSummary(const std::string &name, const runtime::HostTensor &t) {
   fmt::print(": min {:.6g} max {:.6g} mean {:.6g} values [{}{}]\n", lo, hi, sum / n, first,
              n > 8 ? ", ..." : "");
 }
-
-// The runtime's object-cache hook on the content-addressed cache (kind "obj").
-class StoreObjectCache : public runtime::ObjectCache {
-public:
-  explicit StoreObjectCache(std::shared_ptr<cache::Store> store) : store_(std::move(store)) {}
-  std::optional<std::vector<uint8_t>> load(const std::string &key) override {
-    auto blob = store_->get("obj", key);
-    if (!blob)
-      return std::nullopt;
-    return std::vector<uint8_t>(blob->bytes().begin(), blob->bytes().end());
-  }
-  void store(const std::string &key, std::span<const uint8_t> object) override { store_->put("obj", key, object); }
-
-private:
-  std::shared_ptr<cache::Store> store_;
-};
 
 std::string percent(uint64_t part, uint64_t total) {
   return total ? fmt::format("{:5.1f}%", 100.0 * part / total) : "    -";
@@ -192,7 +175,7 @@ void writeProfile(const popc::popef::Executable &exe, const std::vector<uint32_t
 // bad batch stops every rank at once with one line, not mid-way.
 void checkEveryIteration(const runtime::Engine &engine, const runtime::HostTensorMap &inputs, uint64_t iterations,
                          const distributed::MpiSession &mpi) {
-  const auto dataset = popc::tools::datasetInputs(inputs, engine.inputs(), iterations);
+  const auto dataset = popc::session::datasetInputs(inputs, engine.inputs(), iterations);
   runtime::HostTensorMap run;
   for (const auto &[name, t] : inputs)
     if (!dataset.count(name))
@@ -201,7 +184,7 @@ void checkEveryIteration(const runtime::Engine &engine, const runtime::HostTenso
   for (uint64_t k = 0; k < (dataset.empty() ? 1 : iterations); ++k) {
     try {
       if (!dataset.empty())
-        popc::tools::selectIteration(inputs, engine.inputs(), dataset, k, run);
+        popc::session::selectIteration(inputs, engine.inputs(), dataset, k, run);
       engine.checkInputs(dataset.empty() ? inputs : run);
     } catch (const Error &e) {
       fail("{}{}. Under mpirun the batch is split over {} replicas ({} per rank on {} ranks): each input holds "
@@ -357,8 +340,7 @@ int main(int argc, char **argv) {
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     runtime::checkMemoryBudget(*executable, maxMemory);
 
-    if (auto store = cacheOptions.open())
-      runtime::setObjectCache(std::make_shared<StoreObjectCache>(store));
+    session::useObjectCache(cacheOptions.open());
 
     // Profiling records the program trace; without it the engine has no observer.
     std::unique_ptr<profile::TraceRecorder> trace;
@@ -380,9 +362,14 @@ int main(int argc, char **argv) {
 
     // --preload: load and JIT before the inputs are read, so a later run (or
     // this one's inputs) finds the machine code ready.
-    std::unique_ptr<runtime::Engine> engine;
+    std::unique_ptr<session::RunSession> runSession;
+    runtime::Engine *engine = nullptr;
+    auto startEngine = [&] {
+      runSession = std::make_unique<session::RunSession>(executable, engineOptions, model);
+      engine = &runSession->engine();
+    };
     if (preload) {
-      engine = std::make_unique<runtime::Engine>(executable, engineOptions);
+      startEngine();
       log::get("poprun-lite")->info("preloaded {}: JIT {:.3f} s", model, engine->report().jitSeconds);
       if (inputsPath.empty()) {
         fmt::print("preloaded {} (JIT {:.3f} s); no --inputs, nothing to run\n", model,
@@ -392,7 +379,7 @@ int main(int argc, char **argv) {
     }
 
     if (!engine)
-      agree([&] { engine = std::make_unique<runtime::Engine>(executable, engineOptions); });
+      agree(startEngine);
 
     // Rank 0 alone reads the inputs and the weights; every rank hears of a problem.
     runtime::HostTensorMap inputs;
@@ -403,32 +390,34 @@ int main(int argc, char **argv) {
         for (auto &[name, array] : npz::readNpz(inputsPath, maxMemory ? maxMemory : UINT64_MAX))
           inputs[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
       for (const std::string &arg : inputArgs) {
-        auto [name, tensor] = popc::tools::parseInputArgument(arg, maxMemory);
+        auto [name, tensor] = popc::session::parseInputArgument(arg, maxMemory);
         if (inputs.count(name))
           fail("--input {}: input '{}' is given twice (by --inputs or another --input)", arg, name);
         inputs[name] = std::move(tensor);
       }
-      popc::tools::fillMissingInputs(inputs, engine->inputs(), popc::tools::parseFillMode(fillMode), seed);
+      popc::session::fillMissingInputs(inputs, engine->inputs(), popc::session::parseFillMode(fillMode), seed);
       if (inputs.empty() && !engine->inputs().empty())
         fail("{}: the model needs inputs ({}): pass --inputs FILE.npz, --input NAME=..., or --fill random|zeros|ones",
              model, engine->describeInputs());
       if (mpi) // every step's inputs, before any step runs
         checkEveryIteration(*engine, inputs, iterations, *mpi);
       if (!loadWeightsPath.empty()) {
-        if (engine->variables().empty())
-          fail("--load-weights {}: {} has no variables (compile with popc-onnx --train)", loadWeightsPath, model);
+        const std::string what = "--load-weights " + loadWeightsPath;
+        runSession->requireVariables(what);
+        runtime::HostTensorMap weights;
         for (auto &[name, array] : npz::readNpz(loadWeightsPath, maxMemory ? maxMemory : UINT64_MAX))
-          engine->writeVariable(name, {array.dtype, std::move(array.shape), std::move(array.data)});
+          weights[name] = {array.dtype, std::move(array.shape), std::move(array.data)};
+        runSession->setWeights(weights, what);
       }
     });
     if (mpi)
       distributed::broadcastVariables(*mpi, *engine);
-    auto runOnce = [&](const runtime::HostTensorMap &in) {
-      return mpi ? distributed::runOnInstances(*mpi, *engine, in) : engine->run(in);
-    };
+    session::RunSession::RunFn runOnce;
+    if (mpi)
+      runOnce = [&](const runtime::HostTensorMap &in) { return distributed::runOnInstances(*mpi, *engine, in); };
     for (const auto &[path, flag] : {std::pair{saveWeightsPath, "--save-weights"}, std::pair{saveModelPath, "--save-model"}})
-      if (!path.empty() && engine->variables().empty())
-        fail("{} {}: {} has no variables (compile with popc-onnx --train)", flag, path, model);
+      if (!path.empty())
+        runSession->requireVariables(fmt::format("{} {}", flag, path));
 
     runtime::HostTensorMap outputs;
     uint64_t done = 0;
@@ -442,21 +431,8 @@ int main(int argc, char **argv) {
           runMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
         }
         done = iterations = benchmark + 1;
-      }
-      // A dataset input gives each run its slice; the other inputs are copied once, not per run.
-      const std::set<std::string> dataset = popc::tools::datasetInputs(inputs, engine->inputs(), iterations);
-      runtime::HostTensorMap runInputs;
-      if (!dataset.empty())
-        for (const auto &[name, t] : inputs)
-          if (!dataset.count(name))
-            runInputs[name] = t;
-      for (; done < iterations; ++done) {
-        if (dataset.empty()) {
-          outputs = runOnce(inputs);
-          continue;
-        }
-        popc::tools::selectIteration(inputs, engine->inputs(), dataset, done, runInputs);
-        outputs = runOnce(runInputs);
+      } else {
+        outputs = runSession->runSteps(inputs, iterations, runOnce, &done);
       }
     } catch (const runtime::Stopped &) {
       if (mpi)
@@ -474,22 +450,15 @@ int main(int argc, char **argv) {
       return 0; // rank 0 writes every output, the weights and the report
 
     if (!saveWeightsPath.empty() || !saveModelPath.empty()) {
-      npz::ArrayMap weights;
-      for (const runtime::IoDesc &v : engine->variables()) {
-        runtime::HostTensor t = engine->readVariable(v.name);
-        weights[v.name] = {t.dtype, std::move(t.shape), std::move(t.data)};
+      const runtime::HostTensorMap weights = runSession->weights();
+      if (!saveWeightsPath.empty()) {
+        npz::ArrayMap arrays;
+        for (const auto &[name, t] : weights)
+          arrays[name] = {t.dtype, t.shape, t.data};
+        npz::writeNpz(saveWeightsPath, arrays);
       }
-      if (!saveWeightsPath.empty())
-        npz::writeNpz(saveWeightsPath, weights);
-      if (!saveModelPath.empty()) {
-        const auto *source = executable->root().source_model();
-        std::map<std::string, popc::onnx::TrainedTensor> values;
-        for (const auto &[name, a] : weights)
-          values[name] = {a.dtype, a.shape, &a.data};
-        popc::onnx::writeTrainedModel(source ? std::vector<uint8_t>(source->begin(), source->end())
-                                             : std::vector<uint8_t>{},
-                                      values, saveModelPath);
-      }
+      if (!saveModelPath.empty())
+        runSession->writeModel(saveModelPath, weights);
     }
     if (!outputsPath.empty()) {
       npz::ArrayMap arrays;

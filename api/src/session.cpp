@@ -1,14 +1,18 @@
-// InferenceSession / TrainingSession: the driver's compile, then the runtime's
-// Engine, in one process (popc-onnx and poprun-lite in one object).
+// InferenceSession / TrainingSession: façades over the sessions the CLIs use
+// too (session/): the cached compile of popc-onnx, then the run session of
+// poprun-lite, in one process.
 #include "popc/Session.hpp"
 
-#include "compiler/driver/compile.h"
-#include "compiler/onnx/trained_model.h"
+#include "cache/tiered_store.h"
 #include "formats/popef/popef.h"
-#include "runtime/engine.h"
+#include "session/compile_session.h"
+#include "session/object_cache.h"
+#include "session/run_session.h"
 #include "support/dtype.h"
 #include "support/error.h"
+#include "support/log.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace popc {
@@ -31,19 +35,59 @@ template <typename Fn> auto guarded(Fn &&fn) {
   }
 }
 
+// The environment the CLIs read too: logging once per process, then the
+// options' cache (else $POPC_CACHE_DIR's), also the JIT's.
+std::shared_ptr<cache::Store> openCache(const SessionOptions &o) {
+  static const bool logging = (log::configureFromEnvironment(), true);
+  (void)logging;
+  std::string dir = o.cacheDir;
+  if (dir.empty())
+    if (const char *env = std::getenv("POPC_CACHE_DIR"))
+      dir = env;
+  if (dir.empty())
+    return nullptr;
+  cache::StoreOptions options;
+  options.dir = dir;
+  options.linkOutputs = false;
+  auto store = cache::openStore(options);
+  session::useObjectCache(store);
+  return store;
+}
+
+runtime::HostTensorMap toHost(const ArrayMap &arrays, const char *what) {
+  runtime::HostTensorMap out;
+  for (const auto &[name, a] : arrays)
+    out[name] = {dtypeOf(a.dtype, std::string(what) + " '" + name + "'"), Shape(a.shape.begin(), a.shape.end()),
+                 a.data};
+  return out;
+}
+
+ArrayMap toArrays(runtime::HostTensorMap tensors) {
+  ArrayMap out;
+  for (auto &[name, t] : tensors)
+    out[name] = {std::string(dtypeName(t.dtype)), {t.shape.begin(), t.shape.end()}, std::move(t.data)};
+  return out;
+}
+
 } // namespace
 
 struct InferenceSession::Impl {
-  std::shared_ptr<const popef::Executable> executable;
-  std::unique_ptr<runtime::Engine> engine;
+  std::unique_ptr<session::RunSession> run;
+
+  Impl(std::shared_ptr<const popef::Executable> executable, const SessionOptions &o, const std::string &label) {
+    runtime::EngineOptions e;
+    e.threads = o.threads;
+    run = std::make_unique<session::RunSession>(std::move(executable), e, label);
+  }
 };
 
 InferenceSession::InferenceSession(const std::string &onnxModel, SessionOptions options)
     : InferenceSession(onnxModel, options, nullptr) {}
 
+InferenceSession::InferenceSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
 InferenceSession::InferenceSession(const std::string &onnxModel, const SessionOptions &o,
-                                   const TrainingOptions *training)
-    : impl_(std::make_unique<Impl>()) {
+                                   const TrainingOptions *training) {
   guarded([&] {
     driver::CompileOptions c;
     c.arch = o.arch;
@@ -53,6 +97,10 @@ InferenceSession::InferenceSession(const std::string &onnxModel, const SessionOp
     c.batchesPerStep = o.batchesPerStep;
     c.accumulationFactor = o.accumulationFactor;
     c.replicationFactor = o.replicationFactor;
+    c.pipeline = o.pipeline;
+    c.autoShard = o.autoShard;
+    if (o.autoShard && o.numIpus == 1)
+      c.numIpus = o.autoShard;
     for (const auto &[name, shape] : o.inputShapes)
       c.inputShapes[name] = Shape(shape.begin(), shape.end());
     if (training) {
@@ -74,11 +122,19 @@ InferenceSession::InferenceSession(const std::string &onnxModel, const SessionOp
         t.momentum = 0.9;
       c.training = t;
     }
-    impl_->executable = popef::Executable::fromBytes(driver::compileOnnx(onnxModel, c), onnxModel);
-    runtime::EngineOptions e;
-    e.threads = o.threads;
-    impl_->engine = std::make_unique<runtime::Engine>(impl_->executable, e);
+    session::CacheSettings cache;
+    cache.store = openCache(o);
+    session::CompileResult compiled = session::compileModel(onnxModel, c, cache);
+    impl_ = std::make_unique<Impl>(popef::Executable::fromBytes(std::move(compiled.bytes), onnxModel), o, onnxModel);
     return 0;
+  });
+}
+
+InferenceSession InferenceSession::fromExecutable(const std::string &popefPath, SessionOptions options) {
+  return guarded([&] {
+    openCache(options);
+    return InferenceSession(std::make_unique<Impl>(
+        popef::Executable::open(popefPath, options.threads ? options.threads : 1), options, popefPath));
   });
 }
 
@@ -87,34 +143,30 @@ InferenceSession::InferenceSession(InferenceSession &&) noexcept = default;
 InferenceSession &InferenceSession::operator=(InferenceSession &&) noexcept = default;
 
 ArrayMap InferenceSession::run(const ArrayMap &inputs) {
-  return guarded([&] {
-    runtime::HostTensorMap in;
-    for (const auto &[name, a] : inputs)
-      in[name] = {dtypeOf(a.dtype, "input '" + name + "'"), Shape(a.shape.begin(), a.shape.end()), a.data};
-    ArrayMap out;
-    for (auto &[name, t] : impl_->engine->run(in))
-      out[name] = {std::string(dtypeName(t.dtype)), {t.shape.begin(), t.shape.end()}, std::move(t.data)};
-    return out;
-  });
+  return guarded([&] { return toArrays(impl_->run->engine().run(toHost(inputs, "input"))); });
+}
+
+ArrayMap InferenceSession::run(const ArrayMap &inputs, uint64_t steps) {
+  return guarded([&] { return toArrays(impl_->run->runSteps(toHost(inputs, "input"), steps)); });
 }
 
 std::vector<std::string> InferenceSession::inputNames() const {
   std::vector<std::string> names;
-  for (const auto &io : impl_->engine->inputs())
+  for (const auto &io : impl_->run->engine().inputs())
     names.push_back(io.name);
   return names;
 }
 
 std::vector<std::string> InferenceSession::outputNames() const {
   std::vector<std::string> names;
-  for (const auto &io : impl_->engine->outputs())
+  for (const auto &io : impl_->run->engine().outputs())
     names.push_back(io.name);
   return names;
 }
 
 void InferenceSession::writeExecutable(const std::string &popefPath) const {
   guarded([&] {
-    popef::writeFile(popefPath, impl_->executable->bytes());
+    popef::writeFile(popefPath, impl_->run->executable().bytes());
     return 0;
   });
 }
@@ -122,35 +174,32 @@ void InferenceSession::writeExecutable(const std::string &popefPath) const {
 TrainingSession::TrainingSession(const std::string &onnxModel, const TrainingOptions &training, SessionOptions options)
     : InferenceSession(onnxModel, options, &training) {}
 
-ArrayMap TrainingSession::weightsToHost() {
+TrainingSession::TrainingSession(std::unique_ptr<Impl> impl) : InferenceSession(std::move(impl)) {}
+
+TrainingSession TrainingSession::fromExecutable(const std::string &popefPath, SessionOptions options) {
   return guarded([&] {
-    ArrayMap out;
-    for (const auto &v : impl_->engine->variables()) {
-      runtime::HostTensor t = impl_->engine->readVariable(v.name);
-      out[v.name] = {std::string(dtypeName(t.dtype)), {t.shape.begin(), t.shape.end()}, std::move(t.data)};
-    }
-    return out;
+    openCache(options);
+    auto impl = std::make_unique<Impl>(popef::Executable::open(popefPath, options.threads ? options.threads : 1),
+                                       options, popefPath);
+    impl->run->requireVariables("TrainingSession::fromExecutable");
+    return TrainingSession(std::move(impl));
   });
+}
+
+ArrayMap TrainingSession::weightsToHost() {
+  return guarded([&] { return toArrays(impl_->run->weights()); });
 }
 
 void TrainingSession::weightsFromHost(const ArrayMap &weights) {
   guarded([&] {
-    for (const auto &[name, a] : weights)
-      impl_->engine->writeVariable(
-          name, {dtypeOf(a.dtype, "weight '" + name + "'"), Shape(a.shape.begin(), a.shape.end()), a.data});
+    impl_->run->setWeights(toHost(weights, "weight"), "weightsFromHost");
     return 0;
   });
 }
 
 void TrainingSession::modelToHost(const std::string &onnxPath) {
-  const ArrayMap weights = weightsToHost();
   guarded([&] {
-    std::map<std::string, onnx::TrainedTensor> values;
-    for (const auto &[name, a] : weights)
-      values[name] = {*dtypeFromName(a.dtype), Shape(a.shape.begin(), a.shape.end()), &a.data};
-    const auto *source = impl_->executable->root().source_model();
-    onnx::writeTrainedModel(source ? std::vector<uint8_t>(source->begin(), source->end()) : std::vector<uint8_t>{},
-                            values, onnxPath);
+    impl_->run->writeModel(onnxPath, impl_->run->weights());
     return 0;
   });
 }

@@ -1,7 +1,9 @@
 // In-process sessions over ONNX models (PopART's InferenceSession and
 // TrainingSession): compile the model for the simulated IPU, load it, run it,
 // all inside the caller's process. The command-line tools do the same in
-// separate steps (popc-onnx, poprun-lite); docs/training.md, docs/cli.md.
+// separate steps (popc-onnx, poprun-lite) through the same code (session/):
+// the same cache, checks, data set steps and weights; docs/training.md,
+// docs/cli.md.
 //
 //   popc::InferenceSession s("model.onnx");
 //   popc::ArrayMap outs = s.run({{"x", popc::Array::of<float>({1, 4}, {1, 2, 3, 4})}});
@@ -12,6 +14,9 @@
 //   popc::TrainingSession train("model.onnx", t);
 //   for (auto &batch : batches) train.run(batch);   // one optimizer step each
 //   train.modelToHost("trained.onnx");
+//
+//   // an executable popc-onnx wrote, as poprun-lite runs it
+//   auto s2 = popc::InferenceSession::fromExecutable("model.popef");
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -62,6 +67,11 @@ struct SessionOptions {
   unsigned replicationFactor = 1;
   std::map<std::string, std::vector<int64_t>> inputShapes; // fix dynamic input dims
   unsigned threads = 0;           // host threads of the simulation (0: all cores)
+  bool pipeline = false;          // pipeline the stages (popc-onnx --pipeline)
+  unsigned autoShard = 0;         // split the model over N IPUs (popc-onnx --auto-shard N)
+  // Content-addressed cache of executables and JIT machine code (popc-onnx
+  // and poprun-lite --cache-dir); empty: $POPC_CACHE_DIR, if set.
+  std::string cacheDir;
 };
 
 // torch.optim's rules (docs/training.md).
@@ -101,8 +111,16 @@ public:
   InferenceSession(InferenceSession &&) noexcept;
   InferenceSession &operator=(InferenceSession &&) noexcept;
 
+  // Loads an executable popc-onnx wrote (verified before use); the options'
+  // threads and cacheDir apply.
+  static InferenceSession fromExecutable(const std::string &popefPath, SessionOptions options = {});
+
   // One run: `inputs` holds every model input; returns every output.
   ArrayMap run(const ArrayMap &inputs);
+  // `steps` runs (poprun-lite --iterations): an input whose leading dimension
+  // is `steps` times the model's gives run k its k-th slice. Returns the last
+  // run's outputs.
+  ArrayMap run(const ArrayMap &inputs, uint64_t steps);
   std::vector<std::string> inputNames() const;
   std::vector<std::string> outputNames() const;
   // The compiled executable, for poprun-lite or a later session.
@@ -111,12 +129,15 @@ public:
 protected:
   struct Impl;
   InferenceSession(const std::string &onnxModel, const SessionOptions &options, const TrainingOptions *training);
+  explicit InferenceSession(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
 class TrainingSession : public InferenceSession {
 public:
   TrainingSession(const std::string &onnxModel, const TrainingOptions &training, SessionOptions options = {});
+  // Loads a training executable (popc-onnx --train) to go on training it.
+  static TrainingSession fromExecutable(const std::string &popefPath, SessionOptions options = {});
 
   // run(): one optimizer step per batch of the step (batchesPerStep); returns
   // the loss and the model's other outputs.
@@ -128,6 +149,9 @@ public:
   void weightsFromHost(const ArrayMap &weights);
   // Writes the ONNX model with the trained initializers.
   void modelToHost(const std::string &onnxPath);
+
+private:
+  explicit TrainingSession(std::unique_ptr<Impl> impl);
 };
 
 } // namespace popc

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace popc::tools {
+namespace popc::session {
 
 // Parses "NAME=FILE.npy" or "NAME=[DIMxDIMx...x]TYPE=VALUES": TYPE is f16 bf16
 // f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 or bool; VALUES is one value for every
@@ -37,4 +37,4 @@ std::set<std::string> datasetInputs(const runtime::HostTensorMap &inputs,
 void selectIteration(const runtime::HostTensorMap &inputs, const std::vector<runtime::IoDesc> &modelInputs,
                      const std::set<std::string> &names, uint64_t k, runtime::HostTensorMap &run);
 
-} // namespace popc::tools
+} // namespace popc::session

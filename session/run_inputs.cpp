@@ -1,4 +1,4 @@
-#include "tools/run_inputs.h"
+#include "session/run_inputs.h"
 
 #include "formats/npz/npz.h"
 #include "support/element.h"
@@ -13,7 +13,7 @@
 #include <iterator>
 #include <map>
 
-namespace popc::tools {
+namespace popc::session {
 
 namespace {
 
@@ -185,4 +185,4 @@ void selectIteration(const runtime::HostTensorMap &inputs, const std::vector<run
   }
 }
 
-} // namespace popc::tools
+} // namespace popc::session
