@@ -164,15 +164,42 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     }
     return Value{slots[reader - writer - 2], v.info};
   };
-  // A variable updated every micro-batch (an accumulator, running statistics):
-  // its update runs in the stage that computes the new value, which must be
-  // the only stage reading the variable (a stage running another micro-batch
-  // would see the wrong one).
+  // A variable updated every micro-batch (an accumulator, running statistics,
+  // a Dropout counter): its update runs in the stage that computes the new
+  // value. A later stage works on an older micro-batch, so it reads a snapshot
+  // the updating stage takes before the update, moved along like any value of
+  // that stage. An earlier stage cannot: it is refused.
+  std::map<std::string, const ir::Op *> updatedBy; // variable -> the op computing its per-micro-batch update
+  if (options.trainingPipeline)
+    for (const ir::VariableUpdate &u : g.updates)
+      if (auto p = g.producer(u.value); u.phase == 0 && p)
+        updatedBy.emplace(u.variable, g.ops()[*p].get());
+  std::map<std::string, Value> snapshots;
+  auto snapshotFor = [&](const std::string &variable, const ir::Op &reader) -> std::optional<Value> {
+    auto it = updatedBy.find(variable);
+    if (it == updatedBy.end() || stageOf(reader) <= stageOf(*it->second))
+      return std::nullopt;
+    if (!snapshots.count(variable)) {
+      const Value &v = L.value(variable);
+      L.setCurrentIpu(it->second->ipu); // on the updating stage's IPU, which writes it
+      Value snap = L.newValue(variable + "/snapshot", v.info);
+      L.mapLinearly(snap);
+      {
+        OpBuilder b(L, variable + "/snapshot");
+        dg.exchange(b.preExchange()).copies.push_back({v.tensor, 0, snap.tensor, 0, dg.tensor(v.tensor).bytes});
+      }
+      L.setCurrentIpu(reader.ipu);
+      cut.cut(stageOf(*it->second));
+      noteWriter(snap, stageOf(*it->second));
+      snapshots.emplace(variable, snap);
+    }
+    return snapshots.at(variable);
+  };
   auto pipelinedUpdateStage = [&](const ir::VariableUpdate &u, int64_t stage) {
     for (size_t c : g.consumers(u.variable))
-      if (const ir::Op &op = *g.ops()[c]; op.phase == 0 && stageOf(op) != stage)
-        fail("--pipeline: variable '{}' is updated every micro-batch in pipeline stage {} but read by {} '{}' in stage "
-             "{}; a stage working on another micro-batch would read the wrong value: keep its readers in one stage",
+      if (const ir::Op &op = *g.ops()[c]; op.phase == 0 && stageOf(op) < stage)
+        fail("--pipeline: variable '{}' is updated every micro-batch in pipeline stage {} but read by {} '{}' in the "
+             "earlier stage {}, which works on a later micro-batch: compute its update in its first reader's stage",
              u.variable, stage, op.type, op.name, stageOf(op));
     return stage;
   };
@@ -267,17 +294,28 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     const LowerFn *lower = findLowering(op->type);
     if (!lower)
       fail("{} '{}': no device lowering for this operator yet", op->type, op->name);
+    // Variables updated every micro-batch, read by a later stage: the snapshot.
+    std::map<std::string, Value> originals;
+    if (options.trainingPipeline && op->phase == 0)
+      for (const std::string &in : op->inputs)
+        if (!in.empty() && !originals.count(in))
+          if (auto snap = snapshotFor(in, *op)) {
+            originals.emplace(in, L.value(in));
+            L.bind(in, *snap);
+          }
     // Operands on another IPU cross the links once, whole, into a copy on this
     // op's IPU (PopART's IpuCopy) that the lowering then spreads over its
     // tiles by on-IPU exchange; constants get their own copy per IPU. When
     // pipelining, a value from two or more stages back is forwarded stage by
     // stage (PopART stashes it): a stage reads only its own and the previous
     // stage's IPU.
-    std::map<std::string, Value> originals;
+    std::set<std::string> crossed;
     if (dg.target().numIpus > 1)
-      for (const std::string &in : op->inputs)
-        if (!in.empty() && !originals.count(in)) {
-          const Value v = L.value(in);
+      for (const std::string &op_in : op->inputs)
+        if (!op_in.empty() && crossed.insert(op_in).second) {
+          // (a snapshot travels under a name of its own)
+          const std::string in = originals.count(op_in) ? op_in + "/snapshot" : op_in;
+          const Value v = L.value(op_in);
           const auto &t = dg.tensor(v.tensor);
           const uint32_t tpi = dg.target().tilesPerIpu;
           if (t.mapping.empty() || v.info.bytes() != t.bytes) // (partial views: gathered as they are)
@@ -328,8 +366,8 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
               cur = forwarded.at(key);
             }
           }
-          originals.emplace(in, v);
-          L.bind(in, cur);
+          originals.emplace(op_in, v); // (keeps a snapshot's variable)
+          L.bind(op_in, cur);
         }
     if (options.trainingPipeline && op->phase == 0) {
       cut.cut(stageOf(*op));

@@ -261,6 +261,28 @@ uint32_t assignBackwardStages(ir::Ir &ir, uint32_t forwardStages) {
     for (const auto &o : op->outputs)
       stageOfTensor[o] = op->pipelineStage;
   }
+  // An update computed from variables and constants alone (a Dropout counter's
+  // step) runs in the first stage that reads its variable: later stages read
+  // a snapshot taken there (lower_graph.cpp), so every stage sees the value of
+  // its own micro-batch.
+  for (const ir::VariableUpdate &u : ir.main.updates) {
+    const auto p = ir.main.producer(u.value);
+    if (u.phase != 0 || !p)
+      continue;
+    ir::Op &update = *ops[*p];
+    if (std::any_of(update.inputs.begin(), update.inputs.end(), [&](const std::string &in) {
+          return stageOfTensor.count(in) != 0;
+        }))
+      continue;
+    int64_t first = -1;
+    for (size_t c : ir.main.consumers(u.variable))
+      if (ops[c].get() != &update && ops[c]->phase == 0)
+        first = first < 0 ? ops[c]->pipelineStage : std::min(first, ops[c]->pipelineStage);
+    if (first >= 0) {
+      update.pipelineStage = first;
+      update.ipu = ipuOfStage.at(first < S ? first : last - first);
+    }
+  }
   return uint32_t(2 * S - 1);
 }
 

@@ -24,15 +24,6 @@ model("no_weights", [helper.make_node("Mul", ["x", "w"], ["y"]),
                      helper.make_node("ReduceSum", ["x"], ["loss"], keepdims=0)],
       [f("y", [3, 4]), f("loss", [])], [w], [x])
 # loss = sum(hardmax(x * w)): Hardmax has no gradient rule
-# Dropout on two pipeline stages: one per-micro-batch counter read by both
-ipu = lambda node, k: node.attribute.append(helper.make_attribute("__ipu_number", k)) or node
-w2 = numpy_helper.from_array(np.ones((3, 4), np.float32), "w2")
-model("dropout_stages", [ipu(helper.make_node("Mul", ["x", "w"], ["a"]), 0),
-                         ipu(helper.make_node("Dropout", ["a"], ["b"]), 0),
-                         ipu(helper.make_node("Mul", ["b", "w2"], ["c"]), 1),
-                         ipu(helper.make_node("Dropout", ["c"], ["d"]), 1),
-                         ipu(helper.make_node("ReduceSum", ["d"], ["loss"], keepdims=0), 1)],
-      [f("loss", [])], [w, w2], [x])
 model("no_rule", [helper.make_node("Mul", ["x", "w"], ["y"]), helper.make_node("Hardmax", ["y"], ["c"]),
                   helper.make_node("ReduceSum", ["c"], ["loss"], keepdims=0)], [f("loss", [])], [w], [x])
 PY
@@ -72,8 +63,6 @@ expect not_trainable "--trainable x: not an initializer" \
   "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --trainable x
 expect pipeline_without_accumulation "--train --pipeline needs --accumulation-factor of at least 2" \
   "$p" "$work/no_rule.onnx" -o "$work/a.popef" --train --loss loss --pipeline --num-ipus 2 --batches-per-step 2
-expect pipeline_shared_counter "variable 'DropoutStep___' is updated every micro-batch in pipeline stage 0 but read by .* in stage 1" \
-  "$p" "$work/dropout_stages.onnx" -o "$work/a.popef" --train --loss loss --pipeline --num-ipus 2 --accumulation-factor 2
 # An inference executable has no variables to save.
 "$bin/popc-onnx" "$work/vector_loss.onnx" -o "$work/infer.popef" >/dev/null 2>&1
 expect save_weights_inference "--save-weights .*: .* has no variables \(compile with popc-onnx --train\)" \
