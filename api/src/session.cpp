@@ -103,6 +103,8 @@ InferenceSession::InferenceSession(const std::string &onnxModel, const SessionOp
       c.numIpus = o.autoShard;
     for (const auto &[name, shape] : o.inputShapes)
       c.inputShapes[name] = Shape(shape.begin(), shape.end());
+    for (const auto &[name, type] : o.anchors)
+      c.anchors.push_back(name + "=" + type);
     if (training) {
       ir::TrainingConfig t;
       t.loss = training->loss;

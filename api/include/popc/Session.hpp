@@ -65,6 +65,9 @@ struct SessionOptions {
   unsigned batchesPerStep = 1;    // DataFlow: micro-batches (or steps) per run
   unsigned accumulationFactor = 1;
   unsigned replicationFactor = 1;
+  // DataFlow anchors: output name -> "ALL" (default), "EVERYN:k", "FINAL" or
+  // "SUM" (PopART's AnchorReturnType; popc-onnx --anchor NAME=TYPE).
+  std::map<std::string, std::string> anchors;
   std::map<std::string, std::vector<int64_t>> inputShapes; // fix dynamic input dims
   unsigned threads = 0;           // host threads of the simulation (0: all cores)
   bool pipeline = false;          // pipeline the stages (popc-onnx --pipeline)
