@@ -223,6 +223,16 @@ void autoShard(ir::Ir &ir, const graph::Target &target, uint32_t stages) {
 
 namespace {
 
+// Checks that `op` reads no value of a later stage, then records its outputs' stage.
+void followDataFlow(const ir::Op &op, std::map<std::string, int64_t> &stageOfTensor, const char *fix) {
+  for (const auto &in : op.inputs)
+    if (auto it = stageOfTensor.find(in); it != stageOfTensor.end() && it->second > op.pipelineStage)
+      fail("--pipeline: {} '{}' (stage {}) reads '{}' computed in stage {}: {}", op.type, op.name, op.pipelineStage,
+           in, it->second, fix);
+  for (const auto &o : op.outputs)
+    stageOfTensor[o] = op.pipelineStage;
+}
+
 // Training: forward stage s's backward ops form stage 2S-2-s on the same IPU
 // (PopART's pipeline stages for training; the last forward stage and the first
 // backward one are one stage). Other per-micro-batch ops the training passes
@@ -253,13 +263,8 @@ uint32_t assignBackwardStages(ir::Ir &ir, uint32_t forwardStages) {
     }
     if (op->phase != 0)
       continue;
-    for (const auto &in : op->inputs)
-      if (auto t = stageOfTensor.find(in); t != stageOfTensor.end() && t->second > op->pipelineStage)
-        fail("--pipeline --train: {} '{}' (stage {}) reads '{}' computed in stage {}: a backward op reads a value of "
-             "a later stage; annotate the forward ops so that stages follow the data flow",
-             op->type, op->name, op->pipelineStage, in, t->second);
-    for (const auto &o : op->outputs)
-      stageOfTensor[o] = op->pipelineStage;
+    followDataFlow(*op, stageOfTensor, "a backward op reads a value of a later stage; annotate the forward ops so "
+                                       "that stages follow the data flow");
   }
   // An update computed from variables and constants alone (a Dropout counter's
   // step) runs in the first stage that reads its variable: later stages read
@@ -306,13 +311,7 @@ uint32_t assignPipelineStages(ir::Ir &ir, uint32_t numIpus) {
       op->pipelineStage = op->ipu;
     else if (op->pipelineStage < 0)
       op->pipelineStage = inherited;
-    for (const auto &in : op->inputs)
-      if (auto it = stageOfTensor.find(in); it != stageOfTensor.end() && it->second > op->pipelineStage)
-        fail("--pipeline: {} '{}' (stage {}) reads '{}' computed in stage {}: stages must follow the data flow "
-             "(__pipeline_stage / __ipu_number)",
-             op->type, op->name, op->pipelineStage, in, it->second);
-    for (const auto &o : op->outputs)
-      stageOfTensor[o] = op->pipelineStage;
+    followDataFlow(*op, stageOfTensor, "stages must follow the data flow (__pipeline_stage / __ipu_number)");
   }
   int64_t maxStage = 0;
   for (const auto &op : ops)
