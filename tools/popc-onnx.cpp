@@ -116,7 +116,8 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--pipeline", options.pipeline,
                "Pipeline the stages (__pipeline_stage, else __ipu_number or --auto-shard): micro-batches of a step "
-               "flow through the stages' IPUs at the same time");
+               "flow through the stages' IPUs at the same time. With --train, each forward stage's backward stage "
+               "runs on its IPU too, over the micro-batches of one update (needs --accumulation-factor >= 2)");
   app.add_option("--batches-per-step", options.batchesPerStep,
                  "Batches run on the device per host call (a Repeat); inputs get a leading dimension of this size")
       ->check(CLI::Range(1u, 1u << 20));
