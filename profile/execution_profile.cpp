@@ -244,24 +244,24 @@ Json executionProfile(const Json &graph, std::span<const uint32_t> trace,
     };
     if (type == "Sequence" && p.value("parallel", false)) {
       // The slowest IPU: children on one IPU (stages of a training pipeline) add up.
+      auto total = [](const auto &x) { return x.compute + x.exchange + x.sync + x.host; };
       const auto start = phase;
       std::map<int64_t, decltype(phase)> ipus;
       int64_t unnamed = -1;
       for (uint32_t c : children) {
-        const int64_t ipu = programs[c].value("ipu", int64_t(-1)) >= 0 ? programs[c].value("ipu", int64_t(-1)) : unnamed--;
-        auto [it, added] = ipus.try_emplace(ipu, start);
+        const int64_t named = programs[c].value("ipu", int64_t(-1));
+        auto [it, added] = ipus.try_emplace(named >= 0 ? named : unnamed--, start);
         phase = it->second;
-        now = phase.compute + phase.exchange + phase.sync + phase.host;
+        now = total(phase);
         walk(c);
         it->second = phase;
       }
-      auto total = [](const auto &x) { return x.compute + x.exchange + x.sync + x.host; };
       auto slowest = start;
       for (const auto &[ipu, x] : ipus)
         if (total(x) > total(slowest))
           slowest = x;
       phase = slowest;
-      now = phase.compute + phase.exchange + phase.sync + phase.host;
+      now = total(phase);
     } else if (type == "Sequence") {
       for (uint32_t c : children)
         walk(c);

@@ -16,6 +16,12 @@ namespace popc::lib {
 
 namespace {
 
+// One exchange step named `name` copying all of `src` over `dst` (same bytes).
+void copyWhole(Lowering &L, const std::string &name, graph::TensorId src, graph::TensorId dst) {
+  OpBuilder b(L, name);
+  L.graph.exchange(b.preExchange()).copies.push_back({src, 0, dst, 0, L.graph.tensor(dst).bytes});
+}
+
 // Constants and variables: bytes written at load. A variable keeps its own
 // bytes for good (persistent): updates write them, and no laid-out copy may
 // go stale.
@@ -50,8 +56,7 @@ void streamOutput(const std::string &name, const ir::Graph &g, Lowering &L,
   } else {
     Value copy = L.newValue(name, info, graph::TensorRole::Output);
     L.mapLike(copy, v);
-    OpBuilder b(L, name + "/copy");
-    dg.exchange(b.preExchange()).copies.push_back({v.tensor, 0, copy.tensor, 0, t.bytes});
+    copyWhole(L, name + "/copy", v.tensor, copy.tensor);
     outTensor = copy.tensor;
   }
   streamed.insert(outTensor);
@@ -92,16 +97,10 @@ Value sumAccumulator(const std::string &name, const Value &v, Lowering &L, Segme
   dg.tensor(zeros.tensor).constData.assign(dg.tensor(v.tensor).bytes, 0);
   dg.setMapping(zeros.tensor, dg.tensor(acc.tensor).mapping);
   cut.cut(stage);
-  {
-    OpBuilder b(L, name + "/sum/zero");
-    dg.exchange(b.preExchange()).copies.push_back({zeros.tensor, 0, acc.tensor, 0, dg.tensor(acc.tensor).bytes});
-  }
+  copyWhole(L, name + "/sum/zero", zeros.tensor, acc.tensor);
   cut.cut(-1);
   Value sum = lowerElementwise(L, name + "/sum/add", ops::Elementwise::Add, {acc, v}, v.info);
-  {
-    OpBuilder b(L, name + "/sum/update");
-    dg.exchange(b.preExchange()).copies.push_back({sum.tensor, 0, acc.tensor, 0, dg.tensor(acc.tensor).bytes});
-  }
+  copyWhole(L, name + "/sum/update", sum.tensor, acc.tensor);
   cut.cut(stage);
   return acc;
 }
@@ -153,11 +152,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
       const graph::DeviceTensor &src = dg.tensor(source);
       Value slot = L.newValue(fmt::format("{}/stash{}", src.name, stage), {src.dtype, src.shape});
       dg.setMapping(slot.tensor, dg.tensor(source).mapping);
-      {
-        OpBuilder b(L, dg.tensor(slot.tensor).name);
-        dg.exchange(b.preExchange())
-            .copies.push_back({slots.empty() ? source : slots.back(), 0, slot.tensor, 0, dg.tensor(source).bytes});
-      }
+      copyWhole(L, dg.tensor(slot.tensor).name, slots.empty() ? source : slots.back(), slot.tensor);
       cut.cut(stage, ipu);
       noteWriter(slot, stage);
       slots.push_back(slot.tensor);
@@ -184,10 +179,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
       L.setCurrentIpu(it->second->ipu); // on the updating stage's IPU, which writes it
       Value snap = L.newValue(variable + "/snapshot", v.info);
       L.mapLinearly(snap);
-      {
-        OpBuilder b(L, variable + "/snapshot");
-        dg.exchange(b.preExchange()).copies.push_back({v.tensor, 0, snap.tensor, 0, dg.tensor(v.tensor).bytes});
-      }
+      copyWhole(L, variable + "/snapshot", v.tensor, snap.tensor);
       L.setCurrentIpu(reader.ipu);
       cut.cut(stageOf(*it->second));
       noteWriter(snap, stageOf(*it->second));
@@ -219,10 +211,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
         if (!L.has(name))
           bindConstant(g.tensor(name), L);
       const Value &var = L.value(u.variable), &value = L.value(u.value);
-      {
-        OpBuilder b(L, u.variable + "/update");
-        dg.exchange(b.preExchange()).copies.push_back({value.tensor, 0, var.tensor, 0, dg.tensor(var.tensor).bytes});
-      }
+      copyWhole(L, u.variable + "/update", value.tensor, var.tensor);
       any = true;
       if (options.trainingPipeline && phase == 0) // each micro-batch's update runs in the stage computing it
         cut.cut(pipelinedUpdateStage(u, writerStage.count(value.tensor) ? writerStage.at(value.tensor) : 0));
@@ -354,10 +343,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
                 L.setCurrentIpu(ipu);
                 Value next = L.newValue(name, v.info);
                 L.mapLinearly(next);
-                {
-                  OpBuilder b(L, name);
-                  dg.exchange(b.preExchange()).copies.push_back({cur.tensor, 0, next.tensor, 0, t.bytes});
-                }
+                copyWhole(L, name, cur.tensor, next.tensor);
                 const int64_t stage = h + 1 < hops.size() ? from + 1 + int64_t(h) : stageOf(*op);
                 cut.cut(stage);
                 noteWriter(next, stage);

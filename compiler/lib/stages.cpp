@@ -248,6 +248,7 @@ uint32_t assignBackwardStages(ir::Ir &ir, uint32_t forwardStages) {
       ipuOfStage.emplace(op->pipelineStage, op->ipu);
       stageOfOp.emplace(op->name, op->pipelineStage);
     }
+  auto ipuOf = [&](int64_t stage) { return ipuOfStage.at(stage < S ? stage : last - stage); };
   placeTrainingOps(ir); // the optimizer's ops (phase 1) go with their weights
   for (auto &op : ops) {
     if (trainingOnly(*op) && op->phase == 0) {
@@ -259,7 +260,7 @@ uint32_t assignBackwardStages(ir::Ir &ir, uint32_t forwardStages) {
           if (auto t = stageOfTensor.find(in); t != stageOfTensor.end())
             stage = std::max(stage, t->second);
       op->pipelineStage = stage;
-      op->ipu = ipuOfStage.at(stage < S ? stage : last - stage);
+      op->ipu = ipuOf(stage);
     }
     if (op->phase != 0)
       continue;
@@ -285,7 +286,7 @@ uint32_t assignBackwardStages(ir::Ir &ir, uint32_t forwardStages) {
         first = first < 0 ? ops[c]->pipelineStage : std::min(first, ops[c]->pipelineStage);
     if (first >= 0) {
       update.pipelineStage = first;
-      update.ipu = ipuOfStage.at(first < S ? first : last - first);
+      update.ipu = ipuOf(first);
     }
   }
   return uint32_t(2 * S - 1);
