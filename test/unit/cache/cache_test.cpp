@@ -5,6 +5,7 @@
 #include "cache/size.h"
 #include "cache/tiered_store.h"
 #include "support/error.h"
+#include "test/unit/temp_dir.h"
 
 #include <catch2/catch.hpp>
 
@@ -21,22 +22,10 @@
 
 using namespace popc;
 using namespace popc::cache;
+using popc::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "popc-cache-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()));
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 std::vector<uint8_t> bytesOf(const std::string &s) { return {s.begin(), s.end()}; }
 std::string keyOf(const std::string &s) { return hashBytes(bytesOf(s)).hex(); }
@@ -151,14 +140,14 @@ TEST_CASE("sizes parse with binary suffixes", "[cache]") {
 
 TEST_CASE("local store: miss, put, hit and counters", "[cache]") {
   TempDir t;
-  LocalStore s(t.path / "c");
+  LocalStore s(t.path() / "c");
   std::string k = keyOf("a");
   CHECK_FALSE(s.get("exe", k));
   s.put("exe", k, bytesOf("executable"));
   auto hit = s.get("exe", k);
   REQUIRE(hit);
   CHECK(str(*hit) == "executable");
-  CHECK(fs::exists(entryFile(t.path / "c", "exe", k)));
+  CHECK(fs::exists(entryFile(t.path() / "c", "exe", k)));
   CHECK_FALSE(s.get("obj", k)); // kinds are separate namespaces
   auto c = s.counters();
   CHECK(c["exe.hits"] == 1);
@@ -204,7 +193,7 @@ TEST_CASE("a directory that is not a popc cache is refused and left untouched", 
   TempDir t;
   for (const std::string &name : kCacheFileNames) {
     // One user file of a cache name at a time, then all of them.
-    const fs::path dir = t.path / ("one-" + name);
+    const fs::path dir = t.path() / ("one-" + name);
     fs::create_directories(dir);
     writeAll(dir / name, bytesOf("mine"));
     CHECK_THROWS_WITH(LocalStore(dir), Catch::Contains("not a popc cache directory"));
@@ -212,7 +201,7 @@ TEST_CASE("a directory that is not a popc cache is refused and left untouched", 
                       Catch::Contains("not a popc cache directory"));
     requireUntouched(dir, {{name, "mine"}});
   }
-  const fs::path dir = t.path / "all";
+  const fs::path dir = t.path() / "all";
   const auto files = fillWithUserFiles(dir);
   CHECK_THROWS_WITH(LocalStore(dir), Catch::Contains("popc will not touch it"));
   requireUntouched(dir, files);
@@ -220,29 +209,29 @@ TEST_CASE("a directory that is not a popc cache is refused and left untouched", 
 
 TEST_CASE("a new or empty directory becomes a marked cache, maintenance needs the mark", "[cache]") {
   TempDir t;
-  CHECK_THROWS_WITH(LocalStore(t.path / "missing", kDefaultMaxSize, OpenMode::ExistingCacheOnly),
+  CHECK_THROWS_WITH(LocalStore(t.path() / "missing", kDefaultMaxSize, OpenMode::ExistingCacheOnly),
                     Catch::Contains("does not exist"));
-  CHECK_FALSE(fs::exists(t.path / "missing"));
-  fs::create_directories(t.path / "empty");
-  CHECK_THROWS_WITH(LocalStore(t.path / "empty", kDefaultMaxSize, OpenMode::ExistingCacheOnly),
+  CHECK_FALSE(fs::exists(t.path() / "missing"));
+  fs::create_directories(t.path() / "empty");
+  CHECK_THROWS_WITH(LocalStore(t.path() / "empty", kDefaultMaxSize, OpenMode::ExistingCacheOnly),
                     Catch::Contains("is empty"));
-  CHECK(fs::is_empty(t.path / "empty"));
+  CHECK(fs::is_empty(t.path() / "empty"));
   for (const char *name : {"new", "empty"}) {
-    LocalStore s(t.path / name);
-    CHECK(fs::exists(t.path / name / kCacheMarkerName));
+    LocalStore s(t.path() / name);
+    CHECK(fs::exists(t.path() / name / kCacheMarkerName));
     s.put("exe", keyOf("a"), bytesOf("x"));
-    LocalStore maintenance(t.path / name, kDefaultMaxSize, OpenMode::ExistingCacheOnly);
+    LocalStore maintenance(t.path() / name, kDefaultMaxSize, OpenMode::ExistingCacheOnly);
     CHECK(maintenance.clean() == 1);
-    CHECK(fs::exists(t.path / name / kCacheMarkerName)); // clean keeps the cache a cache
+    CHECK(fs::exists(t.path() / name / kCacheMarkerName)); // clean keeps the cache a cache
   }
-  writeAll(t.path / "new" / kCacheMarkerName,
+  writeAll(t.path() / "new" / kCacheMarkerName,
            bytesOf("Signature: 8a477f597d28d172789f06886806bc55\n# popc-layout-version: 99\n"));
-  CHECK_THROWS_WITH(LocalStore(t.path / "new"), Catch::Contains("layout version 99"));
+  CHECK_THROWS_WITH(LocalStore(t.path() / "new"), Catch::Contains("layout version 99"));
 }
 
 TEST_CASE("large entries are mmapped and verified", "[cache]") {
   TempDir t;
-  LocalStore s(t.path);
+  LocalStore s(t.path());
   std::vector<uint8_t> big(3 << 20);
   for (size_t i = 0; i < big.size(); ++i)
     big[i] = uint8_t(i * 7);
@@ -251,19 +240,19 @@ TEST_CASE("large entries are mmapped and verified", "[cache]") {
   auto hit = s.get("exe", k);
   REQUIRE(hit);
   CHECK(std::equal(big.begin(), big.end(), hit->bytes().begin(), hit->bytes().end()));
-  auto entry = readAll(entryFile(t.path, "exe", k));
+  auto entry = readAll(entryFile(t.path(), "exe", k));
   entry[entry.size() / 2] ^= 0x40;
-  writeAll(entryFile(t.path, "exe", k), entry);
+  writeAll(entryFile(t.path(), "exe", k), entry);
   CHECK_FALSE(s.get("exe", k));
 }
 
 TEST_CASE("corrupt, truncated and foreign entries are deleted and never served", "[cache]") {
   TempDir t;
-  LocalStore s(t.path);
+  LocalStore s(t.path());
   std::string a = keyOf("a"), b = keyOf("b");
   s.put("exe", a, bytesOf("AAAA"));
   s.put("exe", b, bytesOf("BBBB"));
-  const fs::path pa = entryFile(t.path, "exe", a), pb = entryFile(t.path, "exe", b);
+  const fs::path pa = entryFile(t.path(), "exe", a), pb = entryFile(t.path(), "exe", b);
 
   SECTION("bit flip") {
     auto e = readAll(pa);
@@ -282,17 +271,17 @@ TEST_CASE("corrupt, truncated and foreign entries are deleted and never served",
   }
   SECTION("foreign: another key's whole entry under this name") {
     writeAll(pa, readAll(pb));
-    writeAll(metaFile(t.path, "exe", a), readAll(metaFile(t.path, "exe", b)));
+    writeAll(metaFile(t.path(), "exe", a), readAll(metaFile(t.path(), "exe", b)));
   }
-  SECTION("header cut") { writeAll(metaFile(t.path, "exe", a), {1, 2, 3}); }
+  SECTION("header cut") { writeAll(metaFile(t.path(), "exe", a), {1, 2, 3}); }
   SECTION("header not a header") {
-    writeAll(metaFile(t.path, "exe", a), bytesOf("#!/bin/sh\necho hi\n and more bytes to pass 64 of header ... ......."));
+    writeAll(metaFile(t.path(), "exe", a), bytesOf("#!/bin/sh\necho hi\n and more bytes to pass 64 of header ... ......."));
   }
   SECTION("payload gone") { fs::remove(pa); }
 
   CHECK_FALSE(s.get("exe", a));
   CHECK_FALSE(fs::exists(pa));
-  CHECK_FALSE(fs::exists(metaFile(t.path, "exe", a)));
+  CHECK_FALSE(fs::exists(metaFile(t.path(), "exe", a)));
   CHECK(s.counters()["exe.corrupt"] == 1);
   CHECK(str(*s.get("exe", b)) == "BBBB"); // others unharmed
   s.put("exe", a, bytesOf("AAAA"));        // rebuilt
@@ -301,11 +290,11 @@ TEST_CASE("corrupt, truncated and foreign entries are deleted and never served",
 
 TEST_CASE("verify reports and deletes bad entries, leaves good ones", "[cache]") {
   TempDir t;
-  LocalStore s(t.path);
+  LocalStore s(t.path());
   for (int i = 0; i < 5; ++i)
     s.put("obj", keyOf(std::to_string(i)), bytesOf("object " + std::to_string(i)));
   CHECK(s.verify().bad.empty());
-  auto p = entryFile(t.path, "obj", keyOf("3"));
+  auto p = entryFile(t.path(), "obj", keyOf("3"));
   auto e = readAll(p);
   e[0] ^= 0xff;
   writeAll(p, e);
@@ -320,10 +309,10 @@ TEST_CASE("verify reports and deletes bad entries, leaves good ones", "[cache]")
 
 TEST_CASE("temporary files of an unfinished write are never read", "[cache]") {
   TempDir t;
-  LocalStore s(t.path);
+  LocalStore s(t.path());
   std::string k = keyOf("x");
-  fs::create_directories(entryFile(t.path, "exe", k).parent_path());
-  writeAll(entryFile(t.path, "exe", k).parent_path() / (".tmp-" + k + "-1-1"), bytesOf("half"));
+  fs::create_directories(entryFile(t.path(), "exe", k).parent_path());
+  writeAll(entryFile(t.path(), "exe", k).parent_path() / (".tmp-" + k + "-1-1"), bytesOf("half"));
   CHECK_FALSE(s.get("exe", k));
   CHECK(s.entries().empty());
 }
@@ -331,7 +320,7 @@ TEST_CASE("temporary files of an unfinished write are never read", "[cache]") {
 TEST_CASE("LRU eviction keeps recently used entries under the limit", "[cache]") {
   TempDir t;
   const size_t payload = 1000, entry = payload + kHeaderSize;
-  LocalStore s(t.path, 3 * entry); // room for three
+  LocalStore s(t.path(), 3 * entry); // room for three
   auto put = [&](const std::string &name) { s.put("exe", keyOf(name), std::vector<uint8_t>(payload, uint8_t(name[0]))); };
   auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
   put("a");
@@ -345,9 +334,9 @@ TEST_CASE("LRU eviction keeps recently used entries under the limit", "[cache]")
   put("d"); // over the limit: b (least recently used) goes
   CHECK(s.entries().size() == 3);
   CHECK(s.get("exe", keyOf("a")));
-  CHECK_FALSE(fs::exists(entryFile(t.path, "exe", keyOf("b"))));
-  CHECK(fs::exists(entryFile(t.path, "exe", keyOf("c"))));
-  CHECK(fs::exists(entryFile(t.path, "exe", keyOf("d"))));
+  CHECK_FALSE(fs::exists(entryFile(t.path(), "exe", keyOf("b"))));
+  CHECK(fs::exists(entryFile(t.path(), "exe", keyOf("c"))));
+  CHECK(fs::exists(entryFile(t.path(), "exe", keyOf("d"))));
   CHECK(s.counters()["exe.evictions"] == 1);
 
   auto r = s.evict(entry); // explicit: keep one, the most recent
@@ -360,7 +349,7 @@ TEST_CASE("LRU eviction keeps recently used entries under the limit", "[cache]")
 
 TEST_CASE("clean removes entries and counters", "[cache]") {
   TempDir t;
-  LocalStore s(t.path);
+  LocalStore s(t.path());
   s.put("exe", keyOf("a"), bytesOf("1"));
   s.put("obj", keyOf("b"), bytesOf("2"));
   CHECK(s.clean() == 2);
@@ -371,14 +360,14 @@ TEST_CASE("clean removes entries and counters", "[cache]") {
 
 TEST_CASE("counters are exact with many threads and stores on one directory", "[cache]") {
   TempDir t;
-  LocalStore seed(t.path);
+  LocalStore seed(t.path());
   seed.put("exe", keyOf("k"), bytesOf("v"));
   std::vector<std::thread> threads;
   // Catch2 assertions are not thread-safe (TSan): count in the threads, check here.
   std::atomic<int> hits{0};
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&] {
-      LocalStore s(t.path); // like a separate process: its own store object
+      LocalStore s(t.path()); // like a separate process: its own store object
       for (int j = 0; j < 25; ++j)
         hits += s.get("exe", keyOf("k")) ? 1 : 0;
     });
@@ -390,7 +379,7 @@ TEST_CASE("counters are exact with many threads and stores on one directory", "[
 
 TEST_CASE("tiered store: local, then remote (copied to local), then compute and upload", "[cache]") {
   TempDir t;
-  auto local = std::make_shared<LocalStore>(t.path);
+  auto local = std::make_shared<LocalStore>(t.path());
   auto remote = std::make_shared<FakeRemote>();
   TieredStore tiered(local, remote);
   std::string k = keyOf("model");
@@ -422,10 +411,10 @@ TEST_CASE("remote store: unreachable server is a miss with a warning, never an e
 
 TEST_CASE("a settled entry is stamped after a full check, a later change to it is still caught", "[cache]") {
   TempDir t;
-  LocalStore s(t.path);
+  LocalStore s(t.path());
   std::string k = keyOf("stamp");
   s.put("exe", k, bytesOf("payload bytes"));
-  const fs::path p = entryFile(t.path, "exe", k), meta = metaFile(t.path, "exe", k);
+  const fs::path p = entryFile(t.path(), "exe", k), meta = metaFile(t.path(), "exe", k);
   CHECK(fs::file_size(meta) == kHeaderSize);
   REQUIRE(s.get("exe", k));
   CHECK(fs::file_size(meta) == kHeaderSize); // just written: a change could share its mtime
@@ -442,18 +431,18 @@ TEST_CASE("a settled entry is stamped after a full check, a later change to it i
 
 TEST_CASE("getToFile hard-links a hit (read-only, same inode) or copies it", "[cache]") {
   TempDir t;
-  LocalStore s(t.path / "c");
+  LocalStore s(t.path() / "c");
   std::string k = keyOf("link");
   s.put("exe", k, bytesOf("linked executable"));
-  const fs::path p = entryFile(t.path / "c", "exe", k);
-  const std::string out = (t.path / "out.popef").string();
+  const fs::path p = entryFile(t.path() / "c", "exe", k);
+  const std::string out = (t.path() / "out.popef").string();
   writeAll(out, bytesOf("an older output"));
   REQUIRE(s.getToFile("exe", k, out));
   CHECK(readAll(out) == bytesOf("linked executable"));
   CHECK(fs::equivalent(out, p));
   CHECK((fs::status(p).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read));
   REQUIRE(s.getToFile("exe", k, out)); // again onto the same link: no stray temporary file
-  CHECK(std::distance(fs::directory_iterator(t.path), fs::directory_iterator()) == 2);
+  CHECK(std::distance(fs::directory_iterator(t.path()), fs::directory_iterator()) == 2);
   CHECK(fs::hard_link_count(p) == 2);
 
   fs::remove(out);
@@ -465,12 +454,12 @@ TEST_CASE("getToFile hard-links a hit (read-only, same inode) or copies it", "[c
 
 TEST_CASE("getToFile streams a verified payload to a file, a bad entry writes nothing", "[cache]") {
   TempDir t;
-  LocalStore s(t.path / "c");
+  LocalStore s(t.path() / "c");
   std::vector<uint8_t> big(5 << 20);
   for (size_t i = 0; i < big.size(); ++i)
     big[i] = uint8_t(i * 13 + 1);
   std::string k = keyOf("stream");
-  const std::string out = (t.path / "out.bin").string();
+  const std::string out = (t.path() / "out.bin").string();
   CHECK_FALSE(s.getToFile("exe", k, out));
   s.put("exe", k, big);
   auto size = s.getToFile("exe", k, out);
@@ -480,7 +469,7 @@ TEST_CASE("getToFile streams a verified payload to a file, a bad entry writes no
   CHECK(s.counters()["exe.hits"] == 1);
 
   fs::remove(out);
-  auto p = entryFile(t.path / "c", "exe", k);
+  auto p = entryFile(t.path() / "c", "exe", k);
   auto e = readAll(p);
   e[e.size() - 5] ^= 0x20; // in the last chunk, after 4 MiB
   writeAll(p, e);
@@ -490,7 +479,7 @@ TEST_CASE("getToFile streams a verified payload to a file, a bad entry writes no
   CHECK(s.counters()["exe.corrupt"] == 1);
 
   // through a tiered store with a remote: the remote hit lands in the file and locally
-  auto local = std::make_shared<LocalStore>(t.path / "c2");
+  auto local = std::make_shared<LocalStore>(t.path() / "c2");
   auto remote = std::make_shared<FakeRemote>();
   remote->put("exe", k, big);
   TieredStore tiered(local, remote);
@@ -501,7 +490,7 @@ TEST_CASE("getToFile streams a verified payload to a file, a bad entry writes no
 
 TEST_CASE("lockForCompute: one holder per key, a waiter times out or takes over, no file left", "[cache]") {
   TempDir t;
-  LocalStore s(t.path);
+  LocalStore s(t.path());
   const std::string k = keyOf("model"), other = keyOf("other");
   long seenPid = -1;
   auto held = s.lockForCompute("exe", k, std::chrono::milliseconds(0), [](long) { FAIL("first lock waited"); });
@@ -512,7 +501,7 @@ TEST_CASE("lockForCompute: one holder per key, a waiter times out or takes over,
   CHECK(seenPid == long(::getpid()));
   CHECK(s.lockForCompute("exe", other, std::chrono::milliseconds(0), [](long) { FAIL("keys are separate"); }));
   held.reset(); // released: the lock file goes with it
-  const fs::path lockFile = t.path / "exe" / k.substr(0, 2) / (".lock-" + k);
+  const fs::path lockFile = t.path() / "exe" / k.substr(0, 2) / (".lock-" + k);
   CHECK_FALSE(fs::exists(lockFile));
   auto again = s.lockForCompute("exe", k, std::chrono::milliseconds(0), [](long) { FAIL("lock not released"); });
   CHECK(again);

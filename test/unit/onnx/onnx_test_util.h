@@ -1,6 +1,7 @@
 // Builds small ONNX models with the protobuf API into a temporary directory.
 #pragma once
 #include "support/error.h"
+#include "test/unit/temp_dir.h"
 
 #include <catch2/catch.hpp>
 #include <onnx/onnx_pb.h>
@@ -16,24 +17,7 @@ namespace popc::onnx::test {
 
 namespace fs = std::filesystem;
 
-class TempDir {
-public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "popc_onnx_test_XXXXXX").string();
-    if (!mkdtemp(tmpl.data()))
-      throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path &path() const { return path_; }
-  std::string file(const std::string &name) const { return (path_ / name).string(); }
-
-private:
-  fs::path path_;
-};
+using popc::test::TempDir; // test/unit/temp_dir.h
 
 using Dim = std::variant<int64_t, std::string>; // fixed value or symbolic name
 

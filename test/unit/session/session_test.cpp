@@ -5,6 +5,7 @@
 #include "session/run_inputs.h"
 #include "session/run_session.h"
 #include "support/error.h"
+#include "test/unit/temp_dir.h"
 
 #include <catch2/catch.hpp>
 
@@ -15,23 +16,11 @@
 
 using namespace popc;
 namespace fs = std::filesystem;
+using popc::test::TempDir;
 
 namespace {
 
 const std::string kRelu = "/usr/share/libonnx-testdata/data/node/test_relu/model.onnx"; // x, y float [3,4,5]
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "popc-session-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()));
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 std::vector<uint8_t> fileBytes(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
@@ -74,7 +63,7 @@ TEST_CASE("the second compile of a model comes from the cache", "[session]") {
   TempDir dir;
   session::CacheSettings cache;
   cache::StoreOptions so;
-  so.dir = (dir.path / "cache").string();
+  so.dir = (dir.path() / "cache").string();
   cache.store = cache::openStore(so);
   const driver::CompileOptions options;
   const session::CompileResult first = session::compileModel(kRelu, options, cache);
@@ -86,7 +75,7 @@ TEST_CASE("the second compile of a model comes from the cache", "[session]") {
   CHECK(second.key == first.key);
   CHECK(second.bytes == first.bytes);
   // With an output file a hit is written there, not read.
-  const fs::path out = dir.path / "relu.popef";
+  const fs::path out = dir.path() / "relu.popef";
   const session::CompileResult third = session::compileModel(kRelu, options, cache, out.string());
   CHECK(third.cacheHit);
   CHECK(third.size == first.bytes.size());
