@@ -144,6 +144,11 @@ PY
   "$BIN/poprun-lite" m.popef --input input=input.npy --expected-outputs "$SRC/samples/mlp/expected.npz" \
     --rtol 1e-4 --atol 1e-5 > out.txt || die "outputs do not match the reference: $(cat out.txt)"
   grep -q "elements match (rtol 0.0001, atol 1e-05)" out.txt || die "no comparison printed: $(cat out.txt)"
+  # ...also when the outputs are written too (they were compared after being moved out).
+  "$BIN/poprun-lite" m.popef --input input=input.npy --expected-outputs "$SRC/samples/mlp/expected.npz" \
+    --rtol 1e-4 --atol 1e-5 --outputs both.npz > out.txt || die "--outputs broke the comparison: $(cat out.txt)"
+  "$BIN/npz-compare" both.npz "$SRC/samples/mlp/expected.npz" --rtol 1e-4 --atol 1e-5 > /dev/null ||
+    die "--outputs with --expected-outputs wrote other outputs"
   # ...and exit 1, naming the worst element, when they do not.
   "$BIN/poprun-lite" m.popef --input input=input.npy --expected-outputs wrong.npz > out.txt 2> err.txt
   [ $? -eq 1 ] || die "a mismatch did not exit 1"
