@@ -5,6 +5,7 @@
 
 #include "cache/tiered_store.h"
 #include "formats/popef/popef.h"
+#include "runtime/thread_pool.h"
 #include "session/compile_session.h"
 #include "session/object_cache.h"
 #include "session/run_session.h"
@@ -79,6 +80,12 @@ struct InferenceSession::Impl {
     e.threads = o.threads;
     run = std::make_unique<session::RunSession>(std::move(executable), e, label);
   }
+  // An executable popc-onnx wrote, opened and verified on the options' threads.
+  static std::unique_ptr<Impl> open(const std::string &popefPath, const SessionOptions &o) {
+    openCache(o);
+    return std::make_unique<Impl>(
+        popef::Executable::open(popefPath, o.threads ? o.threads : runtime::defaultThreadCount()), o, popefPath);
+  }
 };
 
 InferenceSession::InferenceSession(const std::string &onnxModel, SessionOptions options)
@@ -133,11 +140,7 @@ InferenceSession::InferenceSession(const std::string &onnxModel, const SessionOp
 }
 
 InferenceSession InferenceSession::fromExecutable(const std::string &popefPath, SessionOptions options) {
-  return guarded([&] {
-    openCache(options);
-    return InferenceSession(std::make_unique<Impl>(
-        popef::Executable::open(popefPath, options.threads ? options.threads : 1), options, popefPath));
-  });
+  return guarded([&] { return InferenceSession(Impl::open(popefPath, options)); });
 }
 
 InferenceSession::~InferenceSession() = default;
@@ -180,9 +183,7 @@ TrainingSession::TrainingSession(std::unique_ptr<Impl> impl) : InferenceSession(
 
 TrainingSession TrainingSession::fromExecutable(const std::string &popefPath, SessionOptions options) {
   return guarded([&] {
-    openCache(options);
-    auto impl = std::make_unique<Impl>(popef::Executable::open(popefPath, options.threads ? options.threads : 1),
-                                       options, popefPath);
+    auto impl = Impl::open(popefPath, options);
     impl->run->requireVariables("TrainingSession::fromExecutable");
     return TrainingSession(std::move(impl));
   });
