@@ -730,7 +730,11 @@ ResizeParams resizeParams(const Op &op, const Graph &g) {
       if (!(scales[d] > 0))
         failOp(op, "scales must be > 0, got {}", scales[d]);
       p.scale[d] = double(float(scales[d]));
-      p.out[d] = int64_t(std::floor(double(x.shape[d]) * p.scale[d]));
+      const double out = std::floor(double(x.shape[d]) * p.scale[d]);
+      if (!(out < 0x1p62)) // (an infinite or huge scale: no int64 holds the dim)
+        failOp(op, "scales[{}] = {} resizes dim {} of {} elements beyond any tensor; give a smaller scale", d,
+               scales[d], d, x.shape[d]);
+      p.out[d] = int64_t(out);
     }
   }
   if (p.transform == "tf_crop_and_resize") {
