@@ -2,6 +2,7 @@
 
 #include "formats/popef/popef.h"
 #include "support/error.h"
+#include "support/parallel.h"
 #include "support/version.h"
 
 #include <algorithm>
@@ -30,19 +31,34 @@ std::unique_ptr<fb::TargetT> toTarget(const Target &t) {
   return out;
 }
 
-// Resolves symbolic copies to tile addresses. Each tensor's interval start
-// addresses are computed once, on first use (a tensor's block base on the
-// interval's tile plus the interval's offset inside the block).
+// Resolves symbolic copies to tile addresses. Every tensor's interval start
+// addresses (its block base on the interval's tile plus the interval's offset
+// inside the block) are computed once, up front, so that exchange steps can
+// then be resolved on several threads.
 class CopyResolver {
 public:
-  CopyResolver(const DeviceGraph &g, const MemoryPlan &plan) : g_(g), plan_(plan), addrs_(g.tensors().size()) {}
+  CopyResolver(const DeviceGraph &g, const MemoryPlan &plan) : g_(g), addrs_(g.tensors().size()) {
+    constexpr size_t kTensorsPerTask = 4096;
+    parallelFor((addrs_.size() + kTensorsPerTask - 1) / kTensorsPerTask, [&](size_t task) {
+      const size_t end = std::min(addrs_.size(), (task + 1) * kTensorsPerTask);
+      for (TensorId id = TensorId(task * kTensorsPerTask); id < end; ++id) {
+        const DeviceTensor &t = g.tensor(id);
+        addrs_[id].reserve(t.mapping.size());
+        for (size_t i = 0; i < t.mapping.size(); ++i)
+          addrs_[id].push_back(uint32_t(plan.base(id, t.mapping[i].tile) + t.blockOffsets[i]));
+      }
+    });
+  }
+
+  // Where interval i of tensor `id` starts on its tile.
+  uint32_t address(TensorId id, size_t i) const { return addrs_[id][i]; }
 
   // Splits `c` at the interval boundaries of source and destination.
-  void resolve(const Copy &c, std::vector<fb::Copy> &out) {
+  void resolve(const Copy &c, std::vector<fb::Copy> &out) const {
     if (c.bytes == 0) // an empty tensor has no intervals to search
       return;
     const DeviceTensor &src = g_.tensor(c.src), &dst = g_.tensor(c.dst);
-    const std::vector<uint32_t> &sa = addresses(c.src), &da = addresses(c.dst);
+    const std::vector<uint32_t> &sa = addrs_[c.src], &da = addrs_[c.dst];
     size_t si = intervalAt(src, c.srcByte), di = intervalAt(dst, c.dstByte);
     uint64_t s = c.srcByte, d = c.dstByte;
     for (uint64_t done = 0; done < c.bytes;) {
@@ -64,18 +80,7 @@ private:
     POPC_ASSERT(it != t.mapping.begin());
     return size_t(std::prev(it) - t.mapping.begin());
   }
-  const std::vector<uint32_t> &addresses(TensorId id) {
-    std::vector<uint32_t> &a = addrs_[id];
-    const DeviceTensor &t = g_.tensor(id);
-    if (a.empty() && !t.mapping.empty()) {
-      a.reserve(t.mapping.size());
-      for (size_t i = 0; i < t.mapping.size(); ++i)
-        a.push_back(uint32_t(plan_.base(id, t.mapping[i].tile) + t.blockOffsets[i]));
-    }
-    return a;
-  }
   const DeviceGraph &g_;
-  const MemoryPlan &plan_;
   std::vector<std::vector<uint32_t>> addrs_;
 };
 
@@ -195,6 +200,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   // tensor per lowering and operand (its name without "@<tile>#<id>"), one
   // interval per tile: as separate tensors, hundreds of thousands of them
   // dominated the file, its writing and its verification.
+  const CopyResolver resolver(g, plan);
   std::vector<uint32_t> tensorIndex(g.tensors().size());
   std::map<std::tuple<std::string, DType, TensorRole, bool>, uint32_t> groups;
   for (TensorId id = 0; id < g.tensors().size(); ++id) {
@@ -230,8 +236,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     }
     for (size_t i = 0; i < t.mapping.size(); ++i) {
       const Interval &iv = t.mapping[i];
-      out->mapping.emplace_back(groupBegin + iv.begin, uint32_t(iv.size()), iv.tile,
-                                uint32_t(plan.base(id, iv.tile) + t.blockOffsets[i]));
+      out->mapping.emplace_back(groupBegin + iv.begin, uint32_t(iv.size()), iv.tile, resolver.address(id, i));
     }
     if (t.tileTemporary) // one dimension: the elements of all its tiles' pieces
       out->shape = {int64_t((groupBegin + t.bytes) / dtypeSize(t.dtype))};
@@ -243,9 +248,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   for (const IoInfo &io : g.variables)
     exe.metadata->variables.push_back(toIoInfo(io, tensorIndex));
 
-  auto module = std::make_unique<fb::CodeModuleT>();
-  module->bitcode = code.bitcode;
-  exe.code.push_back(std::move(module));
+  exe.code.push_back(std::make_unique<fb::CodeModuleT>()); // its bitcode last (code.pendingBitcode)
   for (const codegen::VertexTypeInfo &vt : code.vertexTypes) {
     auto out = std::make_unique<fb::VertexTypeT>();
     out->name = vt.name;
@@ -284,15 +287,19 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   std::vector<bool> atLoad(g.exchanges().size(), false);
   for (const Program &p : g.load().children)
     atLoad.at(p.index) = true;
-  CopyResolver resolver(g, plan);
-  for (const ExchangeStep &ex : g.exchanges()) {
-    auto out = std::make_unique<fb::ExchangeStepT>();
-    out->name = ex.name;
+  std::vector<std::vector<fb::Copy>> resolved(g.exchanges().size()); // each step on its own, in parallel
+  parallelFor(resolved.size(), [&](size_t e) {
+    const ExchangeStep &ex = g.exchanges()[e];
     std::vector<fb::Copy> copies;
     copies.reserve(ex.copies.size());
     for (const Copy &c : ex.copies)
       resolver.resolve(c, copies);
-    out->copies = foldStrided(coalesce(std::move(copies)));
+    resolved[e] = foldStrided(coalesce(std::move(copies)));
+  });
+  for (const ExchangeStep &ex : g.exchanges()) {
+    auto out = std::make_unique<fb::ExchangeStepT>();
+    out->name = ex.name;
+    out->copies = std::move(resolved[&ex - g.exchanges().data()]);
     out->from_replica = ex.fromReplica;
     if (stats) {
       const bool load = atLoad[&ex - g.exchanges().data()];
@@ -338,6 +345,8 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   }
   if (tensorIndexOut)
     *tensorIndexOut = std::move(tensorIndex);
+  exe.code[0]->bitcode = code.pendingBitcode.valid() ? code.pendingBitcode.get() : code.bitcode;
+  sizeHint += exe.code[0]->bitcode.size();
   try {
     return popef::serialize(exe, sizeHint, segment);
   } catch (const Error &e) {

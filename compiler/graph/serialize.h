@@ -6,6 +6,7 @@
 #include "compiler/graph/memory_plan.h"
 
 #include <cstdint>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@ namespace popc::graph {
 struct ExecutableCode {
   std::vector<codegen::VertexTypeInfo> vertexTypes;
   std::vector<uint8_t> bitcode; // one module holding every vertex type's symbol
+  // Or the same bytes still being generated on another thread: the compiler
+  // optimises the module while the schedule is being written, and
+  // serializeExecutable waits for them only when it packs the file.
+  std::shared_future<std::vector<uint8_t>> pendingBitcode;
 };
 
 // What the executable will move per run of its main program (after copies
