@@ -10,6 +10,7 @@
 
 #include "support/error.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace popc::lib {
@@ -44,8 +45,14 @@ Value lowerElementwise(Lowering &L, const std::string &name, ops::Elementwise op
   OpBuilder b(L, name);
   const size_t es = out.elemSize();
   // A copy: gather() adds temporaries to the graph, which may move its tensors.
-  const std::vector<graph::Interval> mapping = g.tensor(out.tensor).mapping;
+  // The output's intervals grouped by tile, each tile's in tensor order (a
+  // scan of the whole mapping per tile was quadratic in the tiles).
+  std::vector<graph::Interval> mapping = g.tensor(out.tensor).mapping;
+  std::stable_sort(mapping.begin(), mapping.end(),
+                   [](const graph::Interval &a, const graph::Interval &b) { return a.tile < b.tile; });
   for (auto [tile, blockBytes] : g.blockSizes(out.tensor)) {
+    const auto tileBegin = std::lower_bound(mapping.begin(), mapping.end(), tile,
+                                            [](const graph::Interval &iv, uint32_t t) { return iv.tile < t; });
     const uint64_t elems = blockBytes / es;
     std::vector<graph::FieldRef> inFields;
     std::vector<bool> scalar;
@@ -56,9 +63,8 @@ Value lowerElementwise(Lowering &L, const std::string &name, ops::Elementwise op
       if (isScalar) {
         runs.add(0, in.elemSize());
       } else {
-        for (const graph::Interval &iv : mapping)
-          if (iv.tile == tile)
-            addBroadcastRuns(runs, outInfo.shape, in.info.shape, iv.begin / es, iv.end / es, in.elemSize());
+        for (auto iv = tileBegin; iv != mapping.end() && iv->tile == tile; ++iv)
+          addBroadcastRuns(runs, outInfo.shape, in.info.shape, iv->begin / es, iv->end / es, in.elemSize());
       }
       inFields.push_back(b.gather(in.tensor, runs, tile, "in" + std::to_string(i)));
       scalar.push_back(isScalar);
