@@ -11,4 +11,6 @@ void tuneAllocatorForLargeHeaps() {
   mallopt(M_TOP_PAD, 256 << 20);       // grow the heap 256 MiB at a time
 }
 
+void releaseFreedHeap() { malloc_trim(0); }
+
 } // namespace popc

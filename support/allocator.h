@@ -13,4 +13,10 @@ namespace popc {
 // returned and faulted in again. Call once, first thing in main.
 void tuneAllocatorForLargeHeaps();
 
+// Hands the heap's free pages back to the kernel now (malloc_trim): for the
+// moment a large structure has been freed and what comes next does not reuse
+// the heap (blocks over 32 MiB are mmapped), e.g. the compiler's object tree
+// once packed, before the popef file's bytes are assembled.
+void releaseFreedHeap();
+
 } // namespace popc

@@ -274,6 +274,7 @@ int main(int argc, char **argv) {
     popc::tools::PhaseProgress progress("popc-onnx", quiet);
     driver::CompileHooks hooks;
     hooks.profile = profileDir.empty() ? nullptr : &facts;
+    hooks.exitSoon = true; // popc-onnx ends after this compile: its graph is left for exit to reclaim
     if (progress.enabled())
       hooks.phase = [&](const char *phase) { progress.phase(phase); };
     const session::CompileResult compiled = session::compileModel(model, options, cache, output, &hooks);

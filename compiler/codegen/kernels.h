@@ -180,6 +180,7 @@ public:
   ~VertexCodegen();
   VertexCodegen(const VertexCodegen &) = delete;
   VertexCodegen &operator=(const VertexCodegen &) = delete;
+  VertexCodegen(VertexCodegen &&) noexcept;
 
   // Index of the vertex type for `spec`, generating its function on first use.
   // Throws popc::Error for specs it cannot generate (e.g. an unsupported op/dtype).

@@ -49,6 +49,7 @@ VertexCodegen::VertexCodegen() : impl_(std::make_unique<Impl>()) {
 }
 
 VertexCodegen::~VertexCodegen() = default;
+VertexCodegen::VertexCodegen(VertexCodegen &&) noexcept = default;
 
 uint32_t VertexCodegen::getOrCreate(const KernelSpec &spec) {
   Impl &im = *impl_;

@@ -348,7 +348,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   exe.code[0]->bitcode = code.pendingBitcode.valid() ? code.pendingBitcode.get() : code.bitcode;
   sizeHint += exe.code[0]->bitcode.size();
   try {
-    return popef::serialize(exe, sizeHint, segment);
+    return popef::serialize(std::move(exe), sizeHint, segment);
   } catch (const Error &e) {
     uint64_t records = 0;
     for (const auto &ex : exe.exchanges)

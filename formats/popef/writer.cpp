@@ -2,6 +2,7 @@
 #include "formats/popef/popef.h"
 #include "support/file_io.h"
 
+#include "support/allocator.h"
 #include "support/error.h"
 
 #include <xxhash.h>
@@ -39,8 +40,11 @@ bool hasValidTrailer(const uint8_t *data, size_t size) {
   return checksum({data, size - kTrailerBytes}) == stored;
 }
 
-std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
-                               std::span<const std::span<const uint8_t>> segment) {
+namespace {
+// `consumed`: the same tree as `exe`, to free once packed (or null).
+std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
+                                 std::span<const std::span<const uint8_t>> segment,
+                                 ::popef::fb::ExecutableT *consumed) {
   auto tooLarge = [](uint64_t bytes) {
     fail("the executable's schedule (tensors, vertices, copy records) needs {:.2f} GiB, over popef's 2 GiB "
          "limit for it (weights do not count: they go in the data segment)",
@@ -58,6 +62,10 @@ std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeH
   ::popef::fb::FinishExecutableBuffer(fbb, root);
   if (fbb.GetSize() > kMaxScheduleBytes)
     tooLarge(fbb.GetSize());
+  if (consumed) {
+    *consumed = ::popef::fb::ExecutableT();
+    releaseFreedHeap(); // its hundreds of MB would otherwise stay resident beside the file's bytes
+  }
   auto align64 = [](uint64_t n) { return (n + 63) / 64 * 64; };
   uint64_t total = align64(fbb.GetSize());
   for (std::span<const uint8_t> s : segment)
@@ -65,6 +73,7 @@ std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeH
   std::vector<uint8_t> bytes;
   bytes.reserve(total + kTrailerBytes); // seal() appends without reallocating
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  fbb.Reset(); // its buffer, before the data segment grows the file
   std::vector<uint64_t> offsets(segment.size(), 0);
   for (size_t i = 0; i < segment.size(); ++i) {
     if (segment[i].empty())
@@ -94,6 +103,17 @@ std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeH
     }
   seal(bytes);
   return bytes;
+}
+} // namespace
+
+std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
+                               std::span<const std::span<const uint8_t>> segment) {
+  return packAndSeal(exe, sizeHint, segment, nullptr);
+}
+
+std::vector<uint8_t> serialize(::popef::fb::ExecutableT &&exe, size_t sizeHint,
+                               std::span<const std::span<const uint8_t>> segment) {
+  return packAndSeal(exe, sizeHint, segment, &exe);
 }
 
 void writeFile(const std::string &path, std::span<const uint8_t> bytes) { writeFileAtomically(path, bytes); }
