@@ -1,6 +1,7 @@
 #include "compiler/graph/memory_plan.h"
 
 #include "support/error.h"
+#include "support/parallel.h"
 #include "support/log.h"
 
 #include <algorithm>
@@ -212,13 +213,15 @@ MemoryPlan planMemory(const DeviceGraph &graph) {
   MemoryPlan plan;
   plan.tileBytesUsed.assign(numTiles, 0);
   plan.bases.resize(graph.tensors().size());
+  // Tiles are placed independently (on every core), then their bases are
+  // recorded in tile order.
+  std::vector<std::vector<uint64_t>> offsets(numTiles);
+  parallelFor(numTiles, [&](size_t tile) { plan.tileBytesUsed[tile] = placeBlocks(tileBlocks[tile], offsets[tile]); });
   bool overBudget = false;
   for (uint32_t tile = 0; tile < numTiles; ++tile) {
-    std::vector<uint64_t> offsets;
-    plan.tileBytesUsed[tile] = placeBlocks(tileBlocks[tile], offsets);
     overBudget |= plan.tileBytesUsed[tile] > graph.target().bytesPerTile;
-    for (size_t i = 0; i < offsets.size(); ++i)
-      plan.bases[tileBlocks[tile][i].tensor].push_back({tile, uint32_t(offsets[i])});
+    for (size_t i = 0; i < offsets[tile].size(); ++i)
+      plan.bases[tileBlocks[tile][i].tensor].push_back({tile, uint32_t(offsets[tile][i])});
   }
   if (overBudget)
     throw Error(outOfMemoryReport(graph, plan.tileBytesUsed, tileBlocks));

@@ -218,7 +218,7 @@ ir::Ir buildIr(const ::onnx::ModelProto &model, const std::vector<std::string> &
 } // namespace
 
 namespace {
-ir::Ir importInProcess(const std::string &path, const ImportOptions &options);
+ir::Ir importParsed(::onnx::ModelProto &model, const std::string &path, const ImportOptions &options);
 
 // onnx::version_conversion::ConvertVersion builds a DefaultVersionConverter on
 // every call, which copies every operator schema with its function bodies (the
@@ -233,11 +233,14 @@ ir::Ir importInProcess(const std::string &path, const ImportOptions &options);
 } // namespace
 
 ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
+  // Parsing is protobuf's, hardened against crafted input: it is done once,
+  // and the checking child works on its (copy-on-write) copy of the result.
+  ::onnx::ModelProto model = readModel(path);
   if (options.checkInChild) {
     auto failure = runInChild(
         [&](const std::function<void(uint32_t)> &) {
           log::setLevel("off"); // the parent logs when it imports for real
-          importInProcess(path, options);
+          importParsed(model, path, options);
         },
         limits::kOnnxImportProbeSeconds);
     if (failure)
@@ -245,13 +248,13 @@ ir::Ir importOnnx(const std::string &path, const ImportOptions &options) {
            "shape inference and checker are not hardened against that)",
            path, failure->what);
   }
-  return importInProcess(path, options);
+  return importParsed(model, path, options);
 }
 
 namespace {
-ir::Ir importInProcess(const std::string &path, const ImportOptions &options) {
+// Everything after parsing; rewrites `model` in place.
+ir::Ir importParsed(::onnx::ModelProto &model, const std::string &path, const ImportOptions &options) {
   auto logger = log::get("onnx");
-  ::onnx::ModelProto model = readModel(path);
   checkSubgraphDepth(model, path);
   expandOptimizerOps(model, path);
   int64_t opset = aiOnnxOpset(model, path);
