@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace popc::graph {
 
@@ -202,7 +203,9 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   // dominated the file, its writing and its verification.
   const CopyResolver resolver(g, plan);
   std::vector<uint32_t> tensorIndex(g.tensors().size());
-  std::map<std::tuple<std::string, DType, TensorRole, bool>, uint32_t> groups;
+  // (name, dtype, role, filled at load) -> popef index; hashed: the keys of
+  // one op's temporaries share long prefixes, which made a tree's compares dear.
+  std::unordered_map<std::string, uint32_t> groups;
   for (TensorId id = 0; id < g.tensors().size(); ++id) {
     const DeviceTensor &t = g.tensor(id);
     fb::TensorT *out = nullptr;
@@ -210,7 +213,9 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     const std::string name = t.tileTemporary ? t.name.substr(0, t.name.rfind('@')) : t.name;
     if (t.tileTemporary) {
       POPC_ASSERT(t.role != TensorRole::Constant || t.filledAtLoad); // a temporary has no data of its own
-      auto [it, added] = groups.try_emplace({name, t.dtype, t.role, t.filledAtLoad}, uint32_t(exe.tensors.size()));
+      std::string key = name;
+      key += {'\0', char(t.dtype), char(t.role), char(t.filledAtLoad)};
+      auto [it, added] = groups.try_emplace(std::move(key), uint32_t(exe.tensors.size()));
       tensorIndex[id] = it->second;
       if (!added) {
         out = exe.tensors[it->second].get();
