@@ -9,8 +9,10 @@
 
 namespace popc {
 
-void parallelFor(size_t n, const std::function<void(size_t)> &work) {
-  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+void parallelFor(size_t n, const std::function<void(size_t)> &work, unsigned threads) {
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t used = std::min<size_t>(n, threads);
   std::atomic<size_t> next{0};
   std::mutex failureMutex;
   size_t failedAt = n;
@@ -27,7 +29,7 @@ void parallelFor(size_t n, const std::function<void(size_t)> &work) {
     }
   };
   std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t)
+  for (size_t t = 1; t < used; ++t)
     helpers.emplace_back(run);
   run();
   for (std::thread &h : helpers)

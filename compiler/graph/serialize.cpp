@@ -301,13 +301,14 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
       resolver.resolve(c, copies);
     resolved[e] = foldStrided(coalesce(std::move(copies)));
   });
-  for (const ExchangeStep &ex : g.exchanges()) {
+  for (size_t e = 0; e < resolved.size(); ++e) {
+    const ExchangeStep &ex = g.exchanges()[e];
     auto out = std::make_unique<fb::ExchangeStepT>();
     out->name = ex.name;
-    out->copies = std::move(resolved[&ex - g.exchanges().data()]);
+    out->copies = std::move(resolved[e]);
     out->from_replica = ex.fromReplica;
     if (stats) {
-      const bool load = atLoad[&ex - g.exchanges().data()];
+      const bool load = atLoad[e];
       (load ? stats->loadCopies : stats->copies) += out->copies.size();
       for (const fb::Copy &c : out->copies)
         (load ? stats->loadBytes : stats->bytes) += popef::copyTotalBytes(c);
@@ -354,7 +355,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   sizeHint += exe.code[0]->bitcode.size();
   try {
     return popef::serialize(std::move(exe), sizeHint, segment);
-  } catch (const Error &e) {
+  } catch (const Error &e) { // (thrown before the tree is consumed: it still has its counts)
     uint64_t records = 0;
     for (const auto &ex : exe.exchanges)
       records += ex->copies.size();

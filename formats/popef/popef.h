@@ -71,6 +71,7 @@ std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeH
 // The same, and frees the object tree as soon as it is packed, before the
 // file's bytes are assembled (the compiler's peak memory: the tree, the
 // packed flatbuffer and the file are each hundreds of MB on a large model).
+// When it throws (the schedule is too large), `exe` is left as it was.
 std::vector<uint8_t> serialize(::popef::fb::ExecutableT &&exe, size_t sizeHint = 0,
                                std::span<const std::span<const uint8_t>> segment = {});
 // The checksum stored beside constant data and bitcode (XXH64, seed 0).

@@ -5,12 +5,11 @@
 
 #include "support/dtype.h"
 #include "support/error.h"
+#include "support/parallel.h"
 #include "support/version.h"
 
 #include <algorithm>
 #include <concepts>
-#include <exception>
-#include <thread>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -256,42 +255,14 @@ private:
     }
   }
 
-  // Steps are independent: checked on `threads_` threads, in contiguous
-  // groups of about equal record counts. The error reported is the first
-  // step's that fails, as a sequential check would report.
+  // Steps are independent: checked on `threads_` threads. The error reported
+  // is the first step's that fails, as a sequential check would report.
   void checkExchanges() {
     const uint32_t steps = len(exe_.exchanges());
     uint64_t records = 0;
     for (uint32_t i = 0; i < steps; ++i)
       records += len(exe_.exchanges()->Get(i)->copies());
-    const unsigned threads = records < (1u << 16) ? 1 : std::min<unsigned>(threads_, std::max(1u, steps));
-    std::vector<std::exception_ptr> errors(steps);
-    std::vector<uint32_t> bounds{0};
-    for (uint64_t i = 0, acc = 0; i < steps && bounds.size() < threads; ++i) {
-      acc += len(exe_.exchanges()->Get(uint32_t(i))->copies());
-      if (acc * threads >= records * bounds.size())
-        bounds.push_back(uint32_t(i + 1));
-    }
-    if (bounds.size() == 1 || bounds.back() != steps)
-      bounds.push_back(steps);
-    auto group = [&](size_t g) {
-      for (uint32_t i = bounds[g]; i < bounds[g + 1]; ++i)
-        try {
-          checkExchange(i);
-        } catch (...) {
-          errors[i] = std::current_exception();
-          return; // later steps of this group cannot come first
-        }
-    };
-    std::vector<std::thread> helpers;
-    for (size_t g = 1; g + 1 < bounds.size(); ++g)
-      helpers.emplace_back(group, g);
-    group(0);
-    for (std::thread &t : helpers)
-      t.join();
-    for (const std::exception_ptr &e : errors)
-      if (e)
-        std::rethrow_exception(e);
+    parallelFor(steps, [&](size_t i) { checkExchange(uint32_t(i)); }, records < (1u << 16) ? 1 : threads_);
   }
 
   void checkExchange(uint32_t i) {
