@@ -3,7 +3,7 @@
 #include "support/error.h"
 
 #include <algorithm>
-#include <map>
+#include <numeric>
 
 namespace popc::graph {
 
@@ -33,18 +33,32 @@ void DeviceGraph::setMapping(TensorId id, std::vector<Interval> mapping) {
       merged.push_back(iv);
   }
   POPC_ASSERT(next == t.bytes);
-  std::map<uint32_t, uint64_t> blockSize;
-  t.blockOffsets.clear();
-  for (const Interval &iv : merged) {
-    uint64_t &size = blockSize[iv.tile];
-    t.blockOffsets.push_back(size);
-    size += iv.size();
+  // Interval i's offset in its tile's block: the bytes of the tile's earlier
+  // intervals (intervals in tile order, then tensor order; no map per tensor).
+  t.blockOffsets.assign(merged.size(), 0);
+  if (merged.size() > 1) {
+    std::vector<uint32_t> order(merged.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return merged[a].tile < merged[b].tile; });
+    uint64_t size = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k > 0 && merged[order[k]].tile != merged[order[k - 1]].tile)
+        size = 0;
+      t.blockOffsets[order[k]] = size;
+      size += merged[order[k]].size();
+    }
   }
   t.mapping = std::move(merged);
 }
 
 void DeviceGraph::mapToTile(TensorId id, uint32_t tile) {
-  setMapping(id, {Interval{0, tensors_.at(id).bytes, tile}});
+  // setMapping's result for one interval, without its sorting and merging:
+  // a large CNN maps hundreds of thousands of per-tile temporaries this way.
+  DeviceTensor &t = tensors_.at(id);
+  POPC_ASSERT(t.bytes > 0 && tile < target_.numTiles());
+  t.mapping.assign(1, Interval{0, t.bytes, tile});
+  t.blockOffsets.assign(1, 0);
 }
 
 uint32_t linearTileCount(uint64_t elems, uint32_t numTiles, uint64_t grainElems, uint64_t minElemsPerTile) {
@@ -87,10 +101,23 @@ std::pair<uint32_t, uint64_t> DeviceGraph::locate(TensorId id, uint64_t byte) co
 }
 
 std::vector<std::pair<uint32_t, uint64_t>> DeviceGraph::blockSizes(TensorId id) const {
-  std::map<uint32_t, uint64_t> sizes;
-  for (const Interval &iv : tensors_.at(id).mapping)
-    sizes[iv.tile] += iv.size();
-  return {sizes.begin(), sizes.end()};
+  // A sorted vector, not a map: this runs for every one of a large model's
+  // hundreds of thousands of tensors, most of them on one tile.
+  std::vector<std::pair<uint32_t, uint64_t>> sizes;
+  const std::vector<Interval> &mapping = tensors_.at(id).mapping;
+  sizes.reserve(mapping.size());
+  for (const Interval &iv : mapping)
+    sizes.emplace_back(iv.tile, iv.size());
+  std::sort(sizes.begin(), sizes.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (kept > 0 && sizes[kept - 1].first == sizes[i].first)
+      sizes[kept - 1].second += sizes[i].second;
+    else
+      sizes[kept++] = sizes[i];
+  }
+  sizes.resize(kept);
+  return sizes;
 }
 
 uint32_t DeviceGraph::addComputeSet(std::string name) {
