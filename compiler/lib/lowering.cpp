@@ -10,6 +10,21 @@ namespace popc::lib {
 
 // ---------------------------------------------------------------- OpBuilder
 
+size_t Lowering::LaidOutKeyHash::operator()(const LaidOutKey &k) const {
+  // splitmix64's finaliser over each word: cheap and well mixed.
+  auto mix = [](uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    return h;
+  };
+  uint64_t h = mix(uint64_t(k.tensor) << 32 | k.tile, k.runs.size());
+  for (const auto &[byte, bytes] : k.runs)
+    h = mix(mix(h, byte), bytes);
+  return size_t(h);
+}
+
 OpBuilder::OpBuilder(Lowering &lowering, std::string name)
     : lowering(lowering), name(std::move(name)) {}
 
@@ -107,10 +122,10 @@ std::optional<graph::FieldRef> OpBuilder::constantLaidOut(graph::TensorId t, con
   if (!lowering.layoutConstantsAtLoad || src.role != graph::TensorRole::Constant || src.filledAtLoad ||
       src.persistent)
     return std::nullopt;
-  std::vector<std::pair<uint64_t, uint64_t>> key;
+  Lowering::LaidOutKey keyed{t, tile, {}};
+  keyed.runs.reserve(runs.runs().size());
   for (const Run &r : runs.runs())
-    key.emplace_back(r.byte, r.bytes);
-  auto keyed = std::tuple(t, tile, std::move(key));
+    keyed.runs.emplace_back(r.byte, r.bytes);
   if (auto it = lowering.laidOutConstants.find(keyed); it != lowering.laidOutConstants.end())
     return it->second;
   if (!lowering.reserveLoadLayout(tile, runs.totalBytes()))
@@ -200,6 +215,8 @@ void Lowering::mapLike(const Value &v, const Value &like) {
 
 bool Lowering::reserveLoadLayout(uint32_t tile, uint64_t bytes) {
   const uint64_t budget = uint64_t(double(graph.target().bytesPerTile) * kLoadLayoutShare);
+  if (tile >= loadLayoutBytes_.size())
+    loadLayoutBytes_.resize(size_t(tile) + 1, 0);
   uint64_t &used = loadLayoutBytes_[tile];
   if (used + bytes > budget)
     return false;

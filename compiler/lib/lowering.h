@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 namespace popc::lib {
 
@@ -114,12 +116,22 @@ public:
   // Planners use it to leave such gathers out of a plan's per-run cost.
   bool likelyLaidOutAtLoad(const Value &v, uint64_t tileBytes, uint64_t totalBytes) const;
   // Laid-out constants already made, by (source, tile, runs): ops reading the
-  // same weights in the same layout (an unrolled RNN) share one copy.
-  std::map<std::tuple<graph::TensorId, uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>, graph::FieldRef>
-      laidOutConstants;
+  // same weights in the same layout (an unrolled RNN) share one copy. Hashed:
+  // a large CNN makes hundreds of thousands of them, and none is looked up
+  // in order.
+  struct LaidOutKey {
+    graph::TensorId tensor;
+    uint32_t tile;
+    std::vector<std::pair<uint64_t, uint64_t>> runs; // (byte, bytes)
+    bool operator==(const LaidOutKey &) const = default;
+  };
+  struct LaidOutKeyHash {
+    size_t operator()(const LaidOutKey &k) const;
+  };
+  std::unordered_map<LaidOutKey, graph::FieldRef, LaidOutKeyHash> laidOutConstants;
 
 private:
-  std::map<uint32_t, uint64_t> loadLayoutBytes_;
+  std::vector<uint64_t> loadLayoutBytes_; // by tile
   uint64_t loadLayoutTotal_ = 0;
   mutable uint64_t constantBytes_ = 0; // all constants' bytes, counted at the first plan
   std::map<std::string, Value> values_;
