@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <tuple>
 #include <unordered_map>
 
@@ -85,13 +86,34 @@ private:
   std::vector<std::vector<uint32_t>> addrs_;
 };
 
+// The copies in destination order (tile, then offset): bucketed by tile, then
+// each tile's few, usually already ordered, copies sorted by offset. A step's
+// destinations never overlap, so the order is unique. (A comparison sort of the
+// whole step was a fifth of a CNN's compile.)
+std::vector<fb::Copy> sortedByDestination(const std::vector<fb::Copy> &copies) {
+  uint32_t tiles = 0;
+  for (const fb::Copy &c : copies)
+    tiles = std::max(tiles, c.dst_tile() + 1);
+  std::vector<size_t> next(size_t(tiles) + 1, 0);
+  for (const fb::Copy &c : copies)
+    ++next[c.dst_tile() + 1];
+  std::partial_sum(next.begin(), next.end(), next.begin());
+  const std::vector<size_t> begin = next;
+  std::vector<fb::Copy> sorted(copies.size());
+  for (const fb::Copy &c : copies)
+    sorted[next[c.dst_tile()]++] = c;
+  auto byOffset = [](const fb::Copy &a, const fb::Copy &b) { return a.dst_offset() < b.dst_offset(); };
+  for (uint32_t t = 0; t < tiles; ++t) {
+    const auto first = sorted.begin() + ptrdiff_t(begin[t]), last = sorted.begin() + ptrdiff_t(begin[t + 1]);
+    if (!std::is_sorted(first, last, byOffset))
+      std::sort(first, last, byOffset);
+  }
+  return sorted;
+}
+
 // Sorted by destination and merged into long runs (DESIGN.md: coalesce at compile time).
-std::vector<fb::Copy> coalesce(std::vector<fb::Copy> copies) {
-  std::sort(copies.begin(), copies.end(), [](const fb::Copy &a, const fb::Copy &b) {
-    if (a.dst_tile() != b.dst_tile())
-      return a.dst_tile() < b.dst_tile();
-    return a.dst_offset() < b.dst_offset();
-  });
+std::vector<fb::Copy> coalesce(const std::vector<fb::Copy> &unsorted) {
+  const std::vector<fb::Copy> copies = sortedByDestination(unsorted);
   std::vector<fb::Copy> merged;
   for (const fb::Copy &c : copies) {
     if (!merged.empty()) {
@@ -299,7 +321,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     copies.reserve(ex.copies.size());
     for (const Copy &c : ex.copies)
       resolver.resolve(c, copies);
-    resolved[e] = foldStrided(coalesce(std::move(copies)));
+    resolved[e] = foldStrided(coalesce(copies));
   });
   for (size_t e = 0; e < resolved.size(); ++e) {
     const ExchangeStep &ex = g.exchanges()[e];
