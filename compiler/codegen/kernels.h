@@ -115,6 +115,8 @@ struct ConvSpec {
   bool relu = false; // fused activation applied after the bias
   bool halfPartials = false; // float16 only
   std::optional<IntegerOperands> integer = std::nullopt;
+  // Integers and flags only: equal specs have equal keys (VertexCodegen's recent-spec cache).
+  bool operator==(const ConvSpec &) const = default;
 };
 
 // Max or average pooling over a block of channels, same geometry as ConvSpec
@@ -130,6 +132,7 @@ struct PoolSpec {
   uint32_t outRowBegin = 0, outRows = 0, outWidth = 0;
   uint32_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
   int32_t padTop = 0, padLeft = 0;
+  bool operator==(const PoolSpec &) const = default;
 };
 
 // Reduces each of `rows` contiguous rows of `cols` elements to one value.

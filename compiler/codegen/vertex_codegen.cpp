@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace popc::codegen {
@@ -42,6 +43,44 @@ struct VertexCodegen::Impl {
   std::map<std::string, uint32_t> byKey;
   std::set<std::string> names;
   std::vector<VertexTypeInfo> types;
+  // The last few convolution and pooling specs and their types: a layer asks
+  // for the same few specs once per tile, hundreds of thousands of times in
+  // a large CNN, and formatting each one's key was a tenth of its compile.
+  // Only specs of integers and flags, whose equal values have equal keys
+  // (floats would not: -0.0 == 0.0).
+  struct Recent {
+    KernelSpec spec;
+    uint32_t type;
+  };
+  static constexpr size_t kRecent = 8;
+  std::vector<Recent> recent;
+  size_t nextRecent = 0;
+  static bool sameSpec(const KernelSpec &a, const KernelSpec &b) {
+    if (const ConvSpec *x = std::get_if<ConvSpec>(&a))
+      return std::holds_alternative<ConvSpec>(b) && *x == std::get<ConvSpec>(b);
+    if (const PoolSpec *x = std::get_if<PoolSpec>(&a))
+      return std::holds_alternative<PoolSpec>(b) && *x == std::get<PoolSpec>(b);
+    return false;
+  }
+  static bool cacheable(const KernelSpec &spec) {
+    return std::holds_alternative<ConvSpec>(spec) || std::holds_alternative<PoolSpec>(spec);
+  }
+  std::optional<uint32_t> findRecent(const KernelSpec &spec) const {
+    if (!cacheable(spec))
+      return std::nullopt;
+    for (const Recent &r : recent)
+      if (sameSpec(r.spec, spec))
+        return r.type;
+    return std::nullopt;
+  }
+  void remember(const KernelSpec &spec, uint32_t type) {
+    if (!cacheable(spec))
+      return;
+    if (recent.size() < kRecent)
+      recent.push_back({spec, type});
+    else
+      recent[nextRecent++ % kRecent] = {spec, type};
+  }
 };
 
 VertexCodegen::VertexCodegen() : impl_(std::make_unique<Impl>()) {
@@ -53,9 +92,13 @@ VertexCodegen::VertexCodegen(VertexCodegen &&) noexcept = default;
 
 uint32_t VertexCodegen::getOrCreate(const KernelSpec &spec) {
   Impl &im = *impl_;
+  if (std::optional<uint32_t> type = im.findRecent(spec))
+    return *type;
   std::string k = kernelKey(spec);
-  if (auto it = im.byKey.find(k); it != im.byKey.end())
+  if (auto it = im.byKey.find(k); it != im.byKey.end()) {
+    im.remember(spec, it->second);
     return it->second;
+  }
   KernelDesc desc = std::visit([](const auto &s) { return describe(s); }, spec); // validates; throws
   auto index = static_cast<uint32_t>(im.types.size());
   VertexTypeInfo info;
@@ -81,6 +124,7 @@ uint32_t VertexCodegen::getOrCreate(const KernelSpec &spec) {
 
   im.names.insert(info.name);
   im.byKey.emplace(k, index);
+  im.remember(spec, index);
   im.types.push_back(std::move(info));
   return index;
 }
