@@ -401,7 +401,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   phase("write");
   t0 = Clock::now();
   graph::ExchangeStats exchange;
-  std::vector<uint8_t> bytes = graph::serializeExecutable(dg, *plan, code, options.describe(), &exchange);
+  std::vector<uint8_t> bytes = graph::serializeExecutable(std::move(dg), *plan, code, options.describe(), &exchange);
   st.exchangeCopies = exchange.copies;
   st.exchangeBytes = exchange.bytes;
   st.loadCopies = exchange.loadCopies;

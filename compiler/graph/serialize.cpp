@@ -1,13 +1,16 @@
 #include "compiler/graph/serialize.h"
 
 #include "formats/popef/popef.h"
+#include "support/allocator.h"
 #include "support/error.h"
 #include "support/parallel.h"
 #include "support/version.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -90,7 +93,12 @@ private:
 // each tile's few, usually already ordered, copies sorted by offset. A step's
 // destinations never overlap, so the order is unique. (A comparison sort of the
 // whole step was a fifth of a CNN's compile.)
-std::vector<fb::Copy> sortedByDestination(const std::vector<fb::Copy> &copies) {
+std::vector<fb::Copy> sortByDestination(std::vector<fb::Copy> copies) {
+  auto byDestination = [](const fb::Copy &a, const fb::Copy &b) {
+    return std::pair(a.dst_tile(), a.dst_offset()) < std::pair(b.dst_tile(), b.dst_offset());
+  };
+  if (std::is_sorted(copies.begin(), copies.end(), byDestination))
+    return copies;
   uint32_t tiles = 0;
   for (const fb::Copy &c : copies)
     tiles = std::max(tiles, c.dst_tile() + 1);
@@ -102,6 +110,7 @@ std::vector<fb::Copy> sortedByDestination(const std::vector<fb::Copy> &copies) {
   std::vector<fb::Copy> sorted(copies.size());
   for (const fb::Copy &c : copies)
     sorted[next[c.dst_tile()]++] = c;
+  std::vector<fb::Copy>().swap(copies);
   auto byOffset = [](const fb::Copy &a, const fb::Copy &b) { return a.dst_offset() < b.dst_offset(); };
   for (uint32_t t = 0; t < tiles; ++t) {
     const auto first = sorted.begin() + ptrdiff_t(begin[t]), last = sorted.begin() + ptrdiff_t(begin[t + 1]);
@@ -112,53 +121,76 @@ std::vector<fb::Copy> sortedByDestination(const std::vector<fb::Copy> &copies) {
 }
 
 // Sorted by destination and merged into long runs (DESIGN.md: coalesce at compile time).
-std::vector<fb::Copy> coalesce(const std::vector<fb::Copy> &unsorted) {
-  const std::vector<fb::Copy> copies = sortedByDestination(unsorted);
-  std::vector<fb::Copy> merged;
+std::vector<fb::Copy> coalesce(std::vector<fb::Copy> copies) {
+  copies = sortByDestination(std::move(copies));
+  size_t kept = 0; // merged in place
   for (const fb::Copy &c : copies) {
-    if (!merged.empty()) {
-      fb::Copy &p = merged.back();
+    if (kept > 0) {
+      fb::Copy &p = copies[kept - 1];
       if (p.dst_tile() == c.dst_tile() && p.src_tile() == c.src_tile() &&
           p.dst_offset() + p.bytes() == c.dst_offset() && p.src_offset() + p.bytes() == c.src_offset()) {
         p = popef::singleCopy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes() + c.bytes());
         continue;
       }
     }
-    merged.push_back(c);
+    copies[kept++] = c;
   }
-  return merged;
+  copies.resize(kept);
+  return copies;
 }
 
 // Folds the copies into a destination tile (sorted by destination, coalesced)
 // that repeat with constant source and destination strides into one strided
 // record each. Records from different source tiles may interleave: a gather
 // whose rows straddle two source tiles becomes two records, not one per row.
+// Each tile's copies are visited grouped by (source tile, bytes), in order
+// within a group; a copy that does not continue its group's open record
+// starts the next one. Records come out in the order of their first copy.
+// (Without a map per destination tile: its nodes were most of the writer's
+// allocations.)
 std::vector<fb::Copy> foldStrided(const std::vector<fb::Copy> &copies) {
   std::vector<fb::Copy> folded;
-  std::map<std::pair<uint32_t, uint32_t>, size_t> open; // (src tile, bytes) -> record on this dst tile
-  for (const fb::Copy &c : copies) {
-    if (!folded.empty() && folded.back().dst_tile() != c.dst_tile())
-      open.clear();
-    auto [it, added] = open.try_emplace(std::pair(c.src_tile(), c.bytes()), folded.size());
-    if (!added) {
-      fb::Copy &p = folded[it->second];
-      if (c.src_offset() >= p.src_offset()) {
-        const uint32_t srcStep = c.src_offset() - p.src_offset(), dstStep = c.dst_offset() - p.dst_offset();
-        const uint64_t next = uint64_t(p.repeat()) + 1;
-        if (p.repeat() == 0 && dstStep >= p.bytes()) {
-          p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes(), 1, srcStep, dstStep);
-          continue;
-        }
-        if (p.repeat() > 0 && p.repeat() < UINT32_MAX && uint64_t(srcStep) == next * p.src_stride() &&
-            uint64_t(dstStep) == next * p.dst_stride()) {
-          p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes(), p.repeat() + 1,
-                       p.src_stride(), p.dst_stride());
-          continue;
+  std::vector<fb::Copy> record; // one tile's: at the position of a record's first copy
+  std::vector<uint8_t> starts;
+  std::vector<uint32_t> order;
+  auto key = [&](uint32_t i) { return std::tuple(copies[i].src_tile(), copies[i].bytes(), i); };
+  for (size_t begin = 0, end = 0; begin < copies.size(); begin = end) {
+    while (end < copies.size() && copies[end].dst_tile() == copies[begin].dst_tile())
+      ++end;
+    const size_t n = end - begin;
+    order.resize(n);
+    std::iota(order.begin(), order.end(), uint32_t(begin));
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    record.resize(n);
+    starts.assign(n, 0);
+    size_t open = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const fb::Copy &c = copies[order[k]];
+      const fb::Copy *prev = k > 0 ? &copies[order[k - 1]] : nullptr;
+      if (prev && prev->src_tile() == c.src_tile() && prev->bytes() == c.bytes()) {
+        fb::Copy &p = record[open];
+        if (c.src_offset() >= p.src_offset()) {
+          const uint32_t srcStep = c.src_offset() - p.src_offset(), dstStep = c.dst_offset() - p.dst_offset();
+          const uint64_t next = uint64_t(p.repeat()) + 1;
+          if (p.repeat() == 0 && dstStep >= p.bytes()) {
+            p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes(), 1, srcStep, dstStep);
+            continue;
+          }
+          if (p.repeat() > 0 && p.repeat() < UINT32_MAX && uint64_t(srcStep) == next * p.src_stride() &&
+              uint64_t(dstStep) == next * p.dst_stride()) {
+            p = fb::Copy(p.src_tile(), p.src_offset(), p.dst_tile(), p.dst_offset(), p.bytes(), p.repeat() + 1,
+                         p.src_stride(), p.dst_stride());
+            continue;
+          }
         }
       }
-      it->second = folded.size(); // this copy starts the next record for its key
+      open = order[k] - begin;
+      starts[open] = 1;
+      record[open] = c;
     }
-    folded.push_back(c);
+    for (size_t i = 0; i < n; ++i)
+      if (starts[i])
+        folded.push_back(record[i]);
   }
   return folded;
 }
@@ -194,10 +226,13 @@ std::unique_ptr<fb::IoInfoT> toIoInfo(const IoInfo &io, const std::vector<uint32
 
 } // namespace
 
-std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan &plan,
-                                         const ExecutableCode &code,
-                                         const std::map<std::string, std::string> &options,
-                                         ExchangeStats *stats, std::vector<uint32_t> *tensorIndexOut) {
+namespace {
+
+// `consumable`: the same graph as `g`, whose exchange copies are released as
+// soon as they are resolved (or null).
+std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan, const ExecutableCode &code,
+                                    const std::map<std::string, std::string> &options, ExchangeStats *stats,
+                                    std::vector<uint32_t> *tensorIndexOut, DeviceGraph *consumable) {
   fb::ExecutableT exe;
   exe.format_version = popef::kFormatVersion;
   exe.compiler_version = compilerVersion();
@@ -223,7 +258,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   // tensor per lowering and operand (its name without "@<tile>#<id>"), one
   // interval per tile: as separate tensors, hundreds of thousands of them
   // dominated the file, its writing and its verification.
-  const CopyResolver resolver(g, plan);
+  std::optional<CopyResolver> resolver(std::in_place, g, plan);
   std::vector<uint32_t> tensorIndex(g.tensors().size());
   // (name, dtype, role, filled at load) -> popef index; hashed: the keys of
   // one op's temporaries share long prefixes, which made a tree's compares dear.
@@ -263,7 +298,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
     }
     for (size_t i = 0; i < t.mapping.size(); ++i) {
       const Interval &iv = t.mapping[i];
-      out->mapping.emplace_back(groupBegin + iv.begin, uint32_t(iv.size()), iv.tile, resolver.address(id, i));
+      out->mapping.emplace_back(groupBegin + iv.begin, uint32_t(iv.size()), iv.tile, resolver->address(id, i));
     }
     if (t.tileTemporary) // one dimension: the elements of all its tiles' pieces
       out->shape = {int64_t((groupBegin + t.bytes) / dtypeSize(t.dtype))};
@@ -315,14 +350,28 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
   for (const Program &p : g.load().children)
     atLoad.at(p.index) = true;
   std::vector<std::vector<fb::Copy>> resolved(g.exchanges().size()); // each step on its own, in parallel
+  // (Each host thread allocates from its own heap arena, so the copies one
+  // thread frees do not serve the next step another thread resolves.)
+  constexpr uint64_t kReleaseEvery = 64 << 20;
+  std::atomic<uint64_t> released{0};
   parallelFor(resolved.size(), [&](size_t e) {
     const ExchangeStep &ex = g.exchanges()[e];
     std::vector<fb::Copy> copies;
     copies.reserve(ex.copies.size());
     for (const Copy &c : ex.copies)
-      resolver.resolve(c, copies);
-    resolved[e] = foldStrided(coalesce(copies));
+      resolver->resolve(c, copies);
+    resolved[e] = foldStrided(coalesce(std::move(copies)));
+    if (consumable) { // no longer needed: its pages go back to the kernel every so often
+      std::vector<Copy> &done = consumable->exchange(uint32_t(e)).copies;
+      const uint64_t bytes = done.capacity() * sizeof(Copy);
+      std::vector<Copy>().swap(done);
+      if (released.fetch_add(bytes) % kReleaseEvery + bytes >= kReleaseEvery)
+        releaseFreedHeap();
+    }
   });
+  resolver.reset();
+  if (consumable) // the released copies' pages go back before the file is packed beside the tree
+    releaseFreedHeap();
   for (size_t e = 0; e < resolved.size(); ++e) {
     const ExchangeStep &ex = g.exchanges()[e];
     auto out = std::make_unique<fb::ExchangeStepT>();
@@ -385,6 +434,20 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan 
          "(--tiles-per-ipu), so that the work splits into fewer copies",
          e.what(), exe.tensors.size(), records);
   }
+}
+
+} // namespace
+
+std::vector<uint8_t> serializeExecutable(const DeviceGraph &g, const MemoryPlan &plan, const ExecutableCode &code,
+                                         const std::map<std::string, std::string> &options, ExchangeStats *stats,
+                                         std::vector<uint32_t> *tensorIndex) {
+  return serializeGraph(g, plan, code, options, stats, tensorIndex, nullptr);
+}
+
+std::vector<uint8_t> serializeExecutable(DeviceGraph &&g, const MemoryPlan &plan, const ExecutableCode &code,
+                                         const std::map<std::string, std::string> &options, ExchangeStats *stats,
+                                         std::vector<uint32_t> *tensorIndex) {
+  return serializeGraph(g, plan, code, options, stats, tensorIndex, &g);
 }
 
 } // namespace popc::graph
