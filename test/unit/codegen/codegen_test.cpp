@@ -148,3 +148,31 @@ TEST_CASE("the host JIT vectorises the inner loops", "[codegen]") {
   CHECK(body("v3_conv").find("x float>") != std::string::npos);
   CHECK(body("v5_reduce").find("x float>") != std::string::npos);
 }
+
+TEST_CASE("getOrCreate gives each conv spec its type however many others come between", "[codegen]") {
+  // Twenty convolutions differing in one field, asked in rounds: more than
+  // the specs getOrCreate remembers, so later rounds find some by their key.
+  auto conv = [](uint32_t outChannels, bool bias) {
+    ConvSpec s;
+    s.inChannels = 4;
+    s.outChannels = outChannels;
+    s.inHeight = s.inRows = 6;
+    s.inWidth = 6;
+    s.outRows = 4;
+    s.outWidth = 4;
+    s.kernelH = s.kernelW = 3;
+    s.hasBias = bias;
+    return s;
+  };
+  VertexCodegen cg;
+  std::vector<uint32_t> first;
+  for (uint32_t i = 0; i < 20; ++i)
+    first.push_back(cg.getOrCreate(conv(1 + i / 2, i % 2 == 1)));
+  CHECK(std::set<uint32_t>(first.begin(), first.end()).size() == 20);
+  for (int round = 0; round < 3; ++round)
+    for (uint32_t i = 0; i < 20; ++i) {
+      const uint32_t j = (i * 7 + uint32_t(round)) % 20; // a different order each round
+      CHECK(cg.getOrCreate(conv(1 + j / 2, j % 2 == 1)) == first[j]);
+    }
+  CHECK(cg.vertexTypes().size() == 20);
+}
