@@ -72,12 +72,19 @@ struct ComputeSet {
 // Copies bytes [srcByte, srcByte+bytes) of src to dst starting at dstByte,
 // whatever tiles they live on (split at interval boundaries when resolved).
 struct Copy {
+  Copy() = default;
+  // In this order (as the fields once were): {src, srcByte, dst, dstByte, bytes}.
+  Copy(TensorId src, uint64_t srcByte, TensorId dst, uint64_t dstByte, uint64_t bytes)
+      : src(src), dst(dst), srcByte(srcByte), dstByte(dstByte), bytes(bytes) {}
+  // The two ids side by side: 32 bytes, not 40 (large models hold tens of
+  // millions of copies while they are lowered).
   TensorId src = 0;
-  uint64_t srcByte = 0;
   TensorId dst = 0;
+  uint64_t srcByte = 0;
   uint64_t dstByte = 0;
   uint64_t bytes = 0;
 };
+static_assert(sizeof(Copy) == 32);
 
 struct ExchangeStep {
   std::string name;
