@@ -41,7 +41,51 @@ bool hasValidTrailer(const uint8_t *data, size_t size) {
 }
 
 namespace {
-// `consumed`: the same tree as `exe`, to free once packed (or null).
+
+// ExecutableT::Pack, field for field and in the same order (so the same
+// bytes), freeing each tensor, compute set and exchange step of the tree as
+// soon as it is in the builder: the tree and the builder then never both hold
+// the schedule (ViT-B/16's copy records alone are 0.9 GB). A new field in
+// popef.fbs changes ExecutableT's size and stops the build here: add it below.
+static_assert(sizeof(::popef::fb::ExecutableT) == 336, "popef.fbs changed Executable: update packConsuming");
+flatbuffers::Offset<::popef::fb::Executable> packConsuming(flatbuffers::FlatBufferBuilder &fbb,
+                                                           ::popef::fb::ExecutableT &o) {
+  namespace fb = ::popef::fb;
+  // Vectors of tables, each element freed once packed.
+  auto tables = [&fbb](auto &list, auto create) {
+    using Offset = decltype(create(fbb, list[0].get()));
+    if (list.empty())
+      return flatbuffers::Offset<flatbuffers::Vector<Offset>>(0);
+    std::vector<Offset> offsets(list.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      offsets[i] = create(fbb, list[i].get());
+      list[i].reset();
+    }
+    return fbb.CreateVector(offsets);
+  };
+  const uint32_t formatVersion = o.format_version;
+  auto compilerVersion = o.compiler_version.empty() ? 0 : fbb.CreateString(o.compiler_version);
+  auto target = o.target ? fb::CreateTarget(fbb, o.target.get()) : 0;
+  auto metadata = o.metadata ? fb::CreateMetadata(fbb, o.metadata.get()) : 0;
+  auto tensors = tables(o.tensors, [](auto &b, auto *t) { return fb::CreateTensor(b, t); });
+  auto constants = tables(o.constants, [](auto &b, auto *t) { return fb::CreateConstantData(b, t); });
+  auto code = tables(o.code, [](auto &b, auto *t) { return fb::CreateCodeModule(b, t); });
+  auto vertexTypes = tables(o.vertex_types, [](auto &b, auto *t) { return fb::CreateVertexType(b, t); });
+  auto computeSets = tables(o.compute_sets, [](auto &b, auto *t) { return fb::CreateComputeSet(b, t); });
+  auto exchanges = tables(o.exchanges, [](auto &b, auto *t) { return fb::CreateExchangeStep(b, t); });
+  auto streams = tables(o.streams, [](auto &b, auto *t) { return fb::CreateHostStream(b, t); });
+  auto functions = tables(o.functions, [](auto &b, auto *t) { return fb::CreateProgram(b, t); });
+  auto main = o.main ? fb::CreateProgram(fbb, o.main.get()) : 0;
+  auto tileBytesUsed = o.tile_bytes_used.empty() ? 0 : fbb.CreateVector(o.tile_bytes_used);
+  auto load = o.load ? fb::CreateProgram(fbb, o.load.get()) : 0;
+  auto checks = tables(o.checks, [](auto &b, auto *t) { return fb::CreateCheck(b, t); });
+  auto sourceModel = o.source_model.empty() ? 0 : fbb.CreateVector(o.source_model);
+  return fb::CreateExecutable(fbb, formatVersion, compilerVersion, target, metadata, tensors, constants, code,
+                              vertexTypes, computeSets, exchanges, streams, functions, main, tileBytesUsed, load,
+                              checks, sourceModel);
+}
+
+// `consumed`: the same tree as `exe`, packed by packConsuming and then freed (or null).
 std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
                                  std::span<const std::span<const uint8_t>> segment,
                                  ::popef::fb::ExecutableT *consumed) {
@@ -58,7 +102,7 @@ std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t siz
   // (and faults in fresh pages) each time.
   flatbuffers::FlatBufferBuilder fbb(std::max<size_t>(1 << 16, sizeHint));
   fbb.ForceDefaults(true); // every checksum and segment field is stored, so it can be patched below
-  auto root = ::popef::fb::Executable::Pack(fbb, &exe);
+  auto root = consumed ? packConsuming(fbb, *consumed) : ::popef::fb::Executable::Pack(fbb, &exe);
   ::popef::fb::FinishExecutableBuffer(fbb, root);
   if (fbb.GetSize() > kMaxScheduleBytes)
     tooLarge(fbb.GetSize());
