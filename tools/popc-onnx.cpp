@@ -24,6 +24,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sys/resource.h>
 
 // PopART's debug variables, read here so the compiler library reads none:
 // POPC_IR_DUMP=FILE (POPART_IR_DUMP): the IR at the end of the passes, or as far
@@ -300,14 +301,19 @@ int main(int argc, char **argv) {
     }
     if (!tensorMapPath.empty())
       profile::writeJsonFile(tensorMapPath, profile::tensorMap(*popc::popef::Executable::fromBytes(bytes, output)));
-    if (stats)
+    if (stats) {
+      // This process's high-water mark (the checking child's is its own): what
+      // a CI runner must have free to compile the model.
+      rusage usage{};
+      ::getrusage(RUSAGE_SELF, &usage);
       fmt::print("import {:.3f}s  passes {:.3f}s  lower+plan {:.3f}s  codegen {:.3f}s  write {:.3f}s\n"
                  "{} IR ops, {} vertex types, {} vertices; exchange per run: {} copies, {} bytes\n"
                  "constants laid out at load: {} copies, {} bytes\n"
-                 "{} bytes -> {}\n",
+                 "{} bytes -> {}; peak memory {:.0f} MB\n",
                  st.importSeconds, st.passesSeconds, st.lowerSeconds, st.codegenSeconds, st.writeSeconds,
                  st.irOps, st.vertexTypes, st.vertices, st.exchangeCopies, st.exchangeBytes, st.loadCopies,
-                 st.loadBytes, bytes.size(), output);
+                 st.loadBytes, bytes.size(), output, double(usage.ru_maxrss) * 1024 / 1e6);
+    }
     return 0;
   });
 }
