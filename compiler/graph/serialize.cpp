@@ -365,7 +365,8 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
       std::vector<Copy> &done = consumable->exchange(uint32_t(e)).copies;
       const uint64_t bytes = done.capacity() * sizeof(Copy);
       std::vector<Copy>().swap(done);
-      if (released.fetch_add(bytes) % kReleaseEvery + bytes >= kReleaseEvery)
+      const uint64_t before = released.fetch_add(bytes);
+      if (before / kReleaseEvery != (before + bytes) / kReleaseEvery) // crossed a multiple
         releaseFreedHeap();
     }
   });

@@ -38,7 +38,7 @@ std::vector<uint8_t> serializeExecutable(const DeviceGraph &graph, const MemoryP
                                          ExchangeStats *stats = nullptr, std::vector<uint32_t> *tensorIndex = nullptr);
 // The same bytes; the graph's exchange copies are released as each step is
 // resolved (the rest of the graph stays), so they do not add to the peak
-// beside the file being packed (popc-onnx: about 10 % of ResNet-50's).
+// beside the file being packed (popc-onnx: a quarter of ResNet-50's peak).
 std::vector<uint8_t> serializeExecutable(DeviceGraph &&graph, const MemoryPlan &plan, const ExecutableCode &code,
                                          const std::map<std::string, std::string> &options,
                                          ExchangeStats *stats = nullptr, std::vector<uint32_t> *tensorIndex = nullptr);

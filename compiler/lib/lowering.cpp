@@ -4,6 +4,8 @@
 #include "support/error.h"
 #include "support/log.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 
 namespace popc::lib {
@@ -11,18 +13,9 @@ namespace popc::lib {
 // ---------------------------------------------------------------- OpBuilder
 
 size_t Lowering::LaidOutKeyHash::operator()(const LaidOutKey &k) const {
-  // splitmix64's finaliser over each word: cheap and well mixed.
-  auto mix = [](uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    return h;
-  };
-  uint64_t h = mix(uint64_t(k.tensor) << 32 | k.tile, k.runs.size());
-  for (const auto &[byte, bytes] : k.runs)
-    h = mix(mix(h, byte), bytes);
-  return size_t(h);
+  // The runs are contiguous (byte, bytes) pairs; the source and tile seed them.
+  return size_t(XXH3_64bits_withSeed(k.runs.data(), k.runs.size() * sizeof(k.runs[0]),
+                                     uint64_t(k.tensor) << 32 | k.tile));
 }
 
 OpBuilder::OpBuilder(Lowering &lowering, std::string name)

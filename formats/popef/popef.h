@@ -68,8 +68,8 @@ constexpr uint64_t kMaxScheduleBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
 // Throws popc::Error when the flatbuffer part would reach kMaxScheduleBytes.
 std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint = 0,
                                std::span<const std::span<const uint8_t>> segment = {});
-// The same, and frees the object tree as soon as it is packed, before the
-// file's bytes are assembled (the compiler's peak memory: the tree, the
+// The same, and frees the object tree piece by piece as it is packed, before
+// the file's bytes are assembled (the compiler's peak memory: the tree, the
 // packed flatbuffer and the file are each hundreds of MB on a large model).
 // When it throws (the schedule is too large), `exe` is left as it was.
 std::vector<uint8_t> serialize(::popef::fb::ExecutableT &&exe, size_t sizeHint = 0,
