@@ -333,7 +333,7 @@ void extractPartition(llvm::Module &m, const Partition &part, const std::string 
     failLlvm(where, "cannot re-read code module", std::move(err));
 }
 
-// The host O3 pipeline, exactly as for a whole module.
+// The host half of the O3 pipeline (see below).
 void optimise(llvm::Module &m, llvm::TargetMachine &tm, const HostTarget &host) {
   m.setTargetTriple(tm.getTargetTriple().str());
   m.setDataLayout(tm.createDataLayout());
@@ -362,7 +362,21 @@ void optimise(llvm::Module &m, llvm::TargetMachine &tm, const HostTarget &host) 
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  // The optimisation half of O3, as an LTO back end runs it, after a short
+  // clean-up. The bitcode has been through the target-independent
+  // simplification already (codegen's portable pipeline, the "pre-link"
+  // half), so running all of O3 again mostly redid that work: GVN and
+  // InstCombine were half of GoogLeNet's 2.7 s of optimiser CPU on a cold
+  // start, for the same steady-state speed (docs/performance.md, ninth
+  // round). The clean-up inlines what is left to inline and fully unrolls
+  // small constant loops before the vectorisers see them, as O3's
+  // simplification would: a loop over a few bytes of stack then never
+  // becomes a vector access wider than its buffer, which the sandbox refuses.
+  llvm::ModulePassManager mpm;
+  if (llvm::Error err = pb.parsePassPipeline(mpm, "cgscc(inline),function(sroa<modify-cfg>,early-cse,"
+                                                  "loop(loop-unroll-full),sroa<modify-cfg>,instcombine,simplifycfg)"))
+    failLlvm("JIT", "cannot build the host pipeline", std::move(err));
+  mpm.addPass(pb.buildModuleOptimizationPipeline(llvm::OptimizationLevel::O3, llvm::ThinOrFullLTOPhase::None));
   mpm.run(m, mam);
 }
 

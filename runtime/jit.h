@@ -1,5 +1,5 @@
 // Host JIT for vertex code: LLVM ORC LLJIT targeting the host CPU, modules
-// optimised at O3 for it and compiled to machine code in parallel on the
+// optimised for it (O3's optimisation half) and compiled to machine code in parallel on the
 // engine's threads before being added. Only allow-listed libm and memory
 // functions are visible to JIT-ed code (no process symbol search).
 #pragma once
@@ -35,7 +35,7 @@ public:
   // compiles it to machine code and adds it. The module is split into
   // partitions of functions that share nothing but copyable constants; each
   // is re-read into its own LLVMContext and optimised and compiled on a pool
-  // thread. Every function gets the same O3 pipeline and code generator as
+  // thread. Every function gets the same host pipeline and code generator as
   // in one whole-module compile, so the machine code does not depend on the
   // number of threads. With `sandbox` (the engine always passes one), each
   // partition's memory accesses are confined after O3 and before codegen
@@ -73,7 +73,7 @@ std::string moduleCacheKey(std::span<const uint8_t> bitcode, const MemorySandbox
 // by an earlier addModule, or nullopt (no object cache, or any entry missing).
 std::optional<std::vector<std::vector<uint8_t>>> cachedModuleObjects(const std::string &moduleKey);
 
-// The host O3 pipeline addModule runs on each partition, on a whole module
+// The host pipeline addModule runs on each partition, on a whole module
 // (for tests that read the optimised IR, e.g. to check vectorisation).
 void optimiseForHost(llvm::Module &module);
 
