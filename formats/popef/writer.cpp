@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,7 +53,12 @@ flatbuffers::Offset<::popef::fb::Executable> packConsuming(flatbuffers::FlatBuff
                                                            ::popef::fb::ExecutableT &o) {
   namespace fb = ::popef::fb;
   // Vectors of tables, each element freed once packed.
-  auto tables = [&fbb](auto &list, auto create) {
+  // What is freed stays in the heap for reuse (allocator.h) while the
+  // builder faults in fresh pages: hand it back each time the builder has
+  // grown by another 64 MiB, so tree and builder are not both resident.
+  constexpr size_t kReleaseEvery = size_t(64) << 20;
+  size_t releaseAt = fbb.GetSize() + kReleaseEvery;
+  auto tables = [&fbb, &releaseAt](auto &list, auto create) {
     using Offset = decltype(create(fbb, list[0].get()));
     if (list.empty())
       return flatbuffers::Offset<flatbuffers::Vector<Offset>>(0);
@@ -60,6 +66,10 @@ flatbuffers::Offset<::popef::fb::Executable> packConsuming(flatbuffers::FlatBuff
     for (size_t i = 0; i < list.size(); ++i) {
       offsets[i] = create(fbb, list[i].get());
       list[i].reset();
+      if (fbb.GetSize() >= releaseAt) {
+        releaseFreedHeap();
+        releaseAt = fbb.GetSize() + kReleaseEvery;
+      }
     }
     return fbb.CreateVector(offsets);
   };
@@ -85,6 +95,28 @@ flatbuffers::Offset<::popef::fb::Executable> packConsuming(flatbuffers::FlatBuff
                               checks, sourceModel);
 }
 
+// The builder's buffer as its own anonymous mapping, so that the pages
+// already copied into the file's bytes can be handed back while the rest is
+// copied (dropPages): the schedule is then resident about once, not twice
+// (ViT-B/16's is 1.2 GB).
+class MappedAllocator : public flatbuffers::Allocator {
+public:
+  uint8_t *allocate(size_t size) override {
+    void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      fail("cannot allocate {} bytes for the executable's schedule: {}", size, std::strerror(errno));
+    return static_cast<uint8_t *>(p);
+  }
+  void deallocate(uint8_t *p, size_t size) override { ::munmap(p, size); }
+  // Frees the whole pages inside [begin, end); their bytes are not read again.
+  static void dropPages(const uint8_t *begin, const uint8_t *end) {
+    const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const uintptr_t first = (uintptr_t(begin) + page - 1) / page * page, last = uintptr_t(end) / page * page;
+    if (first < last)
+      ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+  }
+};
+
 // `consumed`: the same tree as `exe`, packed by packConsuming and then freed (or null).
 std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
                                  std::span<const std::span<const uint8_t>> segment,
@@ -100,7 +132,8 @@ std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t siz
   // pointers, no timestamps), so the same executable gives the same bytes.
   // Sized up front: growing a builder of hundreds of MB doubles and copies it
   // (and faults in fresh pages) each time.
-  flatbuffers::FlatBufferBuilder fbb(std::max<size_t>(1 << 16, sizeHint));
+  MappedAllocator mapped;
+  flatbuffers::FlatBufferBuilder fbb(std::max<size_t>(1 << 16, sizeHint), &mapped, false);
   fbb.ForceDefaults(true); // every checksum and segment field is stored, so it can be patched below
   auto root = consumed ? packConsuming(fbb, *consumed) : ::popef::fb::Executable::Pack(fbb, &exe);
   ::popef::fb::FinishExecutableBuffer(fbb, root);
@@ -116,7 +149,13 @@ std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t siz
     total += align64(s.size());
   std::vector<uint8_t> bytes;
   bytes.reserve(total + kTrailerBytes); // seal() appends without reallocating
-  bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  constexpr size_t kCopyChunk = size_t(16) << 20;
+  for (const uint8_t *from = fbb.GetBufferPointer(), *end = from + fbb.GetSize(); from < end;) {
+    const uint8_t *to = std::min(end, from + kCopyChunk);
+    bytes.insert(bytes.end(), from, to);
+    MappedAllocator::dropPages(from, to);
+    from = to;
+  }
   fbb.Reset(); // its buffer, before the data segment grows the file
   std::vector<uint64_t> offsets(segment.size(), 0);
   for (size_t i = 0; i < segment.size(); ++i) {

@@ -394,9 +394,13 @@ TEST_CASE("popef step fields are checked: replicas bound the arena, host shapes 
 }
 
 namespace {
-// The sample with its constants moved to the data segment (format 4).
-std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept) {
+// The sample with its constants moved to the data segment (format 4), its
+// first tensor's name `nameBytes` long when given.
+std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept, size_t sizeHint = 0,
+                                        size_t nameBytes = 0) {
   auto exe = popc::test::makeSampleExecutable(dummyCode());
+  if (nameBytes)
+    exe.tensors[0]->name = std::string(nameBytes, 'n');
   std::vector<std::span<const uint8_t>> segment;
   for (auto &c : exe.constants) {
     kept.push_back(std::move(c->data));
@@ -404,7 +408,7 @@ std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept)
   }
   for (const auto &k : kept)
     segment.emplace_back(k);
-  return popc::popef::serialize(exe, 0, segment);
+  return popc::popef::serialize(exe, sizeHint, segment);
 }
 } // namespace
 
@@ -420,6 +424,21 @@ TEST_CASE("popef: constants in the data segment read back, 64-byte aligned after
     CHECK(c->data() == nullptr);
     CHECK(c->offset() % 64 == 0);
     CHECK(c->size() == kept[i].size());
+    const auto got = exe->constant(i);
+    CHECK(std::vector<uint8_t>(got.begin(), got.end()) == kept[i]);
+  }
+}
+
+TEST_CASE("popef: a schedule outgrowing its size hint gives the same bytes as one that fits", "[popef]") {
+  // The builder (in its own mapping, copied into the file and released page
+  // by page) starts at 64 KiB and grows several times for a 1 MB schedule; a
+  // big enough hint never grows.
+  std::vector<std::vector<uint8_t>> kept, again;
+  const auto grown = segmentSampleBytes(kept, 0, 1 << 20);
+  CHECK(grown == segmentSampleBytes(again, 4u << 20, 1 << 20));
+  auto exe = Executable::fromBytes(grown, "grown.popef");
+  CHECK(exe->root().tensors()->Get(0)->name()->size() == 1u << 20);
+  for (uint32_t i = 0; i < kept.size(); ++i) {
     const auto got = exe->constant(i);
     CHECK(std::vector<uint8_t>(got.begin(), got.end()) == kept[i]);
   }
