@@ -8,6 +8,7 @@
 #pragma once
 #include "compiler/graph/target.h"
 #include "support/dtype.h"
+#include "support/error.h"
 
 #include <cstdint>
 #include <memory>
@@ -18,6 +19,10 @@
 namespace popc::graph {
 
 using TensorId = uint32_t;
+
+// The largest tensor a device graph holds: byte offsets within a tensor are
+// 32-bit (a copy is 20 bytes). A whole IPU has 0.9 GiB of tile memory.
+constexpr uint64_t kMaxTensorBytes = UINT32_MAX;
 
 enum class TensorRole : uint8_t { Input = 0, Output = 1, Constant = 2, Intermediate = 3 }; // = popef
 
@@ -75,16 +80,19 @@ struct Copy {
   Copy() = default;
   // In this order (as the fields once were): {src, srcByte, dst, dstByte, bytes}.
   Copy(TensorId src, uint64_t srcByte, TensorId dst, uint64_t dstByte, uint64_t bytes)
-      : src(src), dst(dst), srcByte(srcByte), dstByte(dstByte), bytes(bytes) {}
-  // The two ids side by side: 32 bytes, not 40 (large models hold tens of
-  // millions of copies while they are lowered).
+      : src(src), dst(dst), srcByte(uint32_t(srcByte)), dstByte(uint32_t(dstByte)), bytes(uint32_t(bytes)) {
+    POPC_ASSERT(srcByte + bytes <= kMaxTensorBytes && dstByte + bytes <= kMaxTensorBytes);
+  }
+  // Byte offsets within a tensor fit 32 bits (addTensor refuses larger
+  // tensors): 20 bytes a copy, not 32. Large models hold tens of millions of
+  // copies while they are lowered (ViT-B/16: 28 M).
   TensorId src = 0;
   TensorId dst = 0;
-  uint64_t srcByte = 0;
-  uint64_t dstByte = 0;
-  uint64_t bytes = 0;
+  uint32_t srcByte = 0;
+  uint32_t dstByte = 0;
+  uint32_t bytes = 0;
 };
-static_assert(sizeof(Copy) == 32);
+static_assert(sizeof(Copy) == 20);
 
 struct ExchangeStep {
   std::string name;

@@ -71,3 +71,11 @@ TEST_CASE("a mapping that leaves a gap is an internal error", "[graph]") {
   CHECK_THROWS(g.setMapping(t, {{0, 10, 0}}));
   CHECK_THROWS(g.setMapping(t, {{0, 10, 0}, {12, 20, 0}}));
 }
+
+TEST_CASE("a tensor over 4 GiB is refused by name (copies address tensors with 32-bit offsets)", "[graph]") {
+  DeviceGraph g(smallTarget());
+  CHECK_NOTHROW(g.addTensor("fits", DType::U8, {int64_t(kMaxTensorBytes)}, TensorRole::Intermediate));
+  CHECK_THROWS_WITH(g.addTensor("table", DType::F32, {1 << 20, 1 << 10}, TensorRole::Constant),
+                    Catch::Contains("tensor 'table' needs 4294967296 bytes") &&
+                        Catch::Contains("at most 4 GiB"));
+}
