@@ -13,8 +13,8 @@ TensorId DeviceGraph::addTensor(std::string name, DType dtype, Shape shape, Tens
   t.dtype = dtype;
   t.bytes = uint64_t(numElements(shape)) * dtypeSize(dtype);
   if (t.bytes > kMaxTensorBytes)
-    fail("tensor '{}' needs {} bytes: a device tensor holds at most 4 GiB (a whole IPU has 0.9 GiB of tile "
-         "memory); split it in the model (e.g. an embedding table into several Gathers)",
+    fail("tensor '{}' needs {} bytes: a device tensor holds at most 4 GiB (byte offsets are 32-bit; one IPU "
+         "has 0.9 GiB of tile memory); split it in the model (e.g. an embedding table into several Gathers)",
          t.name, t.bytes);
   t.shape = std::move(shape);
   t.role = role;

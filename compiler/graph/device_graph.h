@@ -21,7 +21,8 @@ namespace popc::graph {
 using TensorId = uint32_t;
 
 // The largest tensor a device graph holds: byte offsets within a tensor are
-// 32-bit (a copy is 20 bytes). A whole IPU has 0.9 GiB of tile memory.
+// 32-bit (a copy is 20 bytes). One IPU has 0.9 GiB of tile memory, so only a
+// tensor spread over five or more IPUs could be larger.
 constexpr uint64_t kMaxTensorBytes = UINT32_MAX;
 
 enum class TensorRole : uint8_t { Input = 0, Output = 1, Constant = 2, Intermediate = 3 }; // = popef
