@@ -2,6 +2,9 @@
 // data structures of hundreds of MB.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 namespace popc {
 
 // By default glibc serves blocks over 128 KiB-32 MiB with their own mmap and
@@ -18,5 +21,25 @@ void tuneAllocatorForLargeHeaps();
 // the heap (blocks over 32 MiB are mmapped), e.g. the compiler's object tree
 // once packed, before the popef file's bytes are assembled.
 void releaseFreedHeap();
+
+// For a loop that frees a large structure piece by piece while it builds the
+// next: freed memory stays in the heap (see above) while the new structure
+// faults in fresh pages, so both would be resident. Calls releaseFreedHeap()
+// each time the bytes reported to freed() cross another multiple of `every`.
+// Safe to call from several threads (each allocates from its own arena, so
+// what one thread freed does not serve another's next allocation).
+class PeriodicHeapRelease {
+public:
+  explicit PeriodicHeapRelease(uint64_t every = uint64_t(64) << 20) : every_(every) {}
+  void freed(uint64_t bytes) {
+    const uint64_t before = total_.fetch_add(bytes);
+    if (before / every_ != (before + bytes) / every_)
+      releaseFreedHeap();
+  }
+
+private:
+  const uint64_t every_;
+  std::atomic<uint64_t> total_{0};
+};
 
 } // namespace popc

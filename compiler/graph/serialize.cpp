@@ -7,7 +7,6 @@
 #include "support/version.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -350,10 +349,7 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   for (const Program &p : g.load().children)
     atLoad.at(p.index) = true;
   std::vector<std::vector<fb::Copy>> resolved(g.exchanges().size()); // each step on its own, in parallel
-  // (Each host thread allocates from its own heap arena, so the copies one
-  // thread frees do not serve the next step another thread resolves.)
-  constexpr uint64_t kReleaseEvery = 64 << 20;
-  std::atomic<uint64_t> released{0};
+  PeriodicHeapRelease release;
   parallelFor(resolved.size(), [&](size_t e) {
     const ExchangeStep &ex = g.exchanges()[e];
     std::vector<fb::Copy> copies;
@@ -365,9 +361,7 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
       std::vector<Copy> &done = consumable->exchange(uint32_t(e)).copies;
       const uint64_t bytes = done.capacity() * sizeof(Copy);
       std::vector<Copy>().swap(done);
-      const uint64_t before = released.fetch_add(bytes);
-      if (before / kReleaseEvery != (before + bytes) / kReleaseEvery) // crossed a multiple
-        releaseFreedHeap();
+      release.freed(bytes);
     }
   });
   resolver.reset();

@@ -52,24 +52,20 @@ static_assert(sizeof(::popef::fb::ExecutableT) == 336, "popef.fbs changed Execut
 flatbuffers::Offset<::popef::fb::Executable> packConsuming(flatbuffers::FlatBufferBuilder &fbb,
                                                            ::popef::fb::ExecutableT &o) {
   namespace fb = ::popef::fb;
-  // Vectors of tables, each element freed once packed.
-  // What is freed stays in the heap for reuse (allocator.h) while the
-  // builder faults in fresh pages: hand it back each time the builder has
-  // grown by another 64 MiB, so tree and builder are not both resident.
-  constexpr size_t kReleaseEvery = size_t(64) << 20;
-  size_t releaseAt = fbb.GetSize() + kReleaseEvery;
-  auto tables = [&fbb, &releaseAt](auto &list, auto create) {
+  // Vectors of tables, each element freed once packed. The tree's freed
+  // memory is handed back as the builder grows (the builder's growth stands
+  // for it), so tree and builder are not both resident.
+  PeriodicHeapRelease release;
+  auto tables = [&fbb, &release](auto &list, auto create) {
     using Offset = decltype(create(fbb, list[0].get()));
     if (list.empty())
       return flatbuffers::Offset<flatbuffers::Vector<Offset>>(0);
     std::vector<Offset> offsets(list.size());
     for (size_t i = 0; i < list.size(); ++i) {
+      const size_t before = fbb.GetSize();
       offsets[i] = create(fbb, list[i].get());
       list[i].reset();
-      if (fbb.GetSize() >= releaseAt) {
-        releaseFreedHeap();
-        releaseAt = fbb.GetSize() + kReleaseEvery;
-      }
+      release.freed(fbb.GetSize() - before);
     }
     return fbb.CreateVector(offsets);
   };
