@@ -116,8 +116,7 @@ ExchangeLists exchangesJson(const fb::Executable &exe, uint32_t numTiles) {
   for (uint32_t e = 0; e < len(exe.exchanges()); ++e) {
     const fb::ExchangeStep *step = exe.exchanges()->Get(e);
     uint64_t total = 0;
-    for (uint32_t i = 0; i < len(step->copies()); ++i)
-      total += popef::copyTotalBytes(*step->copies()->Get(i));
+    popef::forEachCopy(*step, [&](const fb::Copy &c) { total += popef::copyTotalBytes(c); });
     std::vector<uint64_t> sent(numTiles), received(numTiles), cycles(numTiles);
     for (const runtime::TileTraffic &x : runtime::exchangeTraffic(t, *step)) {
       sent[x.tile] = x.sentOn + x.sentX;
@@ -333,14 +332,13 @@ Json ipusJson(const fb::Executable &exe, const Json &tileTotals) {
   }
   for (uint32_t e = 0; e < len(exe.exchanges()); ++e) {
     const fb::ExchangeStep *step = exe.exchanges()->Get(e);
-    for (uint32_t i = 0; i < len(step->copies()); ++i) {
-      const fb::Copy *c = step->copies()->Get(i);
-      const uint32_t from = c->src_tile() / tilesPerIpu, to = c->dst_tile() / tilesPerIpu;
+    popef::forEachCopy(*step, [&](const fb::Copy &c) {
+      const uint32_t from = c.src_tile() / tilesPerIpu, to = c.dst_tile() / tilesPerIpu;
       if (from != to && from < numIpus && to < numIpus) {
-        sent[from] += popef::copyTotalBytes(*c);
-        received[to] += popef::copyTotalBytes(*c);
+        sent[from] += popef::copyTotalBytes(c);
+        received[to] += popef::copyTotalBytes(c);
       }
-    }
+    });
   }
   Json out = Json::array();
   for (uint32_t ipu = 0; ipu < numIpus; ++ipu)
@@ -387,12 +385,11 @@ Json tensorMap(const popef::Executable &file) {
 bool isInterIpu(const fb::Target &target, const fb::ExchangeStep &step) {
   if (step.from_replica() >= 0) // from another replica's IPU (runtime/cycle_model.cpp)
     return true;
-  for (uint32_t i = 0; i < len(step.copies()); ++i) {
-    const fb::Copy *c = step.copies()->Get(i);
-    if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu())
-      return true;
-  }
-  return false;
+  bool cross = false;
+  popef::forEachCopy(step, [&](const fb::Copy &c) {
+    cross |= c.src_tile() / target.tiles_per_ipu() != c.dst_tile() / target.tiles_per_ipu();
+  });
+  return cross;
 }
 
 ProgramIndex::ProgramIndex(const fb::Executable &exe) {

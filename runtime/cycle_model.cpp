@@ -29,32 +29,31 @@ std::vector<TileTraffic> exchangeTraffic(const ::popef::fb::Target &target, cons
   // is expanded into its runs only once.
   std::vector<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t>> patterns;
   std::vector<TileTraffic> received; // per tile run of records, merged by tile below
-  if (step.copies()) {
-    onIpu.reserve(step.copies()->size());
-    for (const auto *c : *step.copies()) {
-      const bool cross = step.from_replica() >= 0 || // another replica's IPU
-                         c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
-      const uint64_t total = popef::copyTotalBytes(*c);
-      if (cross) {
-        received.push_back({c->src_tile(), 0, 0, total, 0});
-        received.push_back({c->dst_tile(), 0, 0, 0, total});
-        continue;
-      }
-      // Records come sorted by destination tile (popef.fbs): one entry per tile run.
-      if (!received.empty() && received.back().tile == c->dst_tile() && received.back().sentOn == 0 &&
-          received.back().sentX == 0 && received.back().recvX == 0)
-        received.back().recvOn += total;
-      else
-        received.push_back({c->dst_tile(), 0, total, 0, 0});
-      // A strided record's sources: one range when its runs touch or repeat
-      // (stride <= bytes), else each run (the gaps are not sent).
-      const uint64_t tileKey = uint64_t(c->src_tile()) << 32;
-      if (c->repeat() == 0 || c->src_stride() <= c->bytes())
-        onIpu.emplace_back(tileKey | c->src_offset(), uint32_t(popef::copySrcEnd(*c)));
-      else
-        patterns.emplace_back(tileKey | c->src_offset(), c->bytes(), c->src_stride(), c->repeat());
+  onIpu.reserve(popef::stepRecordCount(step));
+  popef::forEachCopy(step, [&](const ::popef::fb::Copy &record) {
+    const ::popef::fb::Copy *c = &record;
+    const bool cross = step.from_replica() >= 0 || // another replica's IPU
+                       c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
+    const uint64_t total = popef::copyTotalBytes(*c);
+    if (cross) {
+      received.push_back({c->src_tile(), 0, 0, total, 0});
+      received.push_back({c->dst_tile(), 0, 0, 0, total});
+      return;
     }
-  }
+    // Records come sorted by destination tile (popef.fbs): one entry per tile run.
+    if (!received.empty() && received.back().tile == c->dst_tile() && received.back().sentOn == 0 &&
+        received.back().sentX == 0 && received.back().recvX == 0)
+      received.back().recvOn += total;
+    else
+      received.push_back({c->dst_tile(), 0, total, 0, 0});
+    // A strided record's sources: one range when its runs touch or repeat
+    // (stride <= bytes), else each run (the gaps are not sent).
+    const uint64_t tileKey = uint64_t(c->src_tile()) << 32;
+    if (c->repeat() == 0 || c->src_stride() <= c->bytes())
+      onIpu.emplace_back(tileKey | c->src_offset(), uint32_t(popef::copySrcEnd(*c)));
+    else
+      patterns.emplace_back(tileKey | c->src_offset(), c->bytes(), c->src_stride(), c->repeat());
+  });
   std::sort(patterns.begin(), patterns.end());
   patterns.erase(std::unique(patterns.begin(), patterns.end()), patterns.end());
   for (const auto &[key, bytes, stride, repeat] : patterns)
@@ -109,12 +108,10 @@ uint64_t tileExchangeCycles(const ::popef::fb::Target &target, const TileTraffic
 
 ExchangeCost exchangeVolume(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
   ExchangeCost cost;
-  if (step.copies())
-    for (const auto *c : *step.copies()) {
-      cost.interIpu |= step.from_replica() >= 0 ||
-                       c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu();
-      cost.bytes += popef::copyTotalBytes(*c);
-    }
+  popef::forEachCopy(step, [&](const ::popef::fb::Copy &c) {
+    cost.interIpu |= step.from_replica() >= 0 || c.src_tile() / target.tiles_per_ipu() != c.dst_tile() / target.tiles_per_ipu();
+    cost.bytes += popef::copyTotalBytes(c);
+  });
   cost.sync = cost.interIpu ? target.global_sync_cycles() : target.sync_cycles();
   return cost;
 }

@@ -321,7 +321,7 @@ struct Engine::Impl {
     const ExchangePlan &plan = exchanges[e];
     ExchangeReport &rep = report.exchanges[e];
     rep.name = step.name() ? step.name()->str() : fmt::format("exchange{}", e);
-    rep.copies = len(step.copies());
+    rep.copies = uint32_t(popef::stepRecordCount(step));
     rep.bytes = plan.cost.bytes;
     rep.interIpu = plan.cost.interIpu;
     rep.hostLink = hostLink;

@@ -39,12 +39,21 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
   }
   for (uint32_t s = 0; s < len(root.exchanges()); ++s) {
     const fb::ExchangeStep *step = root.exchanges()->Get(s);
-    for (uint32_t k = 0; k < len(step->copies()); ++k) {
-      const fb::Copy *c = step->copies()->Get(k);
-      touch(c->src_tile(), popef::copySrcEnd(*c));
-      touch(c->dst_tile(), popef::copyDstEnd(*c));
+    // Linear in pieces and placements: a hostile file's copy records (their
+    // product) are counted here before any table is built from them.
+    for (uint32_t k = 0; k < len(step->pieces()); ++k) {
+      const fb::Piece *p = step->pieces()->Get(k);
+      touch(p->src_tile(), uint64_t(p->src_offset()) + uint64_t(p->repeat()) * p->src_stride() + p->bytes());
     }
-    e.tables += uint64_t(len(step->copies())) * 32;
+    std::vector<uint64_t> extentBefore(size_t(len(step->pieces())) + 1, 0);
+    for (uint32_t k = 0; k < len(step->pieces()); ++k)
+      extentBefore[k + 1] = extentBefore[k] + popef::pieceExtent(*step->pieces()->Get(k));
+    for (uint32_t k = 0; k < len(step->placements()); ++k) {
+      const fb::Placement *at = step->placements()->Get(k);
+      touch(at->dst_tile(),
+            at->dst_offset() + extentBefore[at->first_piece() + at->pieces()] - extentBefore[at->first_piece()]);
+    }
+    e.tables += popef::stepRecordCount(*step) * 32;
   }
   for (uint32_t end : extent)
     if (end) {

@@ -65,8 +65,8 @@ ExchangePlan planBroadcast(const fb::Target &target, const fb::ExchangeStep &ste
   ExchangePlan plan;
   plan.broadcastFrom = step.from_replica();
   uint64_t bytes = 0;
-  for (uint32_t i = 0; i < len(step.copies()); ++i) {
-    const fb::Copy *c = step.copies()->Get(i);
+  for (const fb::Copy &record : popef::stepCopies(step)) {
+    const fb::Copy *c = &record;
     for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
       plan.broadcastCopies.push_back({c->src_tile(), uint32_t(c->src_offset() + k * c->src_stride()), c->dst_tile(),
                                       uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
@@ -160,11 +160,12 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   if (fromReplica >= 0 && acrossInstances)
     return planBroadcast(target, *step);
   ExchangePlan plan;
+  const std::vector<fb::Copy> records = popef::stepCopies(*step);
   std::vector<const fb::Copy *> local;
-  local.reserve(len(step->copies()));
+  local.reserve(records.size());
   const uint32_t replicas = tiles.replicas;
-  for (uint32_t i = 0; i < len(step->copies()); ++i) {
-    const fb::Copy *c = step->copies()->Get(i);
+  for (const fb::Copy &record : records) {
+    const fb::Copy *c = &record;
     if (fromReplica >= 0) {
       for (uint32_t r = 0; r < replicas; ++r)
         for (uint64_t k = 0; k < popef::copyCount(*c); ++k)

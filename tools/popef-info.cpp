@@ -192,12 +192,11 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
       ipuBytes[ipu] += bytes, ipuTiles[ipu]++, ipuMax[ipu] = std::max(ipuMax[ipu], bytes);
     }
     for (uint32_t i = 0; i < len(exe.exchanges()); ++i)
-      for (uint32_t c = 0; c < len(exe.exchanges()->Get(i)->copies()); ++c) {
-        const fb::Copy *cp = exe.exchanges()->Get(i)->copies()->Get(c);
-        const uint32_t from = cp->src_tile() / t.tiles_per_ipu(), to = cp->dst_tile() / t.tiles_per_ipu();
+      popc::popef::forEachCopy(*exe.exchanges()->Get(i), [&](const fb::Copy &cp) {
+        const uint32_t from = cp.src_tile() / t.tiles_per_ipu(), to = cp.dst_tile() / t.tiles_per_ipu();
         if (from != to)
-          ipuSent[from] += popc::popef::copyTotalBytes(*cp), ipuReceived[to] += popc::popef::copyTotalBytes(*cp);
-      }
+          ipuSent[from] += popc::popef::copyTotalBytes(cp), ipuReceived[to] += popc::popef::copyTotalBytes(cp);
+      });
     j["memory"]["per_ipu"] = ordered_json::array();
     for (uint32_t ipu = 0; ipu < t.num_ipus(); ++ipu)
       j["memory"]["per_ipu"].push_back({{"ipu", ipu}, {"used_tiles", ipuTiles[ipu]}, {"total_bytes", ipuBytes[ipu]},
@@ -235,14 +234,14 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   for (uint32_t i = 0; i < len(exe.exchanges()); ++i) {
     const fb::ExchangeStep *ex = exe.exchanges()->Get(i);
     uint64_t bytes = 0, cross = 0;
-    for (uint32_t c = 0; c < len(ex->copies()); ++c) {
-      const fb::Copy *cp = ex->copies()->Get(c);
-      bytes += popc::popef::copyTotalBytes(*cp);
-      if (cp->src_tile() / t.tiles_per_ipu() != cp->dst_tile() / t.tiles_per_ipu())
-        cross += popc::popef::copyTotalBytes(*cp);
-    }
-    j["exchanges"].push_back({{"name", str(ex->name())}, {"copies", len(ex->copies())}, {"bytes", bytes},
-                              {"inter_ipu_bytes", cross}});
+    popc::popef::forEachCopy(*ex, [&](const fb::Copy &cp) {
+      bytes += popc::popef::copyTotalBytes(cp);
+      if (cp.src_tile() / t.tiles_per_ipu() != cp.dst_tile() / t.tiles_per_ipu())
+        cross += popc::popef::copyTotalBytes(cp);
+    });
+    j["exchanges"].push_back({{"name", str(ex->name())}, {"copies", popc::popef::stepRecordCount(*ex)},
+                              {"pieces", len(ex->pieces())}, {"placements", len(ex->placements())},
+                              {"bytes", bytes}, {"inter_ipu_bytes", cross}});
   }
 
   j["streams"] = ordered_json::array();
@@ -261,8 +260,11 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   for (const auto &cs : j["compute_sets"])
     vertices += cs["vertices"].get<uint64_t>();
   // The per-step totals above already walked every copy record.
+  uint64_t pieces = 0, placements = 0;
   for (size_t i = 0; i < j["exchanges"].size(); ++i) {
     records += j["exchanges"][i]["copies"].get<uint64_t>();
+    pieces += j["exchanges"][i]["pieces"].get<uint64_t>();
+    placements += j["exchanges"][i]["placements"].get<uint64_t>();
     (atLoad.count(uint32_t(i)) ? loadBytes : runBytes) += j["exchanges"][i]["bytes"].get<uint64_t>();
   }
   for (uint32_t i = 0; i < len(exe.constants()); ++i)
@@ -283,10 +285,12 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   for (uint32_t i = 0; i < len(exe.code()); ++i)
     bitcode += len(exe.code()->Get(i)->bitcode());
   const uint64_t fileBytes = file.bytes().size();
-  const uint64_t known = constantBytes + records * sizeof(fb::Copy) + intervals * sizeof(fb::TileInterval) +
+  const uint64_t known = constantBytes + pieces * sizeof(fb::Piece) + placements * sizeof(fb::Placement) +
+                         intervals * sizeof(fb::TileInterval) +
                          vertices * sizeof(fb::Vertex) + fieldOffsets * 4 + bitcode;
   ordered_json sections = {{"constants", constantBytes},
-                           {"copy_records", records * sizeof(fb::Copy)},
+                           {"exchange_pieces", pieces * sizeof(fb::Piece)},
+                           {"exchange_placements", placements * sizeof(fb::Placement)},
                            {"tensor_intervals", intervals * sizeof(fb::TileInterval)},
                            {"vertices_and_fields", vertices * sizeof(fb::Vertex) + fieldOffsets * 4},
                            {"bitcode", bitcode},
@@ -300,6 +304,8 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
                    {"vertices", vertices},
                    {"exchange_steps", len(exe.exchanges())},
                    {"copy_records", records},
+                   {"exchange_pieces", pieces},
+                   {"exchange_placements", placements},
                    {"exchange_bytes_per_run", runBytes},
                    {"exchange_bytes_at_load", loadBytes},
                    {"intermediate_tensors", intermediates},
@@ -410,11 +416,12 @@ void printText(const ordered_json &j) {
 
   const auto &c = j["contents"];
   fmt::print("\ncontents: {} tensors ({} of constants), {} vertex types, {} compute sets with {} vertices, "
-             "{} exchange steps with {} copy records ({} per run, {} once at load)\n",
+             "{} exchange steps with {} copy records in {} placements of {} distinct pieces ({} per run, {} once at "
+             "load)\n",
              c["tensors"].get<uint64_t>(), human(c["constant_bytes"].get<uint64_t>()),
              c["vertex_types"].get<uint64_t>(), c["compute_sets"].get<uint64_t>(), c["vertices"].get<uint64_t>(),
              c["exchange_steps"].get<uint64_t>(), c["copy_records"].get<uint64_t>(),
-             human(c["exchange_bytes_per_run"].get<uint64_t>()), human(c["exchange_bytes_at_load"].get<uint64_t>()));
+             c["exchange_placements"].get<uint64_t>(), c["exchange_pieces"].get<uint64_t>(), human(c["exchange_bytes_per_run"].get<uint64_t>()), human(c["exchange_bytes_at_load"].get<uint64_t>()));
   std::string bySection;
   for (const auto &[k, v] : c["file_bytes_by_section"].items())
     bySection += fmt::format("{}{} {}", bySection.empty() ? "" : ", ", k, human(v.get<uint64_t>()));

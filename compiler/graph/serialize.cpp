@@ -348,15 +348,25 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   std::vector<bool> atLoad(g.exchanges().size(), false);
   for (const Program &p : g.load().children)
     atLoad.at(p.index) = true;
-  std::vector<std::vector<fb::Copy>> resolved(g.exchanges().size()); // each step on its own, in parallel
+  // Each step on its own, in parallel: resolved, folded and packed.
+  std::vector<std::unique_ptr<fb::ExchangeStepT>> steps(g.exchanges().size());
+  std::vector<ExchangeStats> stepStats(steps.size());
   PeriodicHeapRelease release;
-  parallelFor(resolved.size(), [&](size_t e) {
+  parallelFor(steps.size(), [&](size_t e) {
     const ExchangeStep &ex = g.exchanges()[e];
     std::vector<fb::Copy> copies;
     copies.reserve(ex.copies.size());
     for (const Copy &c : ex.copies)
       resolver->resolve(c, copies);
-    resolved[e] = foldStrided(coalesce(std::move(copies)));
+    copies = foldStrided(coalesce(std::move(copies)));
+    auto out = std::make_unique<fb::ExchangeStepT>();
+    out->name = ex.name;
+    out->from_replica = ex.fromReplica;
+    popef::setCopies(*out, copies);
+    (atLoad[e] ? stepStats[e].loadCopies : stepStats[e].copies) = copies.size();
+    for (const fb::Copy &c : copies)
+      (atLoad[e] ? stepStats[e].loadBytes : stepStats[e].bytes) += popef::copyTotalBytes(c);
+    steps[e] = std::move(out);
     if (consumable) { // no longer needed: its pages go back to the kernel every so often
       std::vector<Copy> &done = consumable->exchange(uint32_t(e)).copies;
       const uint64_t bytes = done.capacity() * sizeof(Copy);
@@ -367,20 +377,12 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   resolver.reset();
   if (consumable) // the released copies' pages go back before the file is packed beside the tree
     releaseFreedHeap();
-  for (size_t e = 0; e < resolved.size(); ++e) {
-    const ExchangeStep &ex = g.exchanges()[e];
-    auto out = std::make_unique<fb::ExchangeStepT>();
-    out->name = ex.name;
-    out->copies = std::move(resolved[e]);
-    out->from_replica = ex.fromReplica;
-    if (stats) {
-      const bool load = atLoad[e];
-      (load ? stats->loadCopies : stats->copies) += out->copies.size();
-      for (const fb::Copy &c : out->copies)
-        (load ? stats->loadBytes : stats->bytes) += popef::copyTotalBytes(c);
+  exe.exchanges = std::move(steps);
+  if (stats)
+    for (const ExchangeStats &s : stepStats) {
+      stats->copies += s.copies, stats->bytes += s.bytes;
+      stats->loadCopies += s.loadCopies, stats->loadBytes += s.loadBytes;
     }
-    exe.exchanges.push_back(std::move(out));
-  }
 
   for (const HostStream &s : g.streams()) {
     auto out = std::make_unique<fb::HostStreamT>();
@@ -397,7 +399,7 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   size_t sizeHint = 1 << 20;
   sizeHint += exe.constants.size() * 64;
   for (const auto &ex : exe.exchanges)
-    sizeHint += ex->copies.size() * sizeof(fb::Copy) + 64;
+    sizeHint += ex->pieces.size() * sizeof(fb::Piece) + ex->placements.size() * sizeof(fb::Placement) + 64;
   for (const auto &t : exe.tensors)
     sizeHint += t->mapping.size() * sizeof(fb::TileInterval) + t->name.size() + 96;
   for (const auto &cs : exe.compute_sets)
@@ -422,12 +424,12 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   try {
     return popef::serialize(std::move(exe), sizeHint, segment);
   } catch (const Error &e) { // (thrown before the tree is consumed: it still has its counts)
-    uint64_t records = 0;
+    uint64_t pieces = 0, placements = 0;
     for (const auto &ex : exe.exchanges)
-      records += ex->copies.size();
-    fail("{} ({} tensors, {} exchange copy records): compile with a smaller batch, or over fewer tiles "
-         "(--tiles-per-ipu), so that the work splits into fewer copies",
-         e.what(), exe.tensors.size(), records);
+      pieces += ex->pieces.size(), placements += ex->placements.size();
+    fail("{} ({} tensors, exchange steps of {} placements of {} pieces): compile with a smaller batch, or over "
+         "fewer tiles (--tiles-per-ipu), so that the work splits into fewer copies",
+         e.what(), exe.tensors.size(), placements, pieces);
   }
 }
 

@@ -13,9 +13,11 @@
 
 namespace popc::popef {
 
-constexpr uint32_t kFormatVersion = 4; // 2: load program, filled_at_load; 3: checks; 4: data segment
-// Version 3 files read unchanged: 4 only added the data segment (inline data still reads).
-constexpr uint32_t kMinFormatVersion = 3;
+// 2: load program, filled_at_load; 3: checks; 4: data segment; 5: exchange
+// steps as pieces and placements (shared gathers) instead of copy records.
+constexpr uint32_t kFormatVersion = 5;
+// Older files hold copy records, which this build no longer reads.
+constexpr uint32_t kMinFormatVersion = 5;
 
 // Limits enforced by the reader (a file outside them is rejected as invalid).
 constexpr uint64_t kMaxTiles = 1u << 20;              // num_ipus * tiles_per_ipu
@@ -45,6 +47,39 @@ inline ::popef::fb::Copy singleCopy(uint32_t srcTile, uint32_t srcOffset, uint32
                                     uint32_t bytes) {
   return ::popef::fb::Copy(srcTile, srcOffset, dstTile, dstOffset, bytes, 0, 0, 0);
 }
+
+// An exchange step's copies are stored as pieces and placements (format 5,
+// popef.fbs); readers see them as the copy records they stand for.
+// Bytes of the destination tile a piece spans, from its first byte to its last.
+inline uint64_t pieceExtent(const ::popef::fb::Piece &p) { return uint64_t(p.repeat()) * p.dst_stride() + p.bytes(); }
+// Packs `records`, in their order, into the step's pieces and placements:
+// consecutive records on one destination tile, each starting where the
+// previous one's extent ends, make one placement; placements with the same
+// pieces share them. Zero-byte records, which move nothing, are left out.
+// Deterministic; stepCopies gives `records` back.
+void setCopies(::popef::fb::ExchangeStepT &step, const std::vector<::popef::fb::Copy> &records);
+// The number of copy records of a (verified) step, without expanding them.
+uint64_t stepRecordCount(const ::popef::fb::ExchangeStep &step);
+// Calls f(const Copy &) for each copy record of placement `at`, whose pieces
+// are in `pieces` (the step's), in order.
+template <typename F>
+void forEachCopyOf(const ::popef::fb::Placement &at, const ::popef::fb::Piece *pieces, F &&f) {
+  uint64_t dst = at.dst_offset();
+  for (const ::popef::fb::Piece *p = pieces + at.first_piece(), *end = p + at.pieces(); p != end; ++p) {
+    f(::popef::fb::Copy(p->src_tile(), p->src_offset(), at.dst_tile(), uint32_t(dst), p->bytes(), p->repeat(),
+                        p->src_stride(), p->dst_stride()));
+    dst += pieceExtent(*p);
+  }
+}
+// Calls f(const Copy &) for each copy record of a verified step, in order.
+template <typename F> void forEachCopy(const ::popef::fb::ExchangeStep &step, F &&f) {
+  if (!step.pieces() || !step.placements())
+    return;
+  for (const ::popef::fb::Placement *at : *step.placements())
+    forEachCopyOf(*at, reinterpret_cast<const ::popef::fb::Piece *>(step.pieces()->Data()), f);
+}
+// The copy records of a verified step, in order.
+std::vector<::popef::fb::Copy> stepCopies(const ::popef::fb::ExchangeStep &step);
 
 // The bytes of a constant: its inline data, or its range of `content` (the
 // whole file) in the data segment. Unchecked: for verified files, or after the

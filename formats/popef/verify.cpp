@@ -261,73 +261,101 @@ private:
     const uint32_t steps = len(exe_.exchanges());
     uint64_t records = 0;
     for (uint32_t i = 0; i < steps; ++i)
-      records += len(exe_.exchanges()->Get(i)->copies());
+      records += len(exe_.exchanges()->Get(i)->pieces()) + len(exe_.exchanges()->Get(i)->placements());
     parallelFor(steps, [&](size_t i) { checkExchange(uint32_t(i)); }, records < (1u << 16) ? 1 : threads_);
   }
 
+  // A step's pieces, then its placements: every range inside its tile. The
+  // checks are linear in pieces and placements, not in the copies they make.
   void checkExchange(uint32_t i) {
     const fb::ExchangeStep *ex = exe_.exchanges()->Get(i);
-    uint32_t n = len(ex->copies());
     const uint32_t replicas = std::max(1u, exe_.target()->replication_factor());
     if (ex->from_replica() < -1 || ex->from_replica() >= int32_t(replicas))
       bad(fmt::format("exchanges[{}]", i), "from_replica {} is not a replica (replication factor {})",
           ex->from_replica(), replicas);
-    const auto *copies = ex->copies();
-    for (uint32_t j = 0; j < n; ++j) {
-      const fb::Copy *c = copies->Get(j);
-      auto where = [&] { return fmt::format("exchanges[{}].copies[{}]", i, j); };
-      checkTile(where, "src_tile", c->src_tile());
-      checkTile(where, "dst_tile", c->dst_tile());
-      if (c->repeat() && c->dst_stride() < c->bytes())
-        bad(where, "dst_stride {} is less than bytes {}: its {} copies would overlap", c->dst_stride(), c->bytes(),
-            copyCount(*c));
-      checkRange(where, "source", c->src_offset(), copySrcEnd(*c) - c->src_offset());
-      checkRange(where, "destination", c->dst_offset(), copyDstEnd(*c) - c->dst_offset());
+    const uint32_t np = len(ex->pieces()), nl = len(ex->placements());
+    if ((np == 0) != (nl == 0))
+      bad(fmt::format("exchanges[{}]", i), "{} pieces but {} placements: both or neither must be present", np, nl);
+    StepExtents s;
+    s.extentBefore.assign(size_t(np) + 1, 0);
+    s.gappedBefore.assign(size_t(np) + 1, 0);
+    for (uint32_t k = 0; k < np; ++k) {
+      const fb::Piece *p = ex->pieces()->Get(k);
+      auto where = [&] { return fmt::format("exchanges[{}].pieces[{}]", i, k); };
+      checkTile(where, "src_tile", p->src_tile());
+      if (p->bytes() == 0)
+        bad(where, "bytes is 0 (a piece moves at least one byte)");
+      if (p->repeat() && p->dst_stride() < p->bytes())
+        bad(where, "dst_stride {} is less than bytes {}: its {} copies would overlap", p->dst_stride(), p->bytes(),
+            uint64_t(p->repeat()) + 1);
+      checkRange(where, "source", p->src_offset(), uint64_t(p->repeat()) * p->src_stride() + p->bytes());
+      checkRange(where, "extent", 0, pieceExtent(*p));
+      s.extentBefore[k + 1] = s.extentBefore[k] + pieceExtent(*p);
+      s.gappedBefore[k + 1] = s.gappedBefore[k] + (p->repeat() > 0 && p->dst_stride() > p->bytes());
     }
-    checkCopyOverlaps(i, ex);
+    for (uint32_t j = 0; j < nl; ++j) {
+      const fb::Placement *at = ex->placements()->Get(j);
+      auto where = [&] { return fmt::format("exchanges[{}].placements[{}]", i, j); };
+      checkTile(where, "dst_tile", at->dst_tile());
+      if (at->pieces() == 0 || uint64_t(at->first_piece()) + at->pieces() > np)
+        bad(where, "pieces [{}, {}) out of range ({} pieces)", at->first_piece(),
+            uint64_t(at->first_piece()) + at->pieces(), np);
+      checkRange(where, "destination", at->dst_offset(), s.extent(*at));
+    }
+    checkCopyOverlaps(i, ex, s);
   }
 
-  // Copies of one step run in parallel: destinations must not overlap each
-  // other, and no source may read bytes another copy of the step writes.
-  // Zero-byte copies touch nothing and are left out. A record is first judged
-  // by its extent (first to last byte, O(n log n) over records): disjoint
-  // extents cannot overlap. Only on a tile where extents do meet (interleaved
-  // strided records, as a gather whose rows come from two tiles makes) are the
-  // record's copies expanded and checked one by one. A tile's destinations can
-  // hold at most bytes_per_tile non-overlapping copies, which bounds that work.
-  struct Range {
-    uint32_t begin, end, record;
+  // Where a step's placements land, from prefix sums over its pieces.
+  struct StepExtents {
+    std::vector<uint64_t> extentBefore; // bytes spanned by pieces [0, k)
+    std::vector<uint32_t> gappedBefore; // strided pieces with gaps among [0, k)
+    uint64_t extent(const fb::Placement &at) const {
+      return extentBefore[at.first_piece() + at.pieces()] - extentBefore[at.first_piece()];
+    }
+    // Its pieces cover its whole extent: another range that meets it overlaps it.
+    bool dense(const fb::Placement &at) const {
+      return gappedBefore[at.first_piece() + at.pieces()] == gappedBefore[at.first_piece()];
+    }
   };
 
-  void checkCopyOverlaps(uint32_t step, const fb::ExchangeStep *ex) {
-    const uint32_t n = len(ex->copies());
-    // The records as the array of structs they are (not a table lookup each).
-    const fb::Copy *records = n ? reinterpret_cast<const fb::Copy *>(ex->copies()->Data()) : nullptr;
-    auto copy = [records](uint32_t k) { return records + k; };
-    auto where = [&](uint32_t k) { return fmt::format("exchanges[{}].copies[{}]", step, k); };
-    std::vector<uint32_t> order;
-    order.reserve(n);
-    for (uint32_t k = 0; k < n; ++k)
-      if (copy(k)->bytes())
-        order.push_back(k);
-    auto key = [&](uint32_t k) { return std::pair(copy(k)->dst_tile(), copy(k)->dst_offset()); };
+  // Copies of one step run in parallel: destinations must not overlap each
+  // other, and no source may read bytes another copy of the step writes. A
+  // placement is first judged by its extent (first to last byte, O(n log n)
+  // over placements): disjoint extents cannot overlap. Only on a tile where
+  // extents do meet (interleaved strided pieces, as a gather whose rows come
+  // from two tiles makes) are the placement's copies expanded and checked one
+  // by one; a tile holds at most bytes_per_tile non-overlapping copies, which
+  // bounds that work. Sources are checked per piece: a piece reads the same
+  // bytes whichever placements use it.
+  struct Range {
+    uint32_t begin, end, placement;
+  };
+
+  void checkCopyOverlaps(uint32_t step, const fb::ExchangeStep *ex, const StepExtents &s) {
+    const uint32_t nl = len(ex->placements()), np = len(ex->pieces());
+    if (!nl)
+      return;
+    // The arrays of structs they are (not a table lookup each).
+    const fb::Placement *placements = reinterpret_cast<const fb::Placement *>(ex->placements()->Data());
+    const fb::Piece *pieces = reinterpret_cast<const fb::Piece *>(ex->pieces()->Data());
+    auto where = [&](uint32_t k) { return fmt::format("exchanges[{}].placements[{}]", step, k); };
+    std::vector<uint32_t> order(nl);
+    std::iota(order.begin(), order.end(), 0u);
+    auto key = [&](uint32_t k) { return std::pair(placements[k].dst_tile(), placements[k].dst_offset()); };
     auto byKey = [&](uint32_t a, uint32_t b) { return key(a) < key(b); };
     if (!std::is_sorted(order.begin(), order.end(), byKey)) // writers sort by destination (popef.fbs)
       std::stable_sort(order.begin(), order.end(), byKey);
 
-    // Each tile's destinations: order[firstOnTile[t], firstOnTile[t + 1]),
-    // so a tile's copies are found, and a source looked up among them, without a
-    // search of the whole step.
+    // Each tile's placements: order[firstOnTile[t], firstOnTile[t + 1]).
     std::vector<uint32_t> firstOnTile(size_t(numTiles_) + 1, 0);
     for (uint32_t k : order)
-      firstOnTile[copy(k)->dst_tile() + 1]++;
+      firstOnTile[placements[k].dst_tile() + 1]++;
     std::partial_sum(firstOnTile.begin(), firstOnTile.end(), firstOnTile.begin());
-    // Destination extents by position in order: searched without touching the records.
     std::vector<uint32_t> dstBegin(order.size());
     std::vector<uint64_t> dstEnd(order.size());
     for (size_t k = 0; k < order.size(); ++k) {
-      dstBegin[k] = copy(order[k])->dst_offset();
-      dstEnd[k] = copyDstEnd(*copy(order[k]));
+      dstBegin[k] = placements[order[k]].dst_offset();
+      dstEnd[k] = dstBegin[k] + s.extent(placements[order[k]]);
     }
 
     // Every destination copy on `tile`, sorted and checked for overlaps (built on demand).
@@ -341,66 +369,67 @@ private:
       std::vector<Range> &ranges = it->second;
       for (uint32_t at = firstOnTile[tile]; at < firstOnTile[tile + 1]; ++at) {
         const uint32_t r = order[at];
-        const fb::Copy *c = copy(r);
-        for (uint64_t i = 0; i < copyCount(*c); ++i) {
-          if (ranges.size() >= bytesPerTile_)
-            bad(where(r), "destinations on tile {} overlap (more copies than the tile has bytes)", tile);
-          const uint32_t b = uint32_t(c->dst_offset() + i * c->dst_stride());
-          ranges.push_back({b, b + c->bytes(), r});
-        }
+        forEachCopyOf(placements[r], pieces, [&](const fb::Copy &c) {
+          for (uint64_t i = 0; i < copyCount(c); ++i) {
+            if (ranges.size() >= bytesPerTile_)
+              bad(where(r), "destinations on tile {} overlap (more copies than the tile has bytes)", tile);
+            const uint32_t b = uint32_t(c.dst_offset() + i * c.dst_stride());
+            ranges.push_back({b, b + c.bytes(), r});
+          }
+        });
       }
       std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) { return a.begin < b.begin; });
       for (size_t k = 1; k < ranges.size(); ++k)
         if (ranges[k - 1].end > ranges[k].begin)
-          bad(where(ranges[k].record), "destination overlaps copies[{}] on tile {}", ranges[k - 1].record, tile);
+          bad(where(ranges[k].placement), "destination overlaps placements[{}] on tile {}", ranges[k - 1].placement,
+              tile);
       return ranges;
     };
 
     // Destinations: disjoint extents settle a tile; meeting extents expand it.
     for (size_t k = 1; k < order.size(); ++k) {
-      const fb::Copy *p = copy(order[k - 1]), *c = copy(order[k]);
-      if (p->dst_tile() == c->dst_tile() && copyDstEnd(*p) > c->dst_offset()) {
-        if (p->repeat() == 0 && c->repeat() == 0)
-          bad(where(order[k]), "destination overlaps copies[{}] on tile {}", order[k - 1], c->dst_tile());
-        exactOn(c->dst_tile());
+      const fb::Placement &p = placements[order[k - 1]], &c = placements[order[k]];
+      if (p.dst_tile() == c.dst_tile() && dstEnd[k - 1] > dstBegin[k]) {
+        if (s.dense(p) && s.dense(c))
+          bad(where(order[k]), "destination overlaps placements[{}] on tile {}", order[k - 1], c.dst_tile());
+        exactOn(c.dst_tile());
       }
     }
 
     // Sources: against the destination extents on the source tile, exactly
     // where an extent is met (or the tile was expanded above).
-    for (uint32_t j = 0; j < n; ++j) {
-      const fb::Copy *c = copy(j);
-      if (!c->bytes())
-        continue;
-      const uint32_t lo = firstOnTile[c->src_tile()], hi = firstOnTile[c->src_tile() + 1];
+    for (uint32_t j = 0; j < np; ++j) {
+      const fb::Piece &p = pieces[j];
+      auto source = [&] { return fmt::format("exchanges[{}].pieces[{}]", step, j); };
+      const uint32_t lo = firstOnTile[p.src_tile()], hi = firstOnTile[p.src_tile() + 1];
       if (lo == hi)
         continue; // nothing is written on the source's tile
-      if (!expanded[c->src_tile()]) {
+      if (!expanded[p.src_tile()]) {
         // The destination extents next to src_offset: the last one starting at
         // or before it, and the first one starting after it.
-        const uint32_t at = uint32_t(std::upper_bound(dstBegin.begin() + lo, dstBegin.begin() + hi, c->src_offset()) -
+        const uint32_t at = uint32_t(std::upper_bound(dstBegin.begin() + lo, dstBegin.begin() + hi, p.src_offset()) -
                                      dstBegin.begin());
-        const uint64_t srcEnd = copySrcEnd(*c);
-        auto meets = [&](uint32_t k) { return dstBegin[k] < srcEnd && dstEnd[k] > c->src_offset(); };
+        const uint64_t srcEnd = uint64_t(p.src_offset()) + uint64_t(p.repeat()) * p.src_stride() + p.bytes();
+        auto meets = [&](uint32_t k) { return dstBegin[k] < srcEnd && dstEnd[k] > p.src_offset(); };
         std::optional<uint32_t> met;
         for (uint32_t near : {at == lo ? hi : at - 1, at})
           if (!met && near != hi && meets(near))
             met = order[near];
         if (!met)
           continue;
-        if (c->repeat() == 0 && copy(*met)->repeat() == 0)
-          bad(where(j), "source overlaps the destination of copies[{}] in the same step", *met);
+        if (p.repeat() == 0 && s.dense(placements[*met]))
+          bad(source, "source overlaps the destination of placements[{}] in the same step", *met);
       }
-      const std::vector<Range> &ranges = exactOn(c->src_tile());
-      for (uint64_t i = 0; i < copyCount(*c); ++i) {
-        const uint64_t b = c->src_offset() + i * c->src_stride(), e = b + c->bytes();
+      const std::vector<Range> &ranges = exactOn(p.src_tile());
+      for (uint64_t i = 0; i <= p.repeat(); ++i) {
+        const uint64_t b = p.src_offset() + i * p.src_stride(), e = b + p.bytes();
         auto it = std::upper_bound(ranges.begin(), ranges.end(), b,
                                    [](uint64_t v, const Range &r) { return v < r.begin; });
         if (it != ranges.begin() && std::prev(it)->end > b)
-          bad(where(j), "source overlaps the destination of copies[{}] in the same step", std::prev(it)->record);
+          bad(source, "source overlaps the destination of placements[{}] in the same step", std::prev(it)->placement);
         if (it != ranges.end() && it->begin < e)
-          bad(where(j), "source overlaps the destination of copies[{}] in the same step", it->record);
-        if (c->src_stride() == 0)
+          bad(source, "source overlaps the destination of placements[{}] in the same step", it->placement);
+        if (p.src_stride() == 0)
           break; // every copy reads the same bytes
       }
     }

@@ -300,23 +300,23 @@ int main(int argc, char **argv) {
   }
   {
     auto e = sample();
-    e.exchanges[0]->copies[0] = popc::popef::singleCopy(0, 32, 2, 1020, 8);
-    w.exe("copy_past_tile_end", e, 1, "exchanges[0].copies[0]: destination range [1020, 1028) exceeds tile memory");
+    popc::test::setCopy(*e.exchanges[0], 0, popc::popef::singleCopy(0, 32, 2, 1020, 8));
+    w.exe("copy_past_tile_end", e, 1, "exchanges[0].placements[0]: destination range [1020, 1028) exceeds tile memory");
   }
   {
     auto e = sample();
-    e.exchanges[0]->copies[0] = popc::popef::singleCopy(0, 0xFFFFFFFCu, 2, 0, 8);
+    popc::test::setCopy(*e.exchanges[0], 0, popc::popef::singleCopy(0, 0xFFFFFFFCu, 2, 0, 8));
     w.exe("copy_source_wraps", e, 1, "source range [4294967292, 4294967300) exceeds tile memory");
   }
   {
     auto e = sample();
-    e.exchanges[0]->copies[0] = popc::popef::singleCopy(5, 32, 2, 0, 8);
+    popc::test::setCopy(*e.exchanges[0], 0, popc::popef::singleCopy(5, 32, 2, 0, 8));
     w.exe("copy_tile_out_of_range", e, 1, "src_tile 5 out of range");
   }
   {
     auto e = sample();
-    e.exchanges[0]->copies[1] = popc::popef::singleCopy(1, 32, 2, 4, 8);
-    w.exe("copies_overlap", e, 1, "destination overlaps copies[0] on tile 2");
+    popc::test::setCopy(*e.exchanges[0], 1, popc::popef::singleCopy(1, 32, 2, 4, 8));
+    w.exe("copies_overlap", e, 1, "destination overlaps placements[0] on tile 2");
   }
   {
     auto e = sample();
@@ -330,11 +330,12 @@ int main(int argc, char **argv) {
     auto e = sample();
     e.target->bytes_per_tile = 1 << 20;
     const uint32_t n = 100000;
-    auto &copies = e.exchanges[0]->copies;
-    for (uint32_t i = 0; i < n; ++i) {
-      copies.push_back(popc::popef::singleCopy(1, 2 * n + 8192 + i, 0, 4096 + i, 1)); // into tile 0
-      copies.push_back(popc::popef::singleCopy(0, 4096 + n + i, 1, 4096 + i, 1));     // out of tile 0, past those
+    std::vector<fb::Copy> copies = popc::test::copiesOf(*e.exchanges[0]);
+    for (uint32_t i = 0; i < n; ++i) { // (distinct sources: 100k placements of 200k pieces)
+      copies.push_back(popc::popef::singleCopy(1, 2 * n + 8192 + i, 0, 4096 + 2 * i, 1)); // into tile 0
+      copies.push_back(popc::popef::singleCopy(0, 4096 + 2 * n + i, 1, 4096 + 2 * i, 1)); // out of tile 0, past those
     }
+    popc::popef::setCopies(*e.exchanges[0], copies);
     w.exe("copies_many_overlap_check", e, 0, "expected.npz", "--timeout 20");
   }
 
@@ -372,9 +373,10 @@ int main(int argc, char **argv) {
         iv = fb::TileInterval(iv.begin(), iv.bytes(), iv.tile() + 4, iv.offset());
     for (auto &v : e.compute_sets[0]->vertices)
       v = fb::Vertex(v.type(), v.tile() + 4, v.fields_begin());
-    for (auto &c : e.exchanges[0]->copies)
-      c = fb::Copy(c.src_tile() + 4, c.src_offset(), c.dst_tile() + 4, c.dst_offset(), c.bytes(), c.repeat(),
-                   c.src_stride(), c.dst_stride());
+    for (auto &p : e.exchanges[0]->pieces)
+      p = fb::Piece(p.src_tile() + 4, p.src_offset(), p.bytes(), p.repeat(), p.src_stride(), p.dst_stride());
+    for (auto &at : e.exchanges[0]->placements)
+      at = fb::Placement(at.dst_tile() + 4, at.dst_offset(), at.first_piece(), at.pieces());
     e.tensors.push_back(std::move(huge));
     w.exe("tensor_1TiB_over_budget", e, 1, "more than --max-memory");
   }

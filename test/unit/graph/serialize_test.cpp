@@ -35,10 +35,12 @@ TEST_CASE("copies are written sorted by destination, folded into one strided rec
   const ExecutableCode code;
   const std::vector<uint8_t> bytes = serializeExecutable(g, plan, code, {});
   // (Read without the loader's checks, which want vertex code.)
-  const auto *copies = ::popef::fb::GetExecutable(bytes.data())->exchanges()->Get(0)->copies();
-  REQUIRE(copies->size() == 4);
-  for (uint32_t i = 0; i < copies->size(); ++i) {
-    const auto *c = copies->Get(i);
+  const auto *step = ::popef::fb::GetExecutable(bytes.data())->exchanges()->Get(0);
+  CHECK(step->placements()->size() == 1); // one gather onto tile 3
+  const std::vector<::popef::fb::Copy> copies = popc::popef::stepCopies(*step);
+  REQUIRE(copies.size() == 4);
+  for (uint32_t i = 0; i < copies.size(); ++i) {
+    const auto *c = &copies[i];
     CHECK(c->src_tile() == i);
     CHECK(c->dst_tile() == 3);
     CHECK(c->bytes() == 4);
@@ -46,7 +48,7 @@ TEST_CASE("copies are written sorted by destination, folded into one strided rec
     CHECK(c->src_stride() == 16);
     CHECK(c->dst_stride() == 4);
     if (i > 0)
-      CHECK(c->dst_offset() == copies->Get(i - 1)->dst_offset() + 16);
+      CHECK(c->dst_offset() == copies[i - 1].dst_offset() + 16);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <unistd.h>
@@ -121,11 +122,34 @@ TEST_CASE("popef bit flips never crash the reader", "[popef]") {
   CHECK(accepted > 0); // flips inside names and constant data are harmless
 }
 
+TEST_CASE("popef: copy records pack into shared pieces and expand back in order", "[popef]") {
+  using popc::popef::singleCopy;
+  // Tiles 1 and 2 each receive the same gather (tile 0's [0,4) then tile 3's
+  // [8,12), packed); tile 2 then a strided record interleaved with another.
+  const std::vector<fb::Copy> records = {
+      singleCopy(0, 0, 1, 16, 4), singleCopy(3, 8, 1, 20, 4), singleCopy(0, 0, 2, 0, 4),
+      singleCopy(3, 8, 2, 4, 4),  fb::Copy(0, 64, 2, 32, 4, 3, 4, 8), fb::Copy(3, 64, 2, 36, 4, 3, 4, 8)};
+  fb::ExchangeStepT step;
+  popc::popef::setCopies(step, records);
+  CHECK(step.pieces.size() == 4); // the shared gather once, and the two strided pieces
+  REQUIRE(step.placements.size() == 4);
+  CHECK(step.placements[0].first_piece() == step.placements[1].first_piece());
+  CHECK(step.placements[1].dst_tile() == 2);
+  CHECK(step.placements[3].dst_offset() == 36); // starts inside the strided record's extent: a placement of its own
+  const std::vector<fb::Copy> back = popc::test::copiesOf(step);
+  REQUIRE(back.size() == records.size());
+  CHECK(std::memcmp(back.data(), records.data(), records.size() * sizeof(fb::Copy)) == 0);
+  // Zero-byte records move nothing and are left out.
+  popc::popef::setCopies(step, {singleCopy(0, 0, 1, 0, 0)});
+  CHECK(step.pieces.empty());
+  CHECK(step.placements.empty());
+}
+
 TEST_CASE("popef: interleaved strided records whose copies do not overlap are accepted", "[popef]") {
   auto exe = popc::test::makeSampleExecutable(dummyCode());
   // Tile 2 receives rows [0,8) [16,24) [32,40) [48,56) from tile 0 and the gaps
   // [8,16) [24,32) [40,48) [56,64) from tile 1: extents meet, copies do not.
-  exe.exchanges[0]->copies = {fb::Copy(0, 32, 2, 0, 8, 3, 0, 16), fb::Copy(1, 32, 2, 8, 8, 3, 8, 16)};
+  popc::popef::setCopies(*exe.exchanges[0], {fb::Copy(0, 32, 2, 0, 8, 3, 0, 16), fb::Copy(1, 32, 2, 8, 8, 3, 8, 16)});
   auto bytes = popc::popef::serialize(exe);
   CHECK_NOTHROW(Executable::fromBytes(std::move(bytes), "interleaved"));
 }
@@ -158,35 +182,35 @@ TEST_CASE("popef semantic checks give precise messages", "[popef]") {
   expectRejected([](auto &e) { e.tensors[1]->constant = -1; }, "role Constant but no constant data");
   expectRejected([](auto &e) { e.constants[0]->data.resize(12); }, "constant 0 holds 12 bytes but the tensor has 16 bytes");
   expectRejected([](auto &e) { e.code[0]->bitcode.clear(); }, "code[0]: empty bitcode");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = popc::popef::singleCopy(0, 1020, 2, 0, 8); },
-                 "exchanges[0].copies[0]: source range [1020, 1028) exceeds tile memory");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = popc::popef::singleCopy(0, 0, 7, 0, 8); },
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 0, popc::popef::singleCopy(0, 1020, 2, 0, 8)); },
+                 "exchanges[0].pieces[0]: source range [1020, 1028) exceeds tile memory");
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 0, popc::popef::singleCopy(0, 0, 7, 0, 8)); },
                  "dst_tile 7 out of range");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = popc::popef::singleCopy(1, 32, 2, 4, 8); },
-                 "destination overlaps copies[0] on tile 2");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[1] = popc::popef::singleCopy(2, 4, 3, 0, 8); },
-                 "exchanges[0].copies[1]: source overlaps the destination of copies[0]");
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 1, popc::popef::singleCopy(1, 32, 2, 4, 8)); },
+                 "exchanges[0].placements[1]: destination overlaps placements[0] on tile 2");
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 1, popc::popef::singleCopy(2, 4, 3, 0, 8)); },
+                 "exchanges[0].pieces[1]: source overlaps the destination of placements[0]");
   // Strided records: their whole extent is checked, and their own copies may not overlap.
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 2, 0, 8, 128, 0, 8); },
-                 "exchanges[0].copies[0]: destination range [0, 1032) exceeds");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 2, 0, 8, 1, 0, 4); },
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 0, fb::Copy(0, 0, 2, 0, 8, 128, 0, 8)); },
+                 "exchanges[0].pieces[0]: extent range [0, 1032) exceeds");
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 0, fb::Copy(0, 0, 2, 0, 8, 1, 0, 4)); },
                  "dst_stride 4 is less than bytes 8: its 2 copies would overlap");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 1000, 2, 0, 8, 3, 8, 8); },
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 0, fb::Copy(0, 1000, 2, 0, 8, 3, 8, 8)); },
                  "source range [1000, 1032) exceeds");
-  expectRejected([](auto &e) { e.exchanges[0]->copies[0] = fb::Copy(0, 0, 2, 0, 4, 0xFFFFFFFFu, 0xFFFFFFFFu, 4); },
+  expectRejected([](auto &e) { popc::test::setCopy(*e.exchanges[0], 0, fb::Copy(0, 0, 2, 0, 4, 0xFFFFFFFFu, 0xFFFFFFFFu, 4)); },
                  "source range [0, 18446744065119617029) exceeds");
   expectRejected(
       [](auto &e) {
-        e.exchanges[0]->copies[0] = fb::Copy(0, 32, 2, 0, 8, 3, 0, 16); // tile 2: [0,8) [16,24) [32,40) [48,56)
-        e.exchanges[0]->copies[1] = fb::Copy(1, 32, 2, 8, 8, 3, 0, 12); // [8,16) [20,28): meets [16,24)
+        popc::test::setCopy(*e.exchanges[0], 0, fb::Copy(0, 32, 2, 0, 8, 3, 0, 16)); // tile 2: [0,8) [16,24) [32,40) [48,56)
+        popc::test::setCopy(*e.exchanges[0], 1, fb::Copy(1, 32, 2, 8, 8, 3, 0, 12)); // [8,16) [20,28): meets [16,24)
       },
-      "destination overlaps copies[");
+      "destination overlaps placements[");
   expectRejected(
       [](auto &e) {
-        e.exchanges[0]->copies[0] = fb::Copy(0, 32, 2, 0, 8, 3, 0, 16);
-        e.exchanges[0]->copies[1] = fb::Copy(2, 20, 3, 0, 4, 1, 100, 4); // reads [20,24) of tile 2, written above
+        popc::test::setCopy(*e.exchanges[0], 0, fb::Copy(0, 32, 2, 0, 8, 3, 0, 16));
+        popc::test::setCopy(*e.exchanges[0], 1, fb::Copy(2, 20, 3, 0, 4, 1, 100, 4)); // reads [20,24) of tile 2, written above
       },
-      "exchanges[0].copies[1]: source overlaps the destination of copies[0] in the same step");
+      "exchanges[0].pieces[1]: source overlaps the destination of placements[0] in the same step");
   expectRejected([](auto &e) { e.streams[0]->tensor = 4; }, "streams[0] 'a': tensor 4 out of range");
   expectRejected([](auto &e) { e.main->children[1]->index = 1; }, "main.children[1]: Execute index 1 out of range (1 compute sets)");
   expectRejected([](auto &e) { e.main->children[3]->index = 2; }, "Exchange index 2 out of range");
@@ -485,12 +509,13 @@ TEST_CASE("popef: a schedule that would reach 2 GiB is refused when written, not
 }
 
 TEST_CASE("popef: exchange steps checked on several threads report the first failing step", "[popef]") {
-  // Enough records (8 steps of 10000) for the verifier to split the steps over threads.
+  // Enough pieces (8 steps of 10000) for the verifier to split the steps over threads.
   auto exe = popc::test::makeSampleExecutable(dummyCode());
   for (int s = 0; s < 8; ++s) {
     auto ex = std::make_unique<fb::ExchangeStepT>();
     ex->name = "filler" + std::to_string(s);
-    ex->copies.assign(10000, popc::popef::singleCopy(0, 0, 2, 0, 0)); // zero bytes: valid, touch nothing
+    ex->pieces.assign(10000, fb::Piece(0, 0, 1, 0, 0, 0)); // all checked, one placed
+    ex->placements = {fb::Placement(2, 64, 0, 1)};
     exe.exchanges.push_back(std::move(ex));
   }
   const auto good = popc::popef::serialize(exe);
@@ -499,14 +524,14 @@ TEST_CASE("popef: exchange steps checked on several threads report the first fai
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(good.data()), good.size());
   }
   CHECK_NOTHROW(Executable::open(path, 4));
-  exe.exchanges[7]->copies[9000] = popc::popef::singleCopy(0, 0, 77, 0, 0);
-  exe.exchanges[3]->copies[5000] = popc::popef::singleCopy(0, 0, 99, 0, 0);
+  exe.exchanges[7]->pieces[9000] = fb::Piece(77, 0, 1, 0, 0, 0);
+  exe.exchanges[3]->pieces[5000] = fb::Piece(99, 0, 1, 0, 0, 0);
   const auto bad = popc::popef::serialize(exe);
   {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(bad.data()), bad.size());
   }
   for (unsigned threads : {1u, 2u, 4u})
-    CHECK_THROWS_WITH(Executable::open(path, threads), Catch::Contains("exchanges[3].copies[5000]") &&
+    CHECK_THROWS_WITH(Executable::open(path, threads), Catch::Contains("exchanges[3].pieces[5000]") &&
                                                            Catch::Contains("99"));
   std::remove(path.c_str());
 }

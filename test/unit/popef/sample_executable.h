@@ -33,6 +33,20 @@ inline std::unique_ptr<fb::ProgramT> sampleProgram(fb::ProgramKind kind, uint32_
   return p;
 }
 
+// The copy records of a step packed by popef::setCopies, for tests that edit one.
+inline std::vector<fb::Copy> copiesOf(const fb::ExchangeStepT &step) {
+  std::vector<fb::Copy> out;
+  for (const fb::Placement &at : step.placements)
+    popc::popef::forEachCopyOf(at, step.pieces.data(), [&](const fb::Copy &c) { out.push_back(c); });
+  return out;
+}
+// Replaces record k of the step (and packs the records again).
+inline void setCopy(fb::ExchangeStepT &step, size_t k, const fb::Copy &c) {
+  std::vector<fb::Copy> records = copiesOf(step);
+  records.at(k) = c;
+  popc::popef::setCopies(step, records);
+}
+
 inline fb::ExecutableT makeSampleExecutable(std::vector<uint8_t> bitcode,
                                             const std::string &symbol = "add_f32_2") {
   fb::ExecutableT exe;
@@ -89,7 +103,7 @@ inline fb::ExecutableT makeSampleExecutable(std::vector<uint8_t> bitcode,
 
   auto ex = std::make_unique<fb::ExchangeStepT>();
   ex->name = "move";
-  ex->copies = {popc::popef::singleCopy(0, 32, 2, 0, 8), popc::popef::singleCopy(1, 32, 3, 0, 8)};
+  popc::popef::setCopies(*ex, {popc::popef::singleCopy(0, 32, 2, 0, 8), popc::popef::singleCopy(1, 32, 3, 0, 8)});
   exe.exchanges.push_back(std::move(ex));
 
   for (auto [name, tensor, dir] : {std::tuple{"a", 0u, fb::StreamDirection::HostToDevice},

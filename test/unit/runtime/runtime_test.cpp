@@ -154,8 +154,8 @@ TEST_CASE("runtime parallel paths give the same results", "[runtime]") {
   exe.vertex_types[0]->cycles = 500000;
   auto big = std::make_unique<fb::ExchangeStepT>();
   big->name = "big";
-  big->copies = {popc::popef::singleCopy(0, 4096, 1, 500000, 300000), popc::popef::singleCopy(1, 4096, 0, 500000, 300000),
-                 popc::popef::singleCopy(2, 4096, 3, 500000, 100)};
+  popc::popef::setCopies(*big, {popc::popef::singleCopy(0, 4096, 1, 500000, 300000), popc::popef::singleCopy(1, 4096, 0, 500000, 300000),
+                 popc::popef::singleCopy(2, 4096, 3, 500000, 100)});
   exe.exchanges.push_back(std::move(big));
   exe.tile_bytes_used.clear();
   exe.main->children.insert(exe.main->children.begin() + 3, popc::test::sampleProgram(fb::ProgramKind::Exchange, 1));
@@ -291,8 +291,8 @@ TEST_CASE("cycle model", "[runtime]") {
   auto exe = popc::test::makeSampleExecutable({1});
   fb::TargetT &t = *exe.target;
   t.tiles_per_ipu = 4;
-  exe.exchanges[0]->copies = {popc::popef::singleCopy(0, 0, 1, 0, 10), popc::popef::singleCopy(0, 16, 2, 0, 6),
-                              popc::popef::singleCopy(3, 0, 1, 16, 3)};
+  popc::popef::setCopies(*exe.exchanges[0], {popc::popef::singleCopy(0, 0, 1, 0, 10), popc::popef::singleCopy(0, 16, 2, 0, 6),
+                              popc::popef::singleCopy(3, 0, 1, 16, 3)});
   auto bytes = popc::popef::serialize(exe);
   const auto *root = fb::GetExecutable(bytes.data());
   auto cost = popc::runtime::exchangeCost(*root->target(), *root->exchanges()->Get(0));
@@ -324,7 +324,7 @@ TEST_CASE("cycle model", "[runtime]") {
       singles.push_back(popc::popef::singleCopy(3, 0, 2, 8 * i, 4));
     }
     auto costOf = [&](const std::vector<fb::Copy> &copies) {
-      exe.exchanges[0]->copies = copies;
+      popc::popef::setCopies(*exe.exchanges[0], copies);
       auto b = popc::popef::serialize(exe);
       const auto *r = fb::GetExecutable(b.data());
       return std::pair(popc::runtime::exchangeCost(*r->target(), *r->exchanges()->Get(0)),
@@ -345,8 +345,8 @@ TEST_CASE("cycle model", "[runtime]") {
   SECTION("the exchange multicasts: a source byte read by several tiles is sent once") {
     // Tile 0's bytes [0, 8) go to tiles 1, 2 and 3, and [4, 12) to tile 1 again:
     // tile 0 sends the union [0, 12), tile 1 receives 16.
-    exe.exchanges[0]->copies = {popc::popef::singleCopy(0, 0, 1, 0, 8), popc::popef::singleCopy(0, 4, 1, 8, 8),
-                                popc::popef::singleCopy(0, 0, 2, 0, 8), popc::popef::singleCopy(0, 0, 3, 0, 8)};
+    popc::popef::setCopies(*exe.exchanges[0], {popc::popef::singleCopy(0, 0, 1, 0, 8), popc::popef::singleCopy(0, 4, 1, 8, 8),
+                                popc::popef::singleCopy(0, 0, 2, 0, 8), popc::popef::singleCopy(0, 0, 3, 0, 8)});
     auto multi = popc::popef::serialize(exe);
     const auto *r = fb::GetExecutable(multi.data());
     auto traffic = popc::runtime::exchangeTraffic(*r->target(), *r->exchanges()->Get(0));

@@ -1,0 +1,64 @@
+// An exchange step's copy records, packed into pieces and placements (format 5)
+// and expanded back. Packing is where the file shrinks: one gather sent to
+// many tiles is stored once.
+#include "formats/popef/popef.h"
+
+#include <cstring>
+#include <unordered_map>
+#include <xxhash.h>
+
+namespace popc::popef {
+
+namespace fb = ::popef::fb;
+
+void setCopies(fb::ExchangeStepT &step, const std::vector<fb::Copy> &records) {
+  step.pieces.clear();
+  step.placements.clear();
+  // A placement's pieces by their hash: (first piece, count) of the first
+  // placement that had them.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> known;
+  std::vector<fb::Piece> run;
+  for (size_t i = 0; i < records.size();) {
+    const fb::Copy &head = records[i];
+    if (head.bytes() == 0) {
+      ++i;
+      continue;
+    }
+    run.clear();
+    uint64_t next = head.dst_offset();
+    for (; i < records.size(); ++i) {
+      const fb::Copy &c = records[i];
+      if (c.bytes() == 0)
+        continue;
+      if (c.dst_tile() != head.dst_tile() || c.dst_offset() != next)
+        break;
+      run.emplace_back(c.src_tile(), c.src_offset(), c.bytes(), c.repeat(), c.src_stride(), c.dst_stride());
+      next = copyDstEnd(c);
+    }
+    const size_t bytes = run.size() * sizeof(fb::Piece);
+    auto [it, added] = known.try_emplace(XXH3_64bits(run.data(), bytes), uint32_t(step.pieces.size()),
+                                         uint32_t(run.size()));
+    const auto [first, count] = it->second;
+    const bool same = !added && count == run.size() && std::memcmp(&step.pieces[first], run.data(), bytes) == 0;
+    if (!same) // new pieces (or a hash collision: stored again)
+      step.pieces.insert(step.pieces.end(), run.begin(), run.end());
+    const uint32_t at = same ? first : uint32_t(step.pieces.size() - run.size());
+    step.placements.emplace_back(head.dst_tile(), head.dst_offset(), at, uint32_t(run.size()));
+  }
+}
+
+uint64_t stepRecordCount(const fb::ExchangeStep &step) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < len(step.placements()); ++i)
+    n += step.placements()->Get(i)->pieces();
+  return n;
+}
+
+std::vector<fb::Copy> stepCopies(const fb::ExchangeStep &step) {
+  std::vector<fb::Copy> out;
+  out.reserve(stepRecordCount(step));
+  forEachCopy(step, [&](const fb::Copy &c) { out.push_back(c); });
+  return out;
+}
+
+} // namespace popc::popef
