@@ -149,8 +149,7 @@ Json hostExchangesJson(const fb::Executable &exe, uint32_t numTiles) {
     const fb::HostStream *stream = exe.streams()->Get(s);
     const fb::Tensor *tensor = exe.tensors()->Get(stream->tensor());
     std::vector<uint64_t> bytes(numTiles, 0), zero(numTiles, 0), cycles(numTiles, 0);
-    for (uint32_t i = 0; i < len(tensor->mapping()); ++i)
-      bytes[tensor->mapping()->Get(i)->tile()] += tensor->mapping()->Get(i)->bytes();
+    popef::forEachLane(*tensor, [&](const fb::TileInterval &iv, uint64_t times) { bytes[iv.tile()] += iv.bytes() * times; });
     for (uint32_t tile = 0; tile < numTiles; ++tile)
       cycles[tile] = ceilDiv(bytes[tile], t.host_bytes_per_cycle());
     const bool in = stream->direction() == fb::StreamDirection::HostToDevice;
@@ -259,13 +258,12 @@ Json memoryJson(const fb::Executable &exe, uint32_t numTiles) {
   for (uint32_t i = 0; i < len(exe.tensors()); ++i) {
     const fb::Tensor *x = exe.tensors()->Get(i);
     const Category cat = x->role() == fb::TensorRole::Constant ? kConstant : kVariable;
-    for (uint32_t k = 0; k < len(x->mapping()); ++k) {
-      const fb::TileInterval *iv = x->mapping()->Get(k);
-      if (!iv->bytes())
-        continue;
-      events[iv->tile()].push_back({iv->offset(), +1, cat});
-      events[iv->tile()].push_back({uint64_t(iv->offset()) + iv->bytes(), -1, cat});
-    }
+    popef::forEachLane(*x, [&](const fb::TileInterval &iv, uint64_t times) { // a lane's repetitions: one block
+      if (!iv.bytes())
+        return;
+      events[iv.tile()].push_back({iv.offset(), +1, cat});
+      events[iv.tile()].push_back({iv.offset() + iv.bytes() * times, -1, cat});
+    });
   }
   std::vector<uint64_t> total(numTiles, 0), zeros(numTiles, 0), gaps(numTiles, 0);
   std::vector<std::vector<uint64_t>> nonOverlapped(kCategories, zeros), overlapped(kCategories, zeros);
@@ -363,11 +361,10 @@ Json tensorMap(const popef::Executable &file) {
       name += "#" + std::to_string(i);
     std::vector<uint32_t> tiles;
     Json intervals = Json::array();
-    for (uint32_t k = 0; k < len(t->mapping()); ++k) {
-      const fb::TileInterval *iv = t->mapping()->Get(k);
-      tiles.push_back(iv->tile());
-      intervals.push_back({iv->begin(), iv->begin() + iv->bytes(), uint64_t(iv->tile()), uint64_t(iv->offset())});
-    }
+    popef::forEachInterval(*t, [&](const fb::TileInterval &iv) {
+      tiles.push_back(iv.tile());
+      intervals.push_back({iv.begin(), iv.begin() + iv.bytes(), uint64_t(iv.tile()), uint64_t(iv.offset())});
+    });
     std::sort(tiles.begin(), tiles.end());
     tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
     Json shape = Json::array();

@@ -231,16 +231,14 @@ struct Engine::Impl {
   // Replica r's copy of a tile.
   uint32_t tileOf(uint32_t tile, uint32_t r) const { return replicaTiles().tileOf(tile, r); }
   void scatter(const fb::Tensor &t, const uint8_t *host, uint32_t r = 0) {
-    if (!t.mapping())
-      return;
-    for (const fb::TileInterval *iv : *t.mapping())
-      std::memcpy(memory->tile(tileOf(iv->tile(), r)) + iv->offset(), host + iv->begin(), iv->bytes());
+    popef::forEachInterval(t, [&](const fb::TileInterval &iv) {
+      std::memcpy(memory->tile(tileOf(iv.tile(), r)) + iv.offset(), host + iv.begin(), iv.bytes());
+    });
   }
   void gather(const fb::Tensor &t, uint8_t *host, uint32_t r = 0) {
-    if (!t.mapping())
-      return;
-    for (const fb::TileInterval *iv : *t.mapping())
-      std::memcpy(host + iv->begin(), memory->tile(tileOf(iv->tile(), r)) + iv->offset(), iv->bytes());
+    popef::forEachInterval(t, [&](const fb::TileInterval &iv) {
+      std::memcpy(host + iv.begin(), memory->tile(tileOf(iv.tile(), r)) + iv.offset(), iv.bytes());
+    });
   }
 
   // The tiles' planned memory, mapped up front on every host thread: the
@@ -412,8 +410,7 @@ struct Engine::Impl {
     for (const fb::Check *c : checksAfter[index]) {
       const fb::Tensor &t = *root.tensors()->Get(c->tensor());
       for (uint32_t r = 0; r < replicas; ++r)
-        for (uint32_t k = 0; k < len(t.mapping()); ++k) { // (an empty tensor may have no mapping)
-          const fb::TileInterval &iv = *t.mapping()->Get(k);
+        popef::forEachInterval(t, [&](const fb::TileInterval &iv) { // in tensor order: the first record first
           for (uint64_t at = 0; at < iv.bytes(); at += 24) {
             int64_t record[3];
             std::memcpy(record, memory->tile(tileOf(iv.tile(), r)) + iv.offset() + at, sizeof record);
@@ -428,7 +425,7 @@ struct Engine::Impl {
             fill("{position}", record[2]);
             fail("{}: {}{}", label, message, totalReplicas > 1 ? fmt::format(" (replica {})", firstReplica + r) : "");
           }
-        }
+        });
     }
   }
 
@@ -603,9 +600,11 @@ struct Engine::Impl {
     const fb::Tensor &t = *root.tensors()->Get(index);
     const DType dtype = static_cast<DType>(t.dtype());
     uint8_t raw[8] = {};
-    for (const fb::TileInterval *iv : *t.mapping())
-      if (iv->begin() == 0)
-        std::memcpy(raw, memory->tile(iv->tile()) + iv->offset(), std::min<uint64_t>(iv->bytes(), dtypeSize(dtype)));
+    // Verified: not empty, sorted by begin (the first element is in the stored intervals).
+    for (uint32_t k = 0; k < len(t.mapping()) && t.mapping()->Get(k)->begin() == 0; ++k) {
+      const fb::TileInterval *iv = t.mapping()->Get(k);
+      std::memcpy(raw, memory->tile(iv->tile()) + iv->offset(), std::min<uint64_t>(iv->bytes(), dtypeSize(dtype)));
+    }
     report.cycles.sync += controlReadCycles(target); // the branch waits for the value
     return scalarAsInt(dtype, raw);
   }

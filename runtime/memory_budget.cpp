@@ -23,10 +23,9 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
   auto touch = [&](uint32_t tile, uint64_t end) { extent[tile] = std::max<uint32_t>(extent[tile], uint32_t(end)); };
   MemoryEstimate e;
   for (uint32_t i = 0; i < len(root.tensors()); ++i)
-    for (uint32_t j = 0; j < len(root.tensors()->Get(i)->mapping()); ++j) {
-      const fb::TileInterval *iv = root.tensors()->Get(i)->mapping()->Get(j);
-      touch(iv->tile(), uint64_t(iv->offset()) + iv->bytes());
-    }
+    popef::forEachLane(*root.tensors()->Get(i), [&](const fb::TileInterval &iv, uint64_t times) {
+      touch(iv.tile(), iv.offset() + iv.bytes() * times);
+    });
   for (uint32_t c = 0; c < len(root.compute_sets()); ++c) {
     const fb::ComputeSet *cs = root.compute_sets()->Get(c);
     for (uint32_t v = 0; v < len(cs->vertices()); ++v) {

@@ -147,13 +147,15 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   for (uint32_t i = 0; (withTensors || !planned) && i < len(exe.tensors()); ++i) {
     const fb::Tensor *x = exe.tensors()->Get(i);
     std::set<uint32_t> tiles;
-    for (uint32_t k = 0; k < len(x->mapping()); ++k) {
-      tiles.insert(x->mapping()->Get(k)->tile());
-      mapped[x->mapping()->Get(k)->tile()] += x->mapping()->Get(k)->bytes();
-    }
+    uint64_t intervals = 0;
+    popc::popef::forEachLane(*x, [&](const fb::TileInterval &iv, uint64_t times) {
+      tiles.insert(iv.tile());
+      mapped[iv.tile()] += iv.bytes() * times;
+      intervals += times;
+    });
     j["tensors"].push_back({{"name", str(x->name())}, {"dtype", dtypeStr(x->dtype())},
                             {"shape", shapeJson(x->shape())}, {"role", fb::EnumNameTensorRole(x->role())},
-                            {"bytes", popc::popef::tensorBytes(*x)}, {"intervals", len(x->mapping())},
+                            {"bytes", popc::popef::tensorBytes(*x)}, {"intervals", intervals},
                             {"tiles", tiles.size()}});
   }
 
@@ -271,27 +273,30 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
     constantBytes += file.constant(i).size();
   // Where the file's bytes go, by section: the fixed-size records are exact,
   // "other" is names, shapes, tables and alignment.
-  uint64_t intervals = 0, intermediates = 0, intermediateIntervals = 0, fieldOffsets = 0, bitcode = 0;
+  // (Stored intervals and cycles for the file's bytes; the intervals they stand for in the counts.)
+  uint64_t storedIntervals = 0, cycles = 0, intermediates = 0, intermediateIntervals = 0, fieldOffsets = 0, bitcode = 0;
   for (uint32_t i = 0; i < len(exe.tensors()); ++i) {
     const fb::Tensor *x = exe.tensors()->Get(i);
-    intervals += len(x->mapping());
+    storedIntervals += len(x->mapping());
+    cycles += len(x->mapping_cycles());
     if (x->role() == fb::TensorRole::Intermediate) {
       intermediates++;
-      intermediateIntervals += len(x->mapping());
+      popc::popef::forEachLane(*x, [&](const fb::TileInterval &, uint64_t times) { intermediateIntervals += times; });
     }
   }
+  const uint64_t intervalBytes = storedIntervals * sizeof(fb::TileInterval) + cycles * sizeof(fb::IntervalCycle);
   for (uint32_t i = 0; i < len(exe.compute_sets()); ++i)
     fieldOffsets += len(exe.compute_sets()->Get(i)->field_offsets());
   for (uint32_t i = 0; i < len(exe.code()); ++i)
     bitcode += len(exe.code()->Get(i)->bitcode());
   const uint64_t fileBytes = file.bytes().size();
   const uint64_t known = constantBytes + pieces * sizeof(fb::Piece) + placements * sizeof(fb::Placement) +
-                         intervals * sizeof(fb::TileInterval) +
+                         intervalBytes +
                          vertices * sizeof(fb::Vertex) + fieldOffsets * 4 + bitcode;
   ordered_json sections = {{"constants", constantBytes},
                            {"exchange_pieces", pieces * sizeof(fb::Piece)},
                            {"exchange_placements", placements * sizeof(fb::Placement)},
-                           {"tensor_intervals", intervals * sizeof(fb::TileInterval)},
+                           {"tensor_intervals", intervalBytes},
                            {"vertices_and_fields", vertices * sizeof(fb::Vertex) + fieldOffsets * 4},
                            {"bitcode", bitcode},
                            {"other", fileBytes > known ? fileBytes - known : 0}};

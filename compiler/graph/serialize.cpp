@@ -302,6 +302,8 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     if (t.tileTemporary) // one dimension: the elements of all its tiles' pieces
       out->shape = {int64_t((groupBegin + t.bytes) / dtypeSize(t.dtype))};
   }
+  // Rows spread over a few tiles repeat: stored as cycles (popef.fbs).
+  parallelFor(exe.tensors.size(), [&](size_t i) { popef::foldMapping(*exe.tensors[i]); });
   for (const IoInfo &io : g.inputs)
     exe.metadata->inputs.push_back(toIoInfo(io, tensorIndex));
   for (const IoInfo &io : g.outputs)
@@ -401,7 +403,8 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   for (const auto &ex : exe.exchanges)
     sizeHint += ex->pieces.size() * sizeof(fb::Piece) + ex->placements.size() * sizeof(fb::Placement) + 64;
   for (const auto &t : exe.tensors)
-    sizeHint += t->mapping.size() * sizeof(fb::TileInterval) + t->name.size() + 96;
+    sizeHint += t->mapping.size() * sizeof(fb::TileInterval) + t->mapping_cycles.size() * sizeof(fb::IntervalCycle) +
+                t->name.size() + 96;
   for (const auto &cs : exe.compute_sets)
     sizeHint += cs->vertices.size() * sizeof(fb::Vertex) + cs->field_offsets.size() * 4 + 64;
   exe.main = toProgram(g.main(), tensorIndex);

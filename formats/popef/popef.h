@@ -81,6 +81,52 @@ template <typename F> void forEachCopy(const ::popef::fb::ExchangeStep &step, F 
 // The copy records of a verified step, in order.
 std::vector<::popef::fb::Copy> stepCopies(const ::popef::fb::ExchangeStep &step);
 
+// A tensor's mapping is stored folded (format 5): cycles of intervals that
+// repeat (popef.fbs, IntervalCycle). Calls f(const TileInterval &) for each
+// interval it stands for, in tensor order (verified tensors).
+template <typename F> void forEachInterval(const ::popef::fb::Tensor &t, F &&f) {
+  const auto *m = t.mapping();
+  const auto *cycles = t.mapping_cycles();
+  const uint32_t n = m ? m->size() : 0, nc = cycles ? cycles->size() : 0;
+  for (uint32_t j = 0, c = 0; j < n;) {
+    if (c == nc || cycles->Get(c)->first() != j) {
+      f(*m->Get(j++));
+      continue;
+    }
+    const ::popef::fb::IntervalCycle *cycle = cycles->Get(c++);
+    uint64_t period = 0;
+    for (uint32_t k = j; k < j + cycle->lanes(); ++k)
+      period += m->Get(k)->bytes();
+    for (uint64_t i = 0; i <= cycle->repeat(); ++i)
+      for (uint32_t k = j; k < j + cycle->lanes(); ++k) {
+        const ::popef::fb::TileInterval *iv = m->Get(k);
+        f(::popef::fb::TileInterval(iv->begin() + i * period, iv->bytes(), iv->tile(),
+                                    uint32_t(iv->offset() + i * iv->bytes())));
+      }
+    j += cycle->lanes();
+  }
+}
+// Calls f(const TileInterval &iv, uint64_t times) for each stored interval:
+// with its repetitions, its tile holds iv.bytes() * times bytes of the tensor
+// from iv.offset() on. (Per-tile totals without expanding the cycles.)
+template <typename F> void forEachLane(const ::popef::fb::Tensor &t, F &&f) {
+  const auto *m = t.mapping();
+  const auto *cycles = t.mapping_cycles();
+  const uint32_t n = m ? m->size() : 0, nc = cycles ? cycles->size() : 0;
+  for (uint32_t j = 0, c = 0; j < n;) {
+    const bool inCycle = c < nc && cycles->Get(c)->first() == j;
+    const uint32_t lanes = inCycle ? cycles->Get(c)->lanes() : 1;
+    const uint64_t times = inCycle ? uint64_t(cycles->Get(c)->repeat()) + 1 : 1;
+    c += inCycle;
+    for (uint32_t k = j; k < j + lanes; ++k)
+      f(*m->Get(k), times);
+    j += lanes;
+  }
+}
+// Folds t.mapping (sorted by begin, contiguous) into cycles where intervals
+// repeat; forEachInterval gives the intervals back. Deterministic.
+void foldMapping(::popef::fb::TensorT &t);
+
 // The bytes of a constant: its inline data, or its range of `content` (the
 // whole file) in the data segment. Unchecked: for verified files, or after the
 // verifier's range check.

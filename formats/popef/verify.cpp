@@ -148,6 +148,61 @@ private:
     return n;
   }
 
+  // Intervals sorted by begin that, with their cycles' repetitions, cover the
+  // tensor exactly once; each lane's whole block inside its tile. Linear in
+  // the stored intervals: a cycle's repetitions are checked by arithmetic.
+  template <typename W> void checkMapping(const W &where, const fb::Tensor &t, uint64_t bytes) {
+    const uint32_t n = len(t.mapping()), nc = len(t.mapping_cycles());
+    uint64_t covered = 0;
+    uint32_t c = 0;
+    for (uint32_t j = 0; j < n;) {
+      uint32_t lanes = 1;
+      uint64_t times = 1;
+      if (c < nc) {
+        const fb::IntervalCycle *cycle = t.mapping_cycles()->Get(c);
+        auto w = [&] { return fmt::format("{}.mapping_cycles[{}]", text(where), c); };
+        if (cycle->first() < j)
+          bad(w, "first {} is inside the previous cycle or before it (cycles must be sorted by first and disjoint)",
+              cycle->first());
+        if (cycle->first() == j) {
+          if (cycle->lanes() == 0 || uint64_t(j) + cycle->lanes() > n)
+            bad(w, "lanes [{}, {}) out of range ({} intervals)", j, uint64_t(j) + cycle->lanes(), n);
+          lanes = cycle->lanes();
+          times = uint64_t(cycle->repeat()) + 1;
+          ++c;
+        }
+      }
+      uint64_t period = 0;
+      for (uint32_t k = j; k < j + lanes; ++k) {
+        const fb::TileInterval *iv = t.mapping()->Get(k);
+        auto w = [&] { return fmt::format("{}.mapping[{}]", text(where), k); };
+        checkTile(w, "tile", iv->tile());
+        if (times > 1 && iv->bytes() == 0)
+          bad(w, "has no bytes but repeats in a cycle");
+        checkRange(w, "interval", iv->offset(), uint64_t(iv->bytes()) * times);
+        if (iv->begin() != covered + period)
+          bad(w, "begins at tensor byte {}, expected {} (intervals must be sorted by begin and "
+                 "cover the tensor exactly once)",
+              iv->begin(), covered + period);
+        period += iv->bytes();
+      }
+      if (period > bytes - std::min(bytes, covered) || times > (bytes - covered) / std::max<uint64_t>(period, 1))
+        bad(where, "mapping covers more than the tensor's {} bytes", bytes);
+      covered += period * times;
+      j += lanes;
+    }
+    if (c != nc) {
+      const uint32_t first = t.mapping_cycles()->Get(c)->first();
+      auto w = [&] { return fmt::format("{}.mapping_cycles[{}]", text(where), c); };
+      if (first < n)
+        bad(w, "first {} is inside the previous cycle or before it (cycles must be sorted by first and disjoint)",
+            first);
+      bad(w, "first {} out of range ({} intervals)", first, n);
+    }
+    if (covered != bytes)
+      bad(where, "mapping covers {} bytes but the tensor has {} bytes", covered, bytes);
+  }
+
   void checkTensors() {
     uint32_t n = len(exe_.tensors());
     for (uint32_t i = 0; i < n; ++i) {
@@ -158,20 +213,7 @@ private:
       checkAligned(where, "shape", t->shape());
       checkAligned(where, "mapping", t->mapping());
       uint64_t bytes = shapeBytes(where, t->dtype(), t->shape());
-      uint64_t covered = 0;
-      for (uint32_t j = 0; j < len(t->mapping()); ++j) {
-        const fb::TileInterval *iv = t->mapping()->Get(j);
-        auto w = [&] { return fmt::format("{}.mapping[{}]", text(where), j); };
-        checkTile(w, "tile", iv->tile());
-        checkRange(w, "interval", iv->offset(), iv->bytes());
-        if (iv->begin() != covered)
-          bad(w, "begins at tensor byte {}, expected {} (intervals must be sorted by begin and "
-                 "cover the tensor exactly once)",
-              iv->begin(), covered);
-        covered += iv->bytes();
-      }
-      if (covered != bytes)
-        bad(where, "mapping covers {} bytes but the tensor has {} bytes", covered, bytes);
+      checkMapping(where, *t, bytes);
       int32_t c = t->constant();
       if (c < -1 || c >= static_cast<int64_t>(len(exe_.constants())))
         bad(where, "constant index {} out of range ({} constants)", c, len(exe_.constants()));

@@ -145,6 +145,59 @@ TEST_CASE("popef: copy records pack into shared pieces and expand back in order"
   CHECK(step.placements.empty());
 }
 
+TEST_CASE("popef: a mapping folds into cycles of intervals and expands back in order", "[popef]") {
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  // 'sum' (16 bytes) row by row over tiles 0 and 1, each tile's rows one block:
+  // two lanes repeated once; then a tensor whose intervals do not repeat.
+  fb::TensorT &sum = *exe.tensors[2];
+  sum.mapping = {{0, 4, 0, 32}, {4, 4, 1, 32}, {8, 4, 0, 36}, {12, 4, 1, 36}};
+  const std::vector<fb::TileInterval> rows = sum.mapping;
+  popc::popef::foldMapping(sum);
+  REQUIRE(sum.mapping.size() == 2);
+  REQUIRE(sum.mapping_cycles.size() == 1);
+  CHECK(sum.mapping_cycles[0].lanes() == 2);
+  CHECK(sum.mapping_cycles[0].repeat() == 1);
+  popc::popef::foldMapping(*exe.tensors[0]);
+  CHECK(exe.tensors[0]->mapping.size() == 2);
+  CHECK(exe.tensors[0]->mapping_cycles.empty());
+  auto file = Executable::fromBytes(popc::popef::serialize(exe), "folded");
+  std::vector<fb::TileInterval> back;
+  popc::popef::forEachInterval(*file->root().tensors()->Get(2), [&](const fb::TileInterval &iv) { back.push_back(iv); });
+  REQUIRE(back.size() == rows.size());
+  CHECK(std::memcmp(back.data(), rows.data(), rows.size() * sizeof(fb::TileInterval)) == 0);
+  uint64_t onTile0 = 0;
+  popc::popef::forEachLane(*file->root().tensors()->Get(2), [&](const fb::TileInterval &iv, uint64_t times) {
+    onTile0 += iv.tile() == 0 ? iv.bytes() * times : 0;
+  });
+  CHECK(onTile0 == 8);
+}
+
+TEST_CASE("popef: mapping cycles are checked without expanding them", "[popef]") {
+  auto folded = [](fb::ExecutableT &e, fb::IntervalCycle cycle) {
+    e.tensors[2]->mapping = {{0, 4, 0, 32}, {4, 4, 1, 32}};
+    e.tensors[2]->mapping_cycles = {cycle};
+  };
+  expectRejected([&](auto &e) { folded(e, fb::IntervalCycle(0, 2, 2)); },
+                 "tensors[2] 'sum': mapping covers more than the tensor's 16 bytes");
+  expectRejected([&](auto &e) { folded(e, fb::IntervalCycle(0, 3, 1)); },
+                 "tensors[2] 'sum'.mapping_cycles[0]: lanes [0, 3) out of range (2 intervals)");
+  expectRejected([&](auto &e) { folded(e, fb::IntervalCycle(5, 1, 1)); }, "mapping_cycles[0]: first 5 out of range");
+  expectRejected([&](auto &e) { folded(e, fb::IntervalCycle(0, 2, 0xFFFFFFFFu)); },
+                 "'sum'.mapping[0]: interval range [32, 17179869216) exceeds tile memory");
+  expectRejected(
+      [&](auto &e) {
+        folded(e, fb::IntervalCycle(1, 1, 2));
+        e.tensors[2]->mapping_cycles.insert(e.tensors[2]->mapping_cycles.begin(), fb::IntervalCycle(0, 2, 0));
+      },
+      "mapping_cycles[1]: first 1 is inside the previous cycle");
+  expectRejected(
+      [&](auto &e) {
+        e.tensors[2]->mapping = {{0, 0, 0, 32}, {0, 8, 1, 32}, {8, 8, 0, 40}};
+        e.tensors[2]->mapping_cycles = {fb::IntervalCycle(0, 1, 1)};
+      },
+      "'sum'.mapping[0]: has no bytes but repeats in a cycle");
+}
+
 TEST_CASE("popef: interleaved strided records whose copies do not overlap are accepted", "[popef]") {
   auto exe = popc::test::makeSampleExecutable(dummyCode());
   // Tile 2 receives rows [0,8) [16,24) [32,40) [48,56) from tile 0 and the gaps
