@@ -59,6 +59,9 @@ Json computeSetsJson(const fb::Executable &exe, uint32_t numTiles) {
     std::iota(order.begin(), order.end(), 0u);
     auto key = [&](uint32_t v) { return std::pair(cs->vertices()->Get(v)->tile(), cs->vertices()->Get(v)->type()); };
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    std::vector<uint64_t> times; // vertices each stored vertex stands for
+    times.reserve(nv);
+    popef::forEachStoredVertex(*cs, [&](const fb::Vertex &, uint64_t n, const fb::VertexRepeat *) { times.push_back(n); });
     std::vector<uint64_t> perType(nTypes, 0), cyclesPerType(nTypes, 0), tileCount(numTiles, 0),
         tileActive(numTiles, 0), tileCycles(numTiles, 0);
     std::vector<uint64_t> costs;
@@ -68,9 +71,10 @@ Json computeSetsJson(const fb::Executable &exe, uint32_t numTiles) {
       for (; k < nv && cs->vertices()->Get(order[k])->tile() == tile; ++k) {
         const uint32_t type = cs->vertices()->Get(order[k])->type();
         const uint64_t cost = exe.vertex_types()->Get(type)->cycles();
-        costs.push_back(cost);
-        perType[type]++;
-        cyclesPerType[type] += cost;
+        for (uint64_t i = 0; i < times[order[k]]; ++i) // a repeated vertex: its repetitions follow it
+          costs.push_back(cost);
+        perType[type] += times[order[k]];
+        cyclesPerType[type] += cost * times[order[k]];
       }
       tileCount[tile] = costs.size();
       tileCycles[tile] = runtime::tileComputeCycles(costs, workers);
@@ -411,9 +415,10 @@ Json graphProfile(const popef::Executable &file) {
   uint64_t vertices = 0, edges = 0;
   for (uint32_t c = 0; c < len(exe.compute_sets()); ++c) {
     const fb::ComputeSet *cs = exe.compute_sets()->Get(c);
-    vertices += len(cs->vertices());
-    for (uint32_t v = 0; v < len(cs->vertices()); ++v)
-      edges += len(exe.vertex_types()->Get(cs->vertices()->Get(v)->type())->fields());
+    popef::forEachStoredVertex(*cs, [&](const fb::Vertex &v, uint64_t times, const fb::VertexRepeat *) {
+      vertices += times;
+      edges += times * len(exe.vertex_types()->Get(v.type())->fields());
+    });
   }
   Json j;
   j["profileFormat"] = "popc-graph-profile/1";

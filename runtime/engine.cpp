@@ -280,7 +280,7 @@ struct Engine::Impl {
     plan = runtime::planComputeSet(root, c, replicaTiles(), typeFns, pool->size());
     ComputeSetReport &rep = report.computeSets[c];
     rep.name = cs->name() ? cs->name()->str() : fmt::format("cs{}", c);
-    rep.vertices = len(cs->vertices());
+    rep.vertices = uint32_t(popef::vertexCount(*cs));
     rep.tiles = plan.tilesPerReplica;
     rep.cyclesPerRun = plan.cycles;
   }

@@ -28,13 +28,13 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
     });
   for (uint32_t c = 0; c < len(root.compute_sets()); ++c) {
     const fb::ComputeSet *cs = root.compute_sets()->Get(c);
-    for (uint32_t v = 0; v < len(cs->vertices()); ++v) {
-      const fb::Vertex *x = cs->vertices()->Get(v);
-      const fb::VertexType *vt = root.vertex_types()->Get(x->type());
-      for (uint32_t f = 0; f < len(vt->fields()); ++f)
-        touch(x->tile(), uint64_t(cs->field_offsets()->Get(x->fields_begin() + f)) + vt->fields()->Get(f)->bytes());
-    }
-    e.tables += uint64_t(len(cs->vertices())) * 16 + 16;
+    popef::forEachStoredVertex(*cs, [&](const fb::Vertex &x, uint64_t times, const fb::VertexRepeat *r) {
+      const fb::VertexType *vt = root.vertex_types()->Get(x.type());
+      for (uint32_t f = 0; f < len(vt->fields()); ++f) // the last repetition's fields reach furthest
+        touch(x.tile(), cs->field_offsets()->Get(x.fields_begin() + f) + vt->fields()->Get(f)->bytes() +
+                            (r ? (times - 1) * cs->field_strides()->Get(r->strides_begin() + f) : 0));
+    });
+    e.tables += popef::vertexCount(*cs) * 16 + 16;
   }
   for (uint32_t s = 0; s < len(root.exchanges()); ++s) {
     const fb::ExchangeStep *step = root.exchanges()->Get(s);

@@ -85,6 +85,17 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
   const fb::ComputeSet *cs = root.compute_sets()->Get(c);
   ComputeSetPlan plan;
   const uint32_t nv = len(cs->vertices());
+  // Stored vertices (a repeated one stands for several: popef.fbs), sorted
+  // by (tile, type); a repeated vertex's repetitions follow it, as in the
+  // order the compiler wrote them.
+  std::vector<const fb::VertexRepeat *> repeatOf(nv, nullptr);
+  uint64_t repeatedOffsets = 0;
+  for (uint32_t r = 0; r < len(cs->vertex_repeats()); ++r) {
+    const fb::VertexRepeat *rep = cs->vertex_repeats()->Get(r);
+    repeatOf[rep->vertex()] = rep;
+    repeatedOffsets += uint64_t(rep->repeat()) *
+                       len(root.vertex_types()->Get(cs->vertices()->Get(rep->vertex())->type())->fields());
+  }
   std::vector<uint32_t> order(nv);
   std::iota(order.begin(), order.end(), 0u);
   auto key = [&](uint32_t v) {
@@ -92,27 +103,44 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
     return std::pair(x->tile(), x->type());
   };
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-  plan.calls.reserve(nv);
-  for (uint32_t k = 0; k < nv; ++k) {
-    const fb::Vertex *v = cs->vertices()->Get(order[k]);
-    if (plan.tiles.empty() || cs->vertices()->Get(order[k - 1])->tile() != v->tile()) {
-      if (!plan.tiles.empty())
-        plan.tiles.back().end = k;
-      plan.tiles.push_back({tiles.base(v->tile()), k, nv});
+  const uint64_t calls = popef::vertexCount(*cs);
+  plan.calls.reserve(calls);
+  plan.fieldOffsets.reserve(repeatedOffsets); // never reallocated: calls point into it
+  std::vector<uint32_t> callType, callTile;
+  callType.reserve(calls);
+  callTile.reserve(calls);
+  for (uint32_t v : order) {
+    const fb::Vertex *x = cs->vertices()->Get(v);
+    const uint32_t nf = len(root.vertex_types()->Get(x->type())->fields());
+    const uint64_t times = repeatOf[v] ? uint64_t(repeatOf[v]->repeat()) + 1 : 1;
+    for (uint64_t i = 0; i < times; ++i) {
+      const uint32_t k = uint32_t(plan.calls.size());
+      if (plan.tiles.empty() || callTile.back() != x->tile()) {
+        if (!plan.tiles.empty())
+          plan.tiles.back().end = k;
+        plan.tiles.push_back({tiles.base(x->tile()), k, uint32_t(calls)});
+      }
+      // Vertices without fields may come with no field_offsets vector.
+      const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + x->fields_begin() : nullptr;
+      if (i > 0) {
+        plan.fieldOffsets.resize(plan.fieldOffsets.size() + nf);
+        popef::repeatedFieldOffsets(*cs, *x, *repeatOf[v], nf, i, plan.fieldOffsets.data() + plan.fieldOffsets.size() - nf);
+        offsets = plan.fieldOffsets.data() + plan.fieldOffsets.size() - nf;
+      }
+      plan.calls.push_back({typeFns[x->type()], offsets});
+      callType.push_back(x->type());
+      callTile.push_back(x->tile());
     }
-    // Vertices without fields may come with no field_offsets vector.
-    const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + v->fields_begin() : nullptr;
-    plan.calls.push_back({typeFns[v->type()], offsets});
   }
   std::vector<uint64_t> tileWork, costs;
   uint64_t work = 0;
   for (const TileWork &tw : plan.tiles) {
     costs.clear();
     for (uint32_t k = tw.begin; k < tw.end; ++k)
-      costs.push_back(root.vertex_types()->Get(cs->vertices()->Get(order[k])->type())->cycles());
+      costs.push_back(root.vertex_types()->Get(callType[k])->cycles());
     const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
     plan.cycles = std::max(plan.cycles, tileCycles);
-    const uint32_t ipu = cs->vertices()->Get(order[tw.begin])->tile() / target.tiles_per_ipu();
+    const uint32_t ipu = callTile[tw.begin] / target.tiles_per_ipu();
     if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
       plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
     plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
@@ -125,7 +153,7 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
   for (uint32_t r = 1; r < tiles.replicas; ++r)
     for (size_t i = 0; i < oneReplica; ++i) {
       const TileWork &tw = plan.tiles[i];
-      const uint32_t tile = cs->vertices()->Get(order[tw.begin])->tile();
+      const uint32_t tile = callTile[tw.begin];
       plan.tiles.push_back({tiles.base(tile, r), tw.begin, tw.end});
       tileWork.push_back(tileWork[i]);
       work += tileWork[i];

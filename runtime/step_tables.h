@@ -39,6 +39,7 @@ struct TileWork {
 };
 struct ComputeSetPlan {
   std::vector<VertexCall> calls; // grouped by tile, one type after another
+  std::vector<uint32_t> fieldOffsets; // of repeated vertices' repetitions (the others point into the file)
   std::vector<TileWork> tiles;   // every replica's tiles
   std::vector<uint32_t> chunks;  // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
   uint64_t cycles = 0;           // the busiest tile (tileComputeCycles)

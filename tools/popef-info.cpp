@@ -229,7 +229,10 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
     std::set<uint32_t> tiles;
     for (uint32_t v = 0; v < len(cs->vertices()); ++v)
       tiles.insert(cs->vertices()->Get(v)->tile());
-    j["compute_sets"].push_back({{"name", str(cs->name())}, {"vertices", len(cs->vertices())}, {"tiles", tiles.size()}});
+    j["compute_sets"].push_back({{"name", str(cs->name())},
+                                 {"vertices", popc::popef::vertexCount(*cs)},
+                                 {"stored_vertices", len(cs->vertices())},
+                                 {"tiles", tiles.size()}});
   }
 
   j["exchanges"] = ordered_json::array();
@@ -258,9 +261,11 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   if (exe.load())
     for (uint32_t i = 0; i < len(exe.load()->children()); ++i)
       atLoad.insert(exe.load()->children()->Get(i)->index());
-  uint64_t vertices = 0, records = 0, runBytes = 0, loadBytes = 0, constantBytes = 0;
-  for (const auto &cs : j["compute_sets"])
+  uint64_t vertices = 0, storedVertices = 0, records = 0, runBytes = 0, loadBytes = 0, constantBytes = 0;
+  for (const auto &cs : j["compute_sets"]) {
     vertices += cs["vertices"].get<uint64_t>();
+    storedVertices += cs["stored_vertices"].get<uint64_t>();
+  }
   // The per-step totals above already walked every copy record.
   uint64_t pieces = 0, placements = 0;
   for (size_t i = 0; i < j["exchanges"].size(); ++i) {
@@ -286,18 +291,19 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   }
   const uint64_t intervalBytes = storedIntervals * sizeof(fb::TileInterval) + cycles * sizeof(fb::IntervalCycle);
   for (uint32_t i = 0; i < len(exe.compute_sets()); ++i)
-    fieldOffsets += len(exe.compute_sets()->Get(i)->field_offsets());
+    fieldOffsets += len(exe.compute_sets()->Get(i)->field_offsets()) + len(exe.compute_sets()->Get(i)->field_strides()) +
+                    len(exe.compute_sets()->Get(i)->vertex_repeats()) * sizeof(fb::VertexRepeat) / 4;
   for (uint32_t i = 0; i < len(exe.code()); ++i)
     bitcode += len(exe.code()->Get(i)->bitcode());
   const uint64_t fileBytes = file.bytes().size();
   const uint64_t known = constantBytes + pieces * sizeof(fb::Piece) + placements * sizeof(fb::Placement) +
                          intervalBytes +
-                         vertices * sizeof(fb::Vertex) + fieldOffsets * 4 + bitcode;
+                         storedVertices * sizeof(fb::Vertex) + fieldOffsets * 4 + bitcode;
   ordered_json sections = {{"constants", constantBytes},
                            {"exchange_pieces", pieces * sizeof(fb::Piece)},
                            {"exchange_placements", placements * sizeof(fb::Placement)},
                            {"tensor_intervals", intervalBytes},
-                           {"vertices_and_fields", vertices * sizeof(fb::Vertex) + fieldOffsets * 4},
+                           {"vertices_and_fields", storedVertices * sizeof(fb::Vertex) + fieldOffsets * 4},
                            {"bitcode", bitcode},
                            {"other", fileBytes > known ? fileBytes - known : 0}};
   uint64_t contentHash = 0;

@@ -328,6 +328,9 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     exe.vertex_types.push_back(std::move(out));
   }
 
+  std::vector<uint32_t> fieldsOfType;
+  for (const codegen::VertexTypeInfo &vt : code.vertexTypes)
+    fieldsOfType.push_back(uint32_t(vt.fields.size()));
   for (const ComputeSet &cs : g.computeSets()) {
     auto out = std::make_unique<fb::ComputeSetT>();
     out->name = cs.name;
@@ -344,6 +347,7 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
         out->field_offsets.push_back(uint32_t(plan.base(f.tensor, f.tile) + f.blockOffset));
       }
     }
+    popef::foldVertices(*out, fieldsOfType); // a tile's workers on consecutive slices: one vertex
     exe.compute_sets.push_back(std::move(out));
   }
 
@@ -406,7 +410,8 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     sizeHint += t->mapping.size() * sizeof(fb::TileInterval) + t->mapping_cycles.size() * sizeof(fb::IntervalCycle) +
                 t->name.size() + 96;
   for (const auto &cs : exe.compute_sets)
-    sizeHint += cs->vertices.size() * sizeof(fb::Vertex) + cs->field_offsets.size() * 4 + 64;
+    sizeHint += cs->vertices.size() * sizeof(fb::Vertex) + cs->field_offsets.size() * 4 +
+                cs->vertex_repeats.size() * sizeof(fb::VertexRepeat) + cs->field_strides.size() * 4 + 64;
   exe.main = toProgram(g.main(), tensorIndex);
   if (!g.load().children.empty())
     exe.load = toProgram(g.load(), tensorIndex);

@@ -127,6 +127,32 @@ template <typename F> void forEachLane(const ::popef::fb::Tensor &t, F &&f) {
 // repeat; forEachInterval gives the intervals back. Deterministic.
 void foldMapping(::popef::fb::TensorT &t);
 
+// A compute set's vertices are stored folded (format 5): a vertex may stand
+// for repetitions of itself (popef.fbs, VertexRepeat). The number of vertices
+// a (verified) compute set stands for.
+uint64_t vertexCount(const ::popef::fb::ComputeSet &cs);
+// Calls f(const Vertex &v, uint64_t times, const VertexRepeat *r) for each
+// stored vertex, in order: it stands for `times` vertices (r: its repeat
+// record, or null when times is 1).
+template <typename F> void forEachStoredVertex(const ::popef::fb::ComputeSet &cs, F &&f) {
+  const auto *repeats = cs.vertex_repeats();
+  const uint32_t n = cs.vertices() ? cs.vertices()->size() : 0, nr = repeats ? repeats->size() : 0;
+  for (uint32_t v = 0, r = 0; v < n; ++v) {
+    const ::popef::fb::VertexRepeat *rep = r < nr && repeats->Get(r)->vertex() == v ? repeats->Get(r++) : nullptr;
+    f(*cs.vertices()->Get(v), rep ? uint64_t(rep->repeat()) + 1 : 1, rep);
+  }
+}
+// The field offsets of repetition i of a stored vertex with `fields` fields.
+inline void repeatedFieldOffsets(const ::popef::fb::ComputeSet &cs, const ::popef::fb::Vertex &v,
+                                 const ::popef::fb::VertexRepeat &r, uint32_t fields, uint64_t i, uint32_t *out) {
+  for (uint32_t f = 0; f < fields; ++f)
+    out[f] = uint32_t(cs.field_offsets()->Get(v.fields_begin() + f) + i * cs.field_strides()->Get(r.strides_begin() + f));
+}
+// Folds consecutive vertices of one type on one tile whose field offsets step
+// by constant strides into repeat records; `fields[t]`: type t's field count.
+// forEachStoredVertex and repeatedFieldOffsets give the vertices back. Deterministic.
+void foldVertices(::popef::fb::ComputeSetT &cs, const std::vector<uint32_t> &fields);
+
 // The bytes of a constant: its inline data, or its range of `content` (the
 // whole file) in the data segment. Unchecked: for verified files, or after the
 // verifier's range check.

@@ -294,6 +294,33 @@ private:
           checkRange(where, [f] { return fmt::format("field {}", f); },
                      cs->field_offsets()->Get(v->fields_begin() + f), vt->fields()->Get(f)->bytes());
       }
+      checkVertexRepeats(i, *cs);
+    }
+  }
+
+  // A repeated vertex: its last repetition's fields inside tile memory too
+  // (offsets only grow with the strides), checked without expanding.
+  void checkVertexRepeats(uint32_t i, const fb::ComputeSet &cs) {
+    const uint32_t nr = len(cs.vertex_repeats()), ns = len(cs.field_strides());
+    for (uint32_t k = 0; k < nr; ++k) {
+      const fb::VertexRepeat *r = cs.vertex_repeats()->Get(k);
+      auto where = [&] { return fmt::format("compute_sets[{}].vertex_repeats[{}]", i, k); };
+      if (r->vertex() >= len(cs.vertices()) || (k > 0 && r->vertex() <= cs.vertex_repeats()->Get(k - 1)->vertex()))
+        bad(where, "vertex {} out of range or out of order ({} vertices; repeats are sorted by vertex, distinct)",
+            r->vertex(), len(cs.vertices()));
+      if (r->repeat() >= bytesPerTile_)
+        bad(where, "repeat {} exceeds the limit of bytes_per_tile {}", r->repeat(), bytesPerTile_);
+      const fb::Vertex *v = cs.vertices()->Get(r->vertex());
+      const fb::VertexType *vt = exe_.vertex_types()->Get(v->type());
+      const uint32_t nf = len(vt->fields());
+      if (uint64_t(r->strides_begin()) + nf > ns)
+        bad(where, "strides [{}, {}) exceed field_strides size {}", r->strides_begin(),
+            uint64_t(r->strides_begin()) + nf, ns);
+      for (uint32_t f = 0; f < nf; ++f)
+        checkRange(where, [f] { return fmt::format("field {} of the last repetition", f); },
+                   cs.field_offsets()->Get(v->fields_begin() + f) +
+                       uint64_t(r->repeat()) * cs.field_strides()->Get(r->strides_begin() + f),
+                   vt->fields()->Get(f)->bytes());
     }
   }
 

@@ -198,6 +198,26 @@ TEST_CASE("popef: mapping cycles are checked without expanding them", "[popef]")
       "'sum'.mapping[0]: has no bytes but repeats in a cycle");
 }
 
+TEST_CASE("popef: repeated vertices are checked at their last repetition", "[popef]") {
+  auto repeated = [](fb::ExecutableT &e, fb::VertexRepeat r, std::vector<uint32_t> strides) {
+    e.compute_sets[0]->vertex_repeats = {r};
+    e.compute_sets[0]->field_strides = std::move(strides);
+  };
+  // Vertex 0 (tile 0, fields at 0, 16, 32, 8 bytes each) three more times, 8 bytes on each time.
+  auto ok = popc::test::makeSampleExecutable(dummyCode());
+  repeated(ok, fb::VertexRepeat(0, 3, 0), {0, 8, 8});
+  auto file = Executable::fromBytes(popc::popef::serialize(ok), "repeated");
+  CHECK(popc::popef::vertexCount(*file->root().compute_sets()->Get(0)) == 5);
+  expectRejected([&](auto &e) { repeated(e, fb::VertexRepeat(0, 124, 0), {0, 8, 8}); },
+                 "compute_sets[0].vertex_repeats[0]: field 2 of the last repetition range [1024, 1032) exceeds");
+  expectRejected([&](auto &e) { repeated(e, fb::VertexRepeat(0, 1, 1), {0, 8, 8}); },
+                 "strides [1, 4) exceed field_strides size 3");
+  expectRejected([&](auto &e) { repeated(e, fb::VertexRepeat(2, 1, 0), {0, 8, 8}); },
+                 "vertex 2 out of range or out of order");
+  expectRejected([&](auto &e) { repeated(e, fb::VertexRepeat(0, 1024, 0), {0, 0, 0}); },
+                 "repeat 1024 exceeds the limit");
+}
+
 TEST_CASE("popef: interleaved strided records whose copies do not overlap are accepted", "[popef]") {
   auto exe = popc::test::makeSampleExecutable(dummyCode());
   // Tile 2 receives rows [0,8) [16,24) [32,40) [48,56) from tile 0 and the gaps

@@ -2,6 +2,7 @@
 #include "test/unit/runtime/vertex_ir.h"
 #include "runtime/cycle_model.h"
 #include "runtime/engine.h"
+#include "runtime/step_tables.h"
 #include "support/error.h"
 #include "test/unit/popef/sample_executable.h"
 
@@ -448,4 +449,34 @@ TEST_CASE("an engine holding some replicas exchanges across instances through it
   popc::runtime::EngineOptions ob;
   ob.replicaLink = bad;
   CHECK_THROWS_WITH(Engine(file, ob), Catch::Contains("replicas 2 to 2 do not exist: the executable has 2"));
+}
+
+TEST_CASE("a repeated vertex plans the same calls and cycles as its repetitions written out", "[runtime]") {
+  // Tile 0 runs four vertices of one type on consecutive 8-byte slices (the
+  // first field shared), tile 1 one: folded, tile 0's four are one vertex.
+  auto exe = popc::test::makeSampleExecutable({1});
+  fb::ComputeSetT &cs = *exe.compute_sets[0];
+  cs.vertices = {{0, 0, 0}, {0, 0, 3}, {0, 0, 6}, {0, 0, 9}, {0, 1, 12}};
+  cs.field_offsets = {0, 16, 32, 0, 24, 40, 0, 32, 48, 0, 40, 56, 0, 16, 32};
+  auto plan = [&](const fb::ExecutableT &e) {
+    const auto bytes = popc::popef::serialize(e);
+    const auto *root = fb::GetExecutable(bytes.data());
+    popc::runtime::DeviceMemory memory(4, 1024);
+    popc::runtime::ReplicaTiles tiles{memory, 1, 4};
+    const std::vector<popc::runtime::VertexFn> fns(1, nullptr);
+    auto p = popc::runtime::planComputeSet(*root, 0, tiles, fns, 1);
+    std::vector<std::vector<uint32_t>> fields;
+    for (const auto &call : p.calls)
+      fields.push_back({call.fields[0], call.fields[1], call.fields[2]});
+    return std::pair(fields, p.cycles);
+  };
+  const auto [written, writtenCycles] = plan(exe);
+  popc::popef::foldVertices(cs, {3});
+  REQUIRE(cs.vertices.size() == 2);
+  REQUIRE(cs.vertex_repeats.size() == 1);
+  CHECK(cs.vertex_repeats[0].repeat() == 3);
+  CHECK(cs.field_strides == std::vector<uint32_t>{0, 8, 8});
+  const auto [folded, foldedCycles] = plan(exe);
+  CHECK(folded == written);
+  CHECK(foldedCycles == writtenCycles);
 }
