@@ -42,11 +42,9 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
     // product) are counted here before any table is built from them.
     for (uint32_t k = 0; k < len(step->pieces()); ++k) {
       const fb::Piece *p = step->pieces()->Get(k);
-      touch(p->src_tile(), uint64_t(p->src_offset()) + uint64_t(p->repeat()) * p->src_stride() + p->bytes());
+      touch(p->src_tile(), popef::pieceSrcEnd(*p));
     }
-    std::vector<uint64_t> extentBefore(size_t(len(step->pieces())) + 1, 0);
-    for (uint32_t k = 0; k < len(step->pieces()); ++k)
-      extentBefore[k + 1] = extentBefore[k] + popef::pieceExtent(*step->pieces()->Get(k));
+    const std::vector<uint64_t> extentBefore = popef::pieceExtentsBefore(*step);
     for (uint32_t k = 0; k < len(step->placements()); ++k) {
       const fb::Placement *at = step->placements()->Get(k);
       touch(at->dst_tile(),

@@ -54,6 +54,13 @@ uint64_t stepRecordCount(const fb::ExchangeStep &step) {
   return n;
 }
 
+std::vector<uint64_t> pieceExtentsBefore(const fb::ExchangeStep &step) {
+  std::vector<uint64_t> before(size_t(len(step.pieces())) + 1, 0);
+  for (uint32_t k = 0; k < len(step.pieces()); ++k)
+    before[k + 1] = before[k] + pieceExtent(*step.pieces()->Get(k));
+  return before;
+}
+
 std::vector<fb::Copy> stepCopies(const fb::ExchangeStep &step) {
   std::vector<fb::Copy> out;
   out.reserve(stepRecordCount(step));

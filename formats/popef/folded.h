@@ -16,6 +16,13 @@ namespace popc::popef {
 // popef.fbs); readers see them as the copy records they stand for.
 // Bytes of the destination tile a piece spans, from its first byte to its last.
 inline uint64_t pieceExtent(const ::popef::fb::Piece &p) { return uint64_t(p.repeat()) * p.dst_stride() + p.bytes(); }
+// One past the last byte a piece reads on its source tile (copySrcEnd's twin).
+inline uint64_t pieceSrcEnd(const ::popef::fb::Piece &p) {
+  return uint64_t(p.src_offset()) + uint64_t(p.repeat()) * p.src_stride() + p.bytes();
+}
+// Prefix sums of the step's piece extents: placement `at` spans
+// before[at.first_piece() + at.pieces()] - before[at.first_piece()] bytes.
+std::vector<uint64_t> pieceExtentsBefore(const ::popef::fb::ExchangeStep &step);
 // Packs `records`, in their order, into the step's pieces and placements:
 // consecutive records on one destination tile, each starting where the
 // previous one's extent ends, make one placement; placements with the same

@@ -346,7 +346,6 @@ private:
     if ((np == 0) != (nl == 0))
       bad(fmt::format("exchanges[{}]", i), "{} pieces but {} placements: both or neither must be present", np, nl);
     StepExtents s;
-    s.extentBefore.assign(size_t(np) + 1, 0);
     s.gappedBefore.assign(size_t(np) + 1, 0);
     for (uint32_t k = 0; k < np; ++k) {
       const fb::Piece *p = ex->pieces()->Get(k);
@@ -357,11 +356,11 @@ private:
       if (p->repeat() && p->dst_stride() < p->bytes())
         bad(where, "dst_stride {} is less than bytes {}: its {} copies would overlap", p->dst_stride(), p->bytes(),
             uint64_t(p->repeat()) + 1);
-      checkRange(where, "source", p->src_offset(), uint64_t(p->repeat()) * p->src_stride() + p->bytes());
+      checkRange(where, "source", p->src_offset(), pieceSrcEnd(*p) - p->src_offset());
       checkRange(where, "extent", 0, pieceExtent(*p));
-      s.extentBefore[k + 1] = s.extentBefore[k] + pieceExtent(*p);
       s.gappedBefore[k + 1] = s.gappedBefore[k] + (p->repeat() > 0 && p->dst_stride() > p->bytes());
     }
+    s.extentBefore = pieceExtentsBefore(*ex); // each extent checked above: the sums cannot wrap
     for (uint32_t j = 0; j < nl; ++j) {
       const fb::Placement *at = ex->placements()->Get(j);
       auto where = [&] { return fmt::format("exchanges[{}].placements[{}]", i, j); };
@@ -478,7 +477,7 @@ private:
         // or before it, and the first one starting after it.
         const uint32_t at = uint32_t(std::upper_bound(dstBegin.begin() + lo, dstBegin.begin() + hi, p.src_offset()) -
                                      dstBegin.begin());
-        const uint64_t srcEnd = uint64_t(p.src_offset()) + uint64_t(p.repeat()) * p.src_stride() + p.bytes();
+        const uint64_t srcEnd = pieceSrcEnd(p);
         auto meets = [&](uint32_t k) { return dstBegin[k] < srcEnd && dstEnd[k] > p.src_offset(); };
         std::optional<uint32_t> met;
         for (uint32_t near : {at == lo ? hi : at - 1, at})
