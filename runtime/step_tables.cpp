@@ -188,100 +188,117 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   if (fromReplica >= 0 && acrossInstances)
     return planBroadcast(target, *step);
   ExchangePlan plan;
-  const std::vector<fb::Copy> records = popef::stepCopies(*step);
-  std::vector<const fb::Copy *> local;
-  local.reserve(records.size());
+  plan.cost = chargedInRuns ? exchangeCost(target, *step) : exchangeVolume(target, *step);
   const uint32_t replicas = tiles.replicas;
-  for (const fb::Copy &record : records) {
-    const fb::Copy *c = &record;
-    if (fromReplica >= 0) {
+  if (fromReplica >= 0) {
+    popef::forEachCopy(*step, [&](const fb::Copy &c) {
       for (uint32_t r = 0; r < replicas; ++r)
-        for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
-          plan.remote.push_back({tiles.tileOf(c->src_tile(), uint32_t(fromReplica)),
-                                 uint32_t(c->src_offset() + k * c->src_stride()), tiles.tileOf(c->dst_tile(), r),
-                                 uint32_t(c->dst_offset() + k * c->dst_stride()), c->bytes()});
-      continue;
-    }
-    if (c->src_tile() / target.tiles_per_ipu() != c->dst_tile() / target.tiles_per_ipu()) {
+        for (uint64_t k = 0; k < popef::copyCount(c); ++k)
+          plan.remote.push_back({tiles.tileOf(c.src_tile(), uint32_t(fromReplica)),
+                                 uint32_t(c.src_offset() + k * c.src_stride()), tiles.tileOf(c.dst_tile(), r),
+                                 uint32_t(c.dst_offset() + k * c.dst_stride()), c.bytes()});
+    });
+    return plan;
+  }
+  const uint32_t tilesPerIpu = target.tiles_per_ipu();
+  auto crossing = [tilesPerIpu](uint32_t srcTile, uint32_t dstTile) {
+    return srcTile / tilesPerIpu != dstTile / tilesPerIpu;
+  };
+  const bool multiIpu = target.num_ipus() > 1;
+  if (multiIpu)
+    popef::forEachCopy(*step, [&](const fb::Copy &c) {
+      if (!crossing(c.src_tile(), c.dst_tile()))
+        return;
       auto add = [&](auto &list, uint32_t ipu) {
         auto it = std::find_if(list.begin(), list.end(), [&](const auto &p) { return p.first == ipu; });
-        (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += popef::copyTotalBytes(*c) * replicas;
+        (it == list.end() ? list.emplace_back(ipu, 0) : *it).second += popef::copyTotalBytes(c) * replicas;
       };
-      add(plan.ipuSent, c->src_tile() / target.tiles_per_ipu());
-      add(plan.ipuReceived, c->dst_tile() / target.tiles_per_ipu());
+      add(plan.ipuSent, c.src_tile() / tilesPerIpu);
+      add(plan.ipuReceived, c.dst_tile() / tilesPerIpu);
       // The link moves single copies: a strided record is expanded (verified in range).
       for (uint32_t r = 0; r < replicas; ++r)
-        for (uint64_t k = 0; k < popef::copyCount(*c); ++k)
-          plan.remote.push_back({tiles.tileOf(c->src_tile(), r), uint32_t(c->src_offset() + k * c->src_stride()),
-                                 tiles.tileOf(c->dst_tile(), r), uint32_t(c->dst_offset() + k * c->dst_stride()),
-                                 c->bytes()});
-    } else if (c->bytes()) {
-      local.push_back(c);
-    }
-  }
-  // The compiler writes records sorted by destination (popef.fbs); any other order is sorted here.
-  auto byDestination = [](const fb::Copy *a, const fb::Copy *b) {
-    return std::pair(a->dst_tile(), a->dst_offset()) < std::pair(b->dst_tile(), b->dst_offset());
+        for (uint64_t k = 0; k < popef::copyCount(c); ++k)
+          plan.remote.push_back({tiles.tileOf(c.src_tile(), r), uint32_t(c.src_offset() + k * c.src_stride()),
+                                 tiles.tileOf(c.dst_tile(), r), uint32_t(c.dst_offset() + k * c.dst_stride()),
+                                 c.bytes()});
+    });
+  const uint32_t np = popef::len(step->pieces()), nat = popef::len(step->placements());
+  if (nat == 0)
+    return plan;
+  const fb::Piece *pieces = reinterpret_cast<const fb::Piece *>(step->pieces()->Data());
+  plan.pieces.reserve(size_t(np) * replicas);
+  for (uint32_t r = 0; r < replicas; ++r)
+    for (const fb::Piece *p = pieces; p != pieces + np; ++p)
+      plan.pieces.push_back(
+          {tiles.base(p->src_tile(), r) + p->src_offset(), p->bytes(), p->repeat() + 1, p->src_stride(), p->dst_stride()});
+  // The compiler writes placements sorted by destination (popef.fbs); any other order is sorted here.
+  std::vector<uint32_t> order(nat);
+  std::iota(order.begin(), order.end(), 0u);
+  auto key = [&](uint32_t i) {
+    const fb::Placement *at = step->placements()->Get(i);
+    return std::pair(at->dst_tile(), at->dst_offset());
   };
-  if (!std::is_sorted(local.begin(), local.end(), byDestination))
-    std::stable_sort(local.begin(), local.end(), byDestination);
-  plan.local.reserve(local.size() * replicas);
-  // Merge copies that continue the previous one at both ends (the copy
-  // list may come uncoalesced); chunk boundaries below use destination tiles.
-  std::vector<const fb::Copy *> firstOfOp;
-  firstOfOp.reserve(local.size());
-  for (const fb::Copy *c : local) {
-    uint8_t *dst = tiles.base(c->dst_tile()) + c->dst_offset();
-    const uint8_t *src = tiles.base(c->src_tile()) + c->src_offset();
-    if (!plan.local.empty() && c->repeat() == 0) {
-      CopyOp &last = plan.local.back();
-      if (last.count == 1 && firstOfOp.back()->dst_tile() == c->dst_tile() && last.dst + last.bytes == dst &&
-          last.src + last.bytes == src && uint64_t(last.bytes) + c->bytes() <= UINT32_MAX) {
-        last.bytes += c->bytes();
+  if (!std::is_sorted(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); }))
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  const std::vector<uint64_t> bytesBefore = popef::pieceBytesBefore(*step);
+  std::vector<uint64_t> bytes;  // per local placement
+  std::vector<uint32_t> dstTiles;
+  plan.local.reserve(size_t(nat) * replicas);
+  bytes.reserve(size_t(nat) * replicas);
+  dstTiles.reserve(size_t(nat) * replicas);
+  auto addLocal = [&](uint32_t dstTile, uint32_t r, uint64_t dstOffset, uint32_t first, uint32_t count) {
+    plan.local.push_back({tiles.base(dstTile, r) + dstOffset, r * np + first, count});
+    bytes.push_back(bytesBefore[first + count] - bytesBefore[first]);
+    dstTiles.push_back(tiles.tileOf(dstTile, r));
+  };
+  for (uint32_t r = 0; r < replicas; ++r)
+    for (uint32_t i : order) {
+      const fb::Placement *at = step->placements()->Get(i);
+      if (!multiIpu) {
+        addLocal(at->dst_tile(), r, at->dst_offset(), at->first_piece(), at->pieces());
         continue;
       }
-    }
-    plan.local.push_back({dst, src, c->bytes(), c->repeat() + 1, c->src_stride(), c->dst_stride()});
-    firstOfOp.push_back(c);
-  }
-  // Replicas: the same copies on each replica's tiles (blocks stay sorted by destination).
-  std::vector<uint32_t> dstTiles;
-  dstTiles.reserve(plan.local.size() * replicas);
-  for (const fb::Copy *c : firstOfOp)
-    dstTiles.push_back(c->dst_tile());
-  const size_t oneReplica = plan.local.size();
-  for (uint32_t r = 1; r < replicas; ++r)
-    for (size_t i = 0; i < oneReplica; ++i) {
-      const fb::Copy *c = firstOfOp[i];
-      CopyOp op = plan.local[i];
-      op.dst = tiles.base(c->dst_tile(), r) + c->dst_offset();
-      op.src = tiles.base(c->src_tile(), r) + c->src_offset();
-      plan.local.push_back(op);
-      dstTiles.push_back(tiles.tileOf(c->dst_tile(), r));
+      // On several IPUs a placement may mix pieces from this IPU (kept here,
+      // in runs) with pieces from another (the link's, above).
+      uint64_t dst = at->dst_offset(), runDst = dst;
+      uint32_t runFirst = at->first_piece();
+      const uint32_t end = at->first_piece() + at->pieces();
+      for (uint32_t k = at->first_piece(); k < end; ++k) {
+        const bool remote = crossing(pieces[k].src_tile(), at->dst_tile());
+        if (remote && k > runFirst)
+          addLocal(at->dst_tile(), r, runDst, runFirst, k - runFirst);
+        dst += popef::pieceExtent(pieces[k]);
+        if (remote)
+          runFirst = k + 1, runDst = dst;
+      }
+      if (end > runFirst)
+        addLocal(at->dst_tile(), r, runDst, runFirst, end - runFirst);
     }
   // Chunks of whole destination tiles, a few per thread, so one tile's
   // memory is written by one thread.
-  std::vector<uint64_t> bytes(plan.local.size());
-  uint64_t total = 0;
-  for (size_t i = 0; i < plan.local.size(); ++i)
-    total += bytes[i] = uint64_t(plan.local[i].bytes) * plan.local[i].count;
+  const uint64_t total = std::accumulate(bytes.begin(), bytes.end(), uint64_t(0));
   const uint64_t perChunk =
       total < kParallelCopyBytes ? total + 1 : std::max<uint64_t>(16 << 10, total / (4 * threads));
   plan.chunks = chunkBoundaries(bytes, perChunk, [&](size_t i) { return dstTiles[i] != dstTiles[i - 1]; });
-  plan.cost = chargedInRuns ? exchangeCost(target, *step) : exchangeVolume(target, *step);
   return plan;
 }
 
 void performLocalCopies(const ExchangePlan &plan, ThreadPool &pool) {
-  const CopyOp *ops = plan.local.data();
+  if (plan.local.empty())
+    return;
+  const PlacementOp *ops = plan.local.data();
+  const PieceOp *pieces = plan.pieces.data();
   const uint32_t *chunks = plan.chunks.data();
-  pool.parallelFor(plan.chunks.size() - 1, [ops, chunks](size_t k) {
+  pool.parallelFor(plan.chunks.size() - 1, [ops, pieces, chunks](size_t k) {
     for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i) {
-      const CopyOp &op = ops[i];
-      uint8_t *dst = op.dst;
-      const uint8_t *src = op.src;
-      for (uint32_t n = 0; n < op.count; ++n, dst += op.dstStride, src += op.srcStride)
-        copyBytes(dst, src, op.bytes);
+      uint8_t *dst = ops[i].dst;
+      for (const PieceOp *p = pieces + ops[i].firstPiece, *end = p + ops[i].pieces; p != end; ++p) {
+        uint8_t *d = dst;
+        const uint8_t *src = p->src;
+        for (uint32_t n = 0; n < p->count; ++n, d += p->dstStride, src += p->srcStride)
+          copyBytes(d, src, p->bytes);
+        dst += uint64_t(p->count - 1) * p->dstStride + p->bytes; // the piece's extent
+      }
     }
   });
 }

@@ -53,15 +53,26 @@ ComputeSetPlan planComputeSet(const ::popef::fb::Executable &root, uint32_t c, c
 // Runs every vertex of the plan, tiles shared out over the pool's threads.
 void runComputeSet(const ComputeSetPlan &plan, ThreadPool &pool);
 
-struct CopyOp {
-  uint8_t *dst;
+// A stored piece of an exchange step (popef.fbs) with its source resolved
+// on one replica's tile: `count` copies of `bytes`, strided at both ends.
+struct PieceOp {
   const uint8_t *src;
   uint32_t bytes;
-  uint32_t count = 1; // a strided record: count copies of `bytes`
-  uint32_t srcStride = 0, dstStride = 0;
+  uint32_t count;
+  uint32_t srcStride, dstStride;
+};
+// Pieces laid one after the other from `dst` on (a stored placement, or the
+// on-IPU part of one), each starting where the previous one's extent ends.
+struct PlacementOp {
+  uint8_t *dst;
+  uint32_t firstPiece, pieces; // in ExchangePlan::pieces
 };
 struct ExchangePlan {
-  std::vector<CopyOp> local;      // on-IPU copies, sorted by destination
+  // The on-IPU copies as the file stores them, so the table grows with the
+  // file, not with the copies: the step's pieces (once per replica) and the
+  // placements that lay them, sorted by destination.
+  std::vector<PieceOp> pieces;
+  std::vector<PlacementOp> local;
   std::vector<uint32_t> chunks;   // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
   std::vector<RemoteCopy> remote; // cross-IPU, via IpuLink
   // A cross-replica step whose source replica may be in another instance

@@ -54,11 +54,34 @@ uint64_t stepRecordCount(const fb::ExchangeStep &step) {
   return n;
 }
 
-std::vector<uint64_t> pieceExtentsBefore(const fb::ExchangeStep &step) {
+namespace {
+template <typename Measure> std::vector<uint64_t> prefixSums(const fb::ExchangeStep &step, Measure measure) {
   std::vector<uint64_t> before(size_t(len(step.pieces())) + 1, 0);
   for (uint32_t k = 0; k < len(step.pieces()); ++k)
-    before[k + 1] = before[k] + pieceExtent(*step.pieces()->Get(k));
+    before[k + 1] = before[k] + measure(*step.pieces()->Get(k));
   return before;
+}
+} // namespace
+
+std::vector<uint64_t> pieceExtentsBefore(const fb::ExchangeStep &step) { return prefixSums(step, pieceExtent); }
+
+std::vector<uint64_t> pieceBytesBefore(const fb::ExchangeStep &step) { return prefixSums(step, pieceTotalBytes); }
+
+std::vector<bool> piecesInUse(const fb::ExchangeStep &step) {
+  // +1 where a placement's pieces begin, -1 past their end: the running sum is
+  // how many placements use each piece.
+  const uint32_t n = len(step.pieces());
+  std::vector<int64_t> delta(size_t(n) + 1, 0);
+  for (uint32_t i = 0; i < len(step.placements()); ++i) {
+    const fb::Placement *at = step.placements()->Get(i);
+    delta[at->first_piece()]++;
+    delta[uint64_t(at->first_piece()) + at->pieces()]--;
+  }
+  std::vector<bool> used(n);
+  int64_t users = 0;
+  for (uint32_t k = 0; k < n; ++k)
+    used[k] = (users += delta[k]) > 0;
+  return used;
 }
 
 std::vector<fb::Copy> stepCopies(const fb::ExchangeStep &step) {

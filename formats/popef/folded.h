@@ -20,9 +20,17 @@ inline uint64_t pieceExtent(const ::popef::fb::Piece &p) { return uint64_t(p.rep
 inline uint64_t pieceSrcEnd(const ::popef::fb::Piece &p) {
   return uint64_t(p.src_offset()) + uint64_t(p.repeat()) * p.src_stride() + p.bytes();
 }
+// Bytes a piece moves: all its copies.
+inline uint64_t pieceTotalBytes(const ::popef::fb::Piece &p) { return uint64_t(p.bytes()) * (uint64_t(p.repeat()) + 1); }
 // Prefix sums of the step's piece extents: placement `at` spans
 // before[at.first_piece() + at.pieces()] - before[at.first_piece()] bytes.
 std::vector<uint64_t> pieceExtentsBefore(const ::popef::fb::ExchangeStep &step);
+// The same for pieceTotalBytes: the bytes placement `at` moves.
+std::vector<uint64_t> pieceBytesBefore(const ::popef::fb::ExchangeStep &step);
+// Whether some placement of a (verified) step uses piece k: a file may store
+// pieces no placement uses, which stand for no copy. Linear in pieces and
+// placements, not in the records.
+std::vector<bool> piecesInUse(const ::popef::fb::ExchangeStep &step);
 // Packs `records`, in their order, into the step's pieces and placements:
 // consecutive records on one destination tile, each starting where the
 // previous one's extent ends, make one placement; placements with the same

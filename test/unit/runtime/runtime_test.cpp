@@ -343,6 +343,47 @@ TEST_CASE("cycle model", "[runtime]") {
     }
   }
 
+  SECTION("on one IPU the cost comes from the pieces and placements, and equals the records'") {
+    // Shared pieces (a gather sent to tiles 1 and 2), a strided source with
+    // gaps and one without; then a piece no placement uses, which moves nothing.
+    std::vector<fb::Copy> copies = {popc::popef::singleCopy(0, 0, 1, 0, 8), fb::Copy(3, 0, 1, 8, 4, 3, 16, 4),
+                                    popc::popef::singleCopy(0, 0, 2, 0, 8), fb::Copy(3, 0, 2, 8, 4, 3, 16, 4),
+                                    fb::Copy(0, 32, 3, 0, 8, 1, 4, 8)};
+    popc::popef::setCopies(*exe.exchanges[0], copies);
+    auto costs = [&](uint32_t ipus) {
+      t.num_ipus = ipus; // 2: every tile is on IPU 0 still, but the cost is counted record by record
+      auto b = popc::popef::serialize(exe);
+      const auto *r = fb::GetExecutable(b.data());
+      return std::tuple(popc::runtime::exchangeCost(*r->target(), *r->exchanges()->Get(0)),
+                        popc::runtime::exchangeVolume(*r->target(), *r->exchanges()->Get(0)),
+                        popc::runtime::exchangeTraffic(*r->target(), *r->exchanges()->Get(0)));
+    };
+    auto check = [&] {
+      auto [byRecord, volumeByRecord, trafficByRecord] = costs(2);
+      auto [byPlacement, volumeByPlacement, trafficByPlacement] = costs(1);
+      CHECK(byPlacement.bytes == byRecord.bytes);
+      CHECK(volumeByPlacement.bytes == volumeByRecord.bytes);
+      CHECK(byPlacement.transfer == byRecord.transfer);
+      CHECK(!byPlacement.interIpu);
+      REQUIRE(trafficByPlacement.size() == trafficByRecord.size());
+      for (size_t i = 0; i < trafficByRecord.size(); ++i) {
+        CHECK(trafficByPlacement[i].tile == trafficByRecord[i].tile);
+        CHECK(trafficByPlacement[i].sentOn == trafficByRecord[i].sentOn);
+        CHECK(trafficByPlacement[i].recvOn == trafficByRecord[i].recvOn);
+      }
+      return trafficByPlacement;
+    };
+    REQUIRE(exe.exchanges[0]->placements.size() == 3);
+    REQUIRE(exe.exchanges[0]->pieces.size() == 3); // tiles 1 and 2 share their two pieces
+    auto traffic = check();
+    CHECK(traffic[0].sentOn == 20); // [0, 8) once for tiles 1 and 2, and [32, 44)
+    CHECK(traffic[3].sentOn == 16); // four runs of 4 bytes, sent once
+    exe.exchanges[0]->pieces.emplace_back(3, 100, 50, 0, 0, 0);
+    auto withUnused = check();
+    CHECK(withUnused[3].sentOn == 16);
+    t.num_ipus = 2;
+  }
+
   SECTION("the exchange multicasts: a source byte read by several tiles is sent once") {
     // Tile 0's bytes [0, 8) go to tiles 1, 2 and 3, and [4, 12) to tile 1 again:
     // tile 0 sends the union [0, 12), tile 1 receives 16.
