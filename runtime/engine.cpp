@@ -252,13 +252,27 @@ struct Engine::Impl {
     });
   }
 
+  // On every host thread, each writing the tiles of its own range, in
+  // tensor order: the bytes are the sequential loop's even where a (hostile)
+  // file maps two constants to the same tile memory.
   void loadConstants() {
-    for (uint32_t i = 0; i < len(root.tensors()); ++i) {
-      const fb::Tensor *t = root.tensors()->Get(i);
-      if (t->constant() >= 0 && t->mapping())
-        for (uint32_t r = 0; r < replicas; ++r)
-          scatter(*t, exe->constant(uint32_t(t->constant())).data(), r);
-    }
+    std::vector<const fb::Tensor *> constants;
+    for (uint32_t i = 0; i < len(root.tensors()); ++i)
+      if (root.tensors()->Get(i)->constant() >= 0 && root.tensors()->Get(i)->mapping())
+        constants.push_back(root.tensors()->Get(i));
+    const uint64_t tiles = uint64_t(tilesPerReplica) * replicas, parts = std::min<uint64_t>(tiles, pool->size());
+    pool->parallelFor(parts, [&](size_t part) {
+      const uint64_t first = tiles * part / parts, end = tiles * (part + 1) / parts;
+      for (uint32_t r = 0; r < replicas; ++r)
+        for (const fb::Tensor *t : constants) {
+          const uint8_t *host = exe->constant(uint32_t(t->constant())).data();
+          popef::forEachInterval(*t, [&](const fb::TileInterval &iv) {
+            const uint32_t tile = tileOf(iv.tile(), r);
+            if (tile >= first && tile < end)
+              std::memcpy(memory->tile(tile) + iv.offset(), host + iv.begin(), iv.bytes());
+          });
+        }
+    });
   }
 
   // The step tables are independent of each other: built on every host

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <future>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -24,6 +26,8 @@ namespace {
 // (kMaxProgramDepth), bounded so a hostile file cannot exhaust the stack.
 constexpr flatbuffers::uoffset_t kVerifierMaxDepth = 256;
 constexpr flatbuffers::uoffset_t kVerifierMaxTables = 1u << 26;
+// From this size on the file's checksum is computed beside the other checks.
+constexpr size_t kHashBesideBytes = 16u << 20;
 
 } // namespace
 
@@ -78,17 +82,38 @@ std::span<const uint8_t> Executable::constant(uint32_t i) const {
 void Executable::verify(unsigned threads) {
   if (size_ < 8 + kTrailerBytes || !::popef::fb::ExecutableBufferHasIdentifier(data_))
     fail("{}: not a popef file", label_);
-  if (!hasValidTrailer(data_, size_))
+  auto checksumFailure = [this] {
     fail("{}: checksum mismatch: the file is truncated or corrupt; recompile the model", label_);
-  contentSize_ = size_ - kTrailerBytes;
-  // The flatbuffer lies in the first 2 GiB; a data segment of weights may
-  // follow it, to any size (format 4). Its ranges are checked semantically.
-  flatbuffers::Verifier verifier(data_, std::min<uint64_t>(contentSize_, kMaxScheduleBytes), kVerifierMaxDepth,
-                                 kVerifierMaxTables);
-  if (!::popef::fb::VerifyExecutableBuffer(verifier))
-    fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
-  root_ = ::popef::fb::GetExecutable(data_);
-  verifySemantics(*root_, {data_, contentSize_}, label_, threads);
+  };
+  // Hashing the whole file is one long serial pass: on a large file it runs
+  // on a thread of its own beside the structural checks (which are safe on
+  // any bytes), and a mismatch is still the error reported, before theirs.
+  const bool hashBeside = threads > 1 && size_ >= kHashBesideBytes;
+  std::future<bool> trailer;
+  if (hashBeside)
+    trailer = std::async(std::launch::async, [this] { return hasValidTrailer(data_, size_); });
+  else if (!hasValidTrailer(data_, size_))
+    checksumFailure();
+  std::exception_ptr structural;
+  try {
+    contentSize_ = size_ - kTrailerBytes;
+    // The flatbuffer lies in the first 2 GiB; a data segment of weights may
+    // follow it, to any size (format 4). Its ranges are checked semantically.
+    flatbuffers::Verifier verifier(data_, std::min<uint64_t>(contentSize_, kMaxScheduleBytes), kVerifierMaxDepth,
+                                   kVerifierMaxTables);
+    if (!::popef::fb::VerifyExecutableBuffer(verifier))
+      fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
+    root_ = ::popef::fb::GetExecutable(data_);
+    verifySemantics(*root_, {data_, contentSize_}, label_, threads);
+  } catch (...) {
+    structural = std::current_exception();
+  }
+  if (hashBeside && !trailer.get())
+    checksumFailure();
+  if (structural) {
+    root_ = nullptr;
+    std::rethrow_exception(structural);
+  }
 }
 
 } // namespace popc::popef

@@ -239,18 +239,27 @@ private:
       if (checksum({m->bitcode()->data(), m->bitcode()->size()}) != m->xxh64())
         bad(fmt::format("code[{}]", i), "bitcode checksum mismatch: the file is corrupt; recompile the model");
     }
-    for (uint32_t i = 0; i < len(exe_.constants()); ++i) {
-      const fb::ConstantData *c = exe_.constants()->Get(i);
-      auto where = [i] { return fmt::format("constants[{}]", i); };
-      if (c->size() && len(c->data()))
-        bad(where, "has both inline data and {} bytes in the data segment", c->size());
-      if (c->size() && (c->offset() % 64 != 0 || c->offset() > content_.size() ||
-                        c->size() > content_.size() - c->offset()))
-        bad(where, "data segment bytes [{}, {}) are not a 64-byte aligned range inside the file ({} bytes)",
-            c->offset(), c->offset() + c->size(), content_.size());
-      if (checksum(constantBytes(*c, content_)) != c->xxh64())
-        bad(where, "data checksum mismatch: the file is corrupt; recompile the model");
-    }
+    // The weights are most of a file: hashed on every thread, each constant
+    // once its range is known to be inside the file; the first failing
+    // constant is the one reported, as a sequential loop would.
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < len(exe_.constants()); ++i)
+      bytes += exe_.constants()->Get(i)->size();
+    parallelFor(
+        len(exe_.constants()),
+        [&](size_t i) {
+          const fb::ConstantData *c = exe_.constants()->Get(uint32_t(i));
+          auto where = [i] { return fmt::format("constants[{}]", i); };
+          if (c->size() && len(c->data()))
+            bad(where, "has both inline data and {} bytes in the data segment", c->size());
+          if (c->size() && (c->offset() % 64 != 0 || c->offset() > content_.size() ||
+                            c->size() > content_.size() - c->offset()))
+            bad(where, "data segment bytes [{}, {}) are not a 64-byte aligned range inside the file ({} bytes)",
+                c->offset(), c->offset() + c->size(), content_.size());
+          if (checksum(constantBytes(*c, content_)) != c->xxh64())
+            bad(where, "data checksum mismatch: the file is corrupt; recompile the model");
+        },
+        bytes < (8u << 20) ? 1 : threads_);
   }
 
   void checkVertexTypes() {

@@ -464,6 +464,29 @@ TEST_CASE("a changed byte of bitcode or constant data fails its checksum before 
   CHECK_THROWS_WITH(Executable::fromBytes(bad, "x.popef"), Catch::Contains("constants[0]: data checksum mismatch"));
 }
 
+TEST_CASE("a large file's checksum, computed beside the other checks, is still the error reported", "[popef]") {
+  auto exe = popc::test::makeSampleExecutable(dummyCode());
+  auto big = std::make_unique<fb::ConstantDataT>(); // past the size hashed on a thread of its own
+  big->data.assign(20u << 20, 0x5a);
+  exe.constants.push_back(std::move(big));
+  const std::vector<uint8_t> good = popc::popef::serialize(exe);
+  const std::string path = tempPath("big.popef");
+  auto write = [&](const std::vector<uint8_t> &bytes) {
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  };
+  write(good);
+  CHECK(Executable::open(path, 2)->root().constants()->size() == 2);
+  std::vector<uint8_t> bad = good;
+  bad[bad.size() / 2] ^= 0x10; // inside the big constant: its own checksum fails too
+  write(bad);
+  CHECK_THROWS_WITH(Executable::open(path, 2), Catch::Contains("checksum mismatch: the file is truncated"));
+  bad = good;
+  bad[0] ^= 0x7f; // the root offset: the flatbuffer verifier fails too
+  write(bad);
+  CHECK_THROWS_WITH(Executable::open(path, 2), Catch::Contains("checksum mismatch: the file is truncated"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("any changed byte or truncation fails the file checksum", "[popef]") {
   const std::vector<uint8_t> good = sampleBytes();
   for (size_t i = 0; i < good.size(); i += 7) {
