@@ -4,19 +4,12 @@
 #include "support/error.h"
 #include "support/log.h"
 
-#include <xxhash.h>
 
 #include <algorithm>
 
 namespace popc::lib {
 
 // ---------------------------------------------------------------- OpBuilder
-
-size_t Lowering::LaidOutKeyHash::operator()(const LaidOutKey &k) const {
-  // The runs are contiguous (byte, bytes) pairs; the source and tile seed them.
-  return size_t(XXH3_64bits_withSeed(k.runs.data(), k.runs.size() * sizeof(k.runs[0]),
-                                     uint64_t(k.tensor) << 32 | k.tile));
-}
 
 OpBuilder::OpBuilder(Lowering &lowering, std::string name)
     : lowering(lowering), name(std::move(name)) {}
@@ -115,12 +108,9 @@ std::optional<graph::FieldRef> OpBuilder::constantLaidOut(graph::TensorId t, con
   if (!lowering.layoutConstantsAtLoad || src.role != graph::TensorRole::Constant || src.filledAtLoad ||
       src.persistent)
     return std::nullopt;
-  Lowering::LaidOutKey keyed{t, tile, {}};
-  keyed.runs.reserve(runs.runs().size());
-  for (const Run &r : runs.runs())
-    keyed.runs.emplace_back(r.byte, r.bytes);
-  if (auto it = lowering.laidOutConstants.find(keyed); it != lowering.laidOutConstants.end())
-    return it->second;
+  LaidOutTable &laidOut = lowering.laidOutConstants[t];
+  if (auto field = laidOut.find(tile, runs.runs()))
+    return field;
   if (!lowering.reserveLoadLayout(tile, runs.totalBytes()))
     return std::nullopt;
   const DType dtype = src.dtype;
@@ -139,7 +129,7 @@ std::optional<graph::FieldRef> OpBuilder::constantLaidOut(graph::TensorId t, con
     pos += r.bytes;
   }
   const graph::FieldRef field{laid, tile, 0, runs.totalBytes()};
-  lowering.laidOutConstants.emplace(std::move(keyed), field);
+  laidOut.add(tile, runs.runs(), field);
   return field;
 }
 

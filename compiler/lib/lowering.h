@@ -5,6 +5,7 @@
 #include "compiler/codegen/kernels.h"
 #include "compiler/graph/device_graph.h"
 #include "compiler/ir/ir.h"
+#include "compiler/lib/laid_out_table.h"
 #include "compiler/lib/runs.h"
 
 #include <functional>
@@ -115,20 +116,8 @@ public:
   // cannot replicate their weights so widely that later layers' weights travel.
   // Planners use it to leave such gathers out of a plan's per-run cost.
   bool likelyLaidOutAtLoad(const Value &v, uint64_t tileBytes, uint64_t totalBytes) const;
-  // Laid-out constants already made, by (source, tile, runs): ops reading the
-  // same weights in the same layout (an unrolled RNN) share one copy. Hashed:
-  // a large CNN makes hundreds of thousands of them, and none is looked up
-  // in order.
-  struct LaidOutKey {
-    graph::TensorId tensor;
-    uint32_t tile;
-    std::vector<std::pair<uint64_t, uint64_t>> runs; // (byte, bytes)
-    bool operator==(const LaidOutKey &) const = default;
-  };
-  struct LaidOutKeyHash {
-    size_t operator()(const LaidOutKey &k) const;
-  };
-  std::unordered_map<LaidOutKey, graph::FieldRef, LaidOutKeyHash> laidOutConstants;
+  // Laid-out constants already made, per source tensor (laid_out_table.h).
+  std::unordered_map<graph::TensorId, LaidOutTable> laidOutConstants;
 
 private:
   std::vector<uint64_t> loadLayoutBytes_; // by tile

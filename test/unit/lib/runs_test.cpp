@@ -1,3 +1,4 @@
+#include "compiler/lib/laid_out_table.h"
 #include "compiler/lib/planner.h"
 #include "compiler/lib/runs.h"
 
@@ -49,4 +50,20 @@ TEST_CASE("split candidates are distinct and decreasing", "[planner]") {
   auto c = blockSizeCandidates(10, 100);
   CHECK(c == std::vector<uint64_t>{10, 5, 4, 3, 2, 1});
   CHECK(blockSizeCandidates(10, 2) == std::vector<uint64_t>{10, 5});
+}
+
+TEST_CASE("LaidOutTable: a layout is found again only for the same tile and runs", "[lib]") {
+  using popc::lib::LaidOutTable;
+  using popc::lib::Run;
+  LaidOutTable table;
+  const std::vector<Run> rows = {{0, 64}, {256, 64}}, shifted = {{0, 64}, {320, 64}}, fewer = {{0, 64}};
+  CHECK(!table.find(3, rows));
+  table.add(3, rows, popc::graph::FieldRef{7, 3, 0, 128});
+  table.add(3, fewer, popc::graph::FieldRef{8, 3, 0, 64});
+  auto found = table.find(3, rows);
+  REQUIRE(found);
+  CHECK(found->tensor == 7);
+  CHECK(table.find(3, fewer)->tensor == 8);
+  CHECK(!table.find(4, rows));    // another tile
+  CHECK(!table.find(3, shifted)); // other runs
 }
