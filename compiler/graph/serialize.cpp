@@ -45,11 +45,26 @@ public:
     constexpr size_t kTensorsPerTask = 4096;
     parallelFor((addrs_.size() + kTensorsPerTask - 1) / kTensorsPerTask, [&](size_t task) {
       const size_t end = std::min(addrs_.size(), (task + 1) * kTensorsPerTask);
+      std::vector<uint32_t> baseOnTile; // dense, for tensors with many intervals per tile
       for (TensorId id = TensorId(task * kTensorsPerTask); id < end; ++id) {
         const DeviceTensor &t = g.tensor(id);
+        const auto &blocks = plan.bases.at(id);
         addrs_[id].reserve(t.mapping.size());
-        for (size_t i = 0; i < t.mapping.size(); ++i)
-          addrs_[id].push_back(uint32_t(plan.base(id, t.mapping[i].tile) + t.blockOffsets[i]));
+        if (t.mapping.size() < 4 * blocks.size() || blocks.empty()) {
+          for (size_t i = 0; i < t.mapping.size(); ++i)
+            addrs_[id].push_back(uint32_t(plan.base(id, t.mapping[i].tile) + t.blockOffsets[i]));
+          continue;
+        }
+        // A partial-sum tensor's intervals cycle over its tiles: one table
+        // lookup each instead of a binary search of its blocks.
+        baseOnTile.assign(size_t(blocks.back().first) + 1, UINT32_MAX);
+        for (const auto &[tile, base] : blocks)
+          baseOnTile[tile] = base;
+        for (size_t i = 0; i < t.mapping.size(); ++i) {
+          const uint32_t tile = t.mapping[i].tile;
+          POPC_ASSERT(tile < baseOnTile.size() && baseOnTile[tile] != UINT32_MAX);
+          addrs_[id].push_back(uint32_t(baseOnTile[tile] + t.blockOffsets[i]));
+        }
       }
     });
   }
@@ -57,13 +72,21 @@ public:
   // Where interval i of tensor `id` starts on its tile.
   uint32_t address(TensorId id, size_t i) const { return addrs_[id][i]; }
 
+  // Where the previous copy of a step ended in its source and destination:
+  // a step's copies mostly walk a tensor in order, so the next interval is
+  // found by a short step forward instead of a binary search.
+  struct Cursor {
+    TensorId tensor = UINT32_MAX;
+    size_t interval = 0;
+  };
+
   // Splits `c` at the interval boundaries of source and destination.
-  void resolve(const Copy &c, std::vector<fb::Copy> &out) const {
+  void resolve(const Copy &c, std::vector<fb::Copy> &out, Cursor &from, Cursor &to) const {
     if (c.bytes == 0) // an empty tensor has no intervals to search
       return;
     const DeviceTensor &src = g_.tensor(c.src), &dst = g_.tensor(c.dst);
     const std::vector<uint32_t> &sa = addrs_[c.src], &da = addrs_[c.dst];
-    size_t si = intervalAt(src, c.srcByte), di = intervalAt(dst, c.dstByte);
+    size_t si = intervalAt(src, c.src, c.srcByte, from), di = intervalAt(dst, c.dst, c.dstByte, to);
     uint64_t s = c.srcByte, d = c.dstByte;
     for (uint64_t done = 0; done < c.bytes;) {
       const Interval &sv = src.mapping[si], &dv = dst.mapping[di];
@@ -75,10 +98,33 @@ public:
       si += s == sv.end;
       di += d == dv.end;
     }
+    from = {c.src, std::min(si, src.mapping.size() - 1)};
+    to = {c.dst, std::min(di, dst.mapping.size() - 1)};
   }
 
 private:
-  static size_t intervalAt(const DeviceTensor &t, uint64_t byte) {
+  // The interval holding `byte` (mappings are sorted and contiguous).
+  static size_t intervalAt(const DeviceTensor &t, TensorId id, uint64_t byte, const Cursor &near) {
+    constexpr size_t kSteps = 4;
+    auto scanFrom = [&](size_t i) -> std::optional<size_t> {
+      if (t.mapping[i].begin > byte)
+        return std::nullopt;
+      for (size_t end = std::min(t.mapping.size(), i + kSteps); i < end; ++i)
+        if (byte < t.mapping[i].end)
+          return i;
+      return std::nullopt;
+    };
+    if (near.tensor == id)
+      if (auto i = scanFrom(near.interval))
+        return *i;
+    // Most mappings cut a tensor into nearly equal intervals: the interval
+    // where `byte` would be if they were equal, or just before it.
+    const uint64_t total = t.mapping.back().end;
+    if (total > 0 && t.mapping.size() > kSteps) {
+      const size_t guess = size_t(static_cast<unsigned __int128>(byte) * t.mapping.size() / total);
+      if (auto i = scanFrom(guess >= 1 ? std::min(guess - 1, t.mapping.size() - 1) : 0))
+        return *i;
+    }
     auto it = std::upper_bound(t.mapping.begin(), t.mapping.end(), byte,
                                [](uint64_t b, const Interval &iv) { return b < iv.begin; });
     POPC_ASSERT(it != t.mapping.begin());
@@ -362,8 +408,9 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     const ExchangeStep &ex = g.exchanges()[e];
     std::vector<fb::Copy> copies;
     copies.reserve(ex.copies.size());
+    CopyResolver::Cursor from, to;
     for (const Copy &c : ex.copies)
-      resolver->resolve(c, copies);
+      resolver->resolve(c, copies, from, to);
     copies = foldStrided(coalesce(std::move(copies)));
     auto out = std::make_unique<fb::ExchangeStepT>();
     out->name = ex.name;
