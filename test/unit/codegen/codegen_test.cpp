@@ -62,6 +62,40 @@ TEST_CASE("finish() is deterministic", "[codegen]") {
   CHECK(cg.finish() == a);
 }
 
+TEST_CASE("many vertex types: batches optimised on worker threads link into one deterministic module", "[codegen]") {
+  // More types than several batches hold (kBatchTypes is 32), each its own length.
+  constexpr uint32_t kTypes = 80;
+  auto addAll = [](VertexCodegen &cg, uint32_t from, uint32_t to) {
+    for (uint32_t n = from; n < to; ++n)
+      cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 16 + n, {false, false}, {}});
+  };
+  VertexCodegen cg;
+  addAll(cg, 0, kTypes);
+  const std::vector<uint8_t> a = cg.finish();
+  CHECK(cg.finish() == a);
+  VertexCodegen again;
+  addAll(again, 0, kTypes);
+  CHECK(again.finish() == a);
+  // Every type's entry is in the one module, and computes its own length.
+  JitModule jit(cg);
+  for (uint32_t t : {0u, 31u, 32u, 63u, 79u}) {
+    const VertexTypeInfo &vt = cg.vertexTypes()[t];
+    const uint32_t n = 16 + t;
+    std::vector<float> x(n), y(n);
+    for (uint32_t i = 0; i < n; ++i)
+      x[i] = float(i), y[i] = float(t) * 0.5f;
+    auto out = fromBytes<float>(jit.run(vt, {toBytes(x), toBytes(y), Bytes(n * sizeof(float))}).back());
+    for (uint32_t i = 0; i < n; ++i)
+      CHECK(out[i] == x[i] + y[i]);
+  }
+  // Types added after finish() go on being batched.
+  addAll(cg, kTypes, kTypes + 40);
+  CHECK(cg.finish() != a);
+  VertexCodegen all;
+  addAll(all, 0, kTypes + 40);
+  CHECK(all.finish() == cg.finish());
+}
+
 TEST_CASE("getOrCreate dedups by key, symbols and names are deterministic and unique", "[codegen]") {
   VertexCodegen cg;
   auto specs = sampleSpecs();
