@@ -47,8 +47,7 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
     const std::vector<uint64_t> extentBefore = popef::pieceExtentsBefore(*step);
     for (uint32_t k = 0; k < len(step->placements()); ++k) {
       const fb::Placement *at = step->placements()->Get(k);
-      touch(at->dst_tile(),
-            at->dst_offset() + extentBefore[at->first_piece() + at->pieces()] - extentBefore[at->first_piece()]);
+      touch(at->dst_tile(), at->dst_offset() + popef::placementSum(extentBefore, *at));
     }
     e.tables += popef::stepRecordCount(*step) * 32;
   }

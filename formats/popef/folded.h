@@ -27,6 +27,10 @@ inline uint64_t pieceTotalBytes(const ::popef::fb::Piece &p) { return uint64_t(p
 std::vector<uint64_t> pieceExtentsBefore(const ::popef::fb::ExchangeStep &step);
 // The same for pieceTotalBytes: the bytes placement `at` moves.
 std::vector<uint64_t> pieceBytesBefore(const ::popef::fb::ExchangeStep &step);
+// Placement `at`'s share of such prefix sums (its extent, or its bytes).
+inline uint64_t placementSum(const std::vector<uint64_t> &before, const ::popef::fb::Placement &at) {
+  return before[at.first_piece() + at.pieces()] - before[at.first_piece()];
+}
 // Whether some placement of a (verified) step uses piece k: a file may store
 // pieces no placement uses, which stand for no copy. Linear in pieces and
 // placements, not in the records.

@@ -386,9 +386,7 @@ private:
   struct StepExtents {
     std::vector<uint64_t> extentBefore; // bytes spanned by pieces [0, k)
     std::vector<uint32_t> gappedBefore; // strided pieces with gaps among [0, k)
-    uint64_t extent(const fb::Placement &at) const {
-      return extentBefore[at.first_piece() + at.pieces()] - extentBefore[at.first_piece()];
-    }
+    uint64_t extent(const fb::Placement &at) const { return placementSum(extentBefore, at); }
     // Its pieces cover its whole extent: another range that meets it overlaps it.
     bool dense(const fb::Placement &at) const {
       return gappedBefore[at.first_piece() + at.pieces()] == gappedBefore[at.first_piece()];
