@@ -33,14 +33,11 @@ bool onIpuOnly(const ::popef::fb::Target &target, const ::popef::fb::ExchangeSte
 // bytes it sends (the exchange multicasts).
 class SourceRanges {
 public:
-  // A (strided) source: one range when its runs touch or repeat
-  // (stride <= bytes), else each run (the gaps are not sent).
-  void add(uint32_t tile, uint32_t offset, uint32_t bytes, uint32_t repeat, uint32_t stride) {
-    const uint64_t tileKey = uint64_t(tile) << 32;
-    if (repeat == 0 || stride <= bytes)
-      onIpu.emplace_back(tileKey | offset, uint32_t(uint64_t(offset) + uint64_t(repeat) * stride + bytes));
-    else
-      patterns.emplace_back(tileKey | offset, bytes, stride, repeat);
+  void add(const ::popef::fb::Copy &c) {
+    add(c.src_tile(), c.src_offset(), popef::copySrcEnd(c), c.bytes(), c.repeat(), c.src_stride());
+  }
+  void add(const ::popef::fb::Piece &p) {
+    add(p.src_tile(), p.src_offset(), popef::pieceSrcEnd(p), p.bytes(), p.repeat(), p.src_stride());
   }
   void reserve(size_t n) { onIpu.reserve(n); }
   // One entry per sending tile: {tile, sentOn = its union's bytes}.
@@ -83,6 +80,16 @@ public:
   }
 
 private:
+  // A (strided) source: one range when its runs touch or repeat
+  // (stride <= bytes), else each run (the gaps are not sent).
+  void add(uint32_t tile, uint32_t offset, uint64_t end, uint32_t bytes, uint32_t repeat, uint32_t stride) {
+    const uint64_t tileKey = uint64_t(tile) << 32;
+    if (repeat == 0 || stride <= bytes)
+      onIpu.emplace_back(tileKey | offset, uint32_t(end));
+    else
+      patterns.emplace_back(tileKey | offset, bytes, stride, repeat);
+  }
+
   std::vector<std::pair<uint64_t, uint32_t>> onIpu; // (tile << 32 | begin, end)
   // Strided sources with gaps: (tile << 32 | offset, bytes, stride, repeat).
   std::vector<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t>> patterns;
@@ -121,7 +128,7 @@ std::vector<TileTraffic> recordTraffic(const ::popef::fb::Target &target, const 
       received.back().recvOn += total;
     else
       received.push_back({c.dst_tile(), 0, total, 0, 0});
-    sources.add(c.src_tile(), c.src_offset(), c.bytes(), c.repeat(), c.src_stride());
+    sources.add(c);
   });
   sources.appendSent(target.num_ipus() * target.tiles_per_ipu(), received); // verified: every tile is below
   return sumByTile(received);
@@ -136,7 +143,7 @@ std::vector<TileTraffic> placementTraffic(const ::popef::fb::Target &target, con
   entries.reserve(popef::len(step.placements()));
   for (uint32_t i = 0; i < popef::len(step.placements()); ++i) {
     const ::popef::fb::Placement *at = step.placements()->Get(i);
-    const uint64_t bytes = bytesBefore[at->first_piece() + at->pieces()] - bytesBefore[at->first_piece()];
+    const uint64_t bytes = popef::placementSum(bytesBefore, *at);
     if (!entries.empty() && entries.back().tile == at->dst_tile() && entries.back().sentOn == 0)
       entries.back().recvOn += bytes;
     else
@@ -146,10 +153,8 @@ std::vector<TileTraffic> placementTraffic(const ::popef::fb::Target &target, con
   const std::vector<bool> used = popef::piecesInUse(step);
   sources.reserve(popef::len(step.pieces()));
   for (uint32_t k = 0; k < popef::len(step.pieces()); ++k)
-    if (used[k]) {
-      const ::popef::fb::Piece *p = step.pieces()->Get(k);
-      sources.add(p->src_tile(), p->src_offset(), p->bytes(), p->repeat(), p->src_stride());
-    }
+    if (used[k])
+      sources.add(*step.pieces()->Get(k));
   sources.appendSent(target.num_ipus() * target.tiles_per_ipu(), entries);
   return sumByTile(entries);
 }
@@ -170,10 +175,8 @@ ExchangeCost exchangeVolume(const ::popef::fb::Target &target, const ::popef::fb
   cost.sync = target.sync_cycles();
   if (onIpuOnly(target, step)) {
     const std::vector<uint64_t> bytesBefore = popef::pieceBytesBefore(step);
-    for (uint32_t i = 0; i < popef::len(step.placements()); ++i) {
-      const ::popef::fb::Placement *at = step.placements()->Get(i);
-      cost.bytes += bytesBefore[at->first_piece() + at->pieces()] - bytesBefore[at->first_piece()];
-    }
+    for (uint32_t i = 0; i < popef::len(step.placements()); ++i)
+      cost.bytes += popef::placementSum(bytesBefore, *step.placements()->Get(i));
     return cost;
   }
   popef::forEachCopy(step, [&](const ::popef::fb::Copy &c) {
@@ -185,9 +188,16 @@ ExchangeCost exchangeVolume(const ::popef::fb::Target &target, const ::popef::fb
 }
 
 ExchangeCost exchangeCost(const ::popef::fb::Target &target, const ::popef::fb::ExchangeStep &step) {
-  ExchangeCost cost = exchangeVolume(target, step);
-  for (const TileTraffic &t : exchangeTraffic(target, step))
+  // The traffic table holds the volume too: every copy is received once, on
+  // the IPU (recvOn) or over a link (recvX), and copies are never empty
+  // (verified), so a link carries bytes exactly when some copy crosses.
+  ExchangeCost cost;
+  for (const TileTraffic &t : exchangeTraffic(target, step)) {
     cost.transfer = std::max(cost.transfer, tileExchangeCycles(target, t));
+    cost.bytes += t.recvOn + t.recvX;
+    cost.interIpu |= t.recvX > 0;
+  }
+  cost.sync = cost.interIpu ? target.global_sync_cycles() : target.sync_cycles();
   return cost;
 }
 
