@@ -230,9 +230,13 @@ struct Engine::Impl {
   // A tensor without bytes has no mapping vector at all (flatbuffers omits empty ones).
   // Replica r's copy of a tile.
   uint32_t tileOf(uint32_t tile, uint32_t r) const { return replicaTiles().tileOf(tile, r); }
-  void scatter(const fb::Tensor &t, const uint8_t *host, uint32_t r = 0) {
+  // Only the intervals on (replica r's) tiles [firstTile, endTile) when given.
+  void scatter(const fb::Tensor &t, const uint8_t *host, uint32_t r = 0, uint64_t firstTile = 0,
+               uint64_t endTile = UINT64_MAX) {
     popef::forEachInterval(t, [&](const fb::TileInterval &iv) {
-      std::memcpy(memory->tile(tileOf(iv.tile(), r)) + iv.offset(), host + iv.begin(), iv.bytes());
+      const uint32_t tile = tileOf(iv.tile(), r);
+      if (tile >= firstTile && tile < endTile)
+        std::memcpy(memory->tile(tile) + iv.offset(), host + iv.begin(), iv.bytes());
     });
   }
   void gather(const fb::Tensor &t, uint8_t *host, uint32_t r = 0) {
@@ -264,14 +268,8 @@ struct Engine::Impl {
     pool->parallelFor(parts, [&](size_t part) {
       const uint64_t first = tiles * part / parts, end = tiles * (part + 1) / parts;
       for (uint32_t r = 0; r < replicas; ++r)
-        for (const fb::Tensor *t : constants) {
-          const uint8_t *host = exe->constant(uint32_t(t->constant())).data();
-          popef::forEachInterval(*t, [&](const fb::TileInterval &iv) {
-            const uint32_t tile = tileOf(iv.tile(), r);
-            if (tile >= first && tile < end)
-              std::memcpy(memory->tile(tile) + iv.offset(), host + iv.begin(), iv.bytes());
-          });
-        }
+        for (const fb::Tensor *t : constants)
+          scatter(*t, exe->constant(uint32_t(t->constant())).data(), r, first, end);
     });
   }
 
