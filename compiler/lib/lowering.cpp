@@ -4,7 +4,6 @@
 #include "support/error.h"
 #include "support/log.h"
 
-
 #include <algorithm>
 
 namespace popc::lib {

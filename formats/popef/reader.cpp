@@ -110,10 +110,8 @@ void Executable::verify(unsigned threads) {
   }
   if (hashBeside && !trailer.get())
     checksumFailure();
-  if (structural) {
-    root_ = nullptr;
+  if (structural)
     std::rethrow_exception(structural);
-  }
 }
 
 } // namespace popc::popef
