@@ -18,6 +18,44 @@ struct Sizes {
   double clip;
 };
 
+// M rows of the gates from `first` on, before their activations: each row
+// sums bias, x.W and (when `recurrent`; the GRU candidate's recurrent part
+// needs r first) its recurrent bias and h.R, in that order. The M sums are
+// independent chains the host overlaps (M a constant, so they stay in
+// registers) instead of one chain waiting on each add; each row's own order
+// is the same as one row at a time.
+template <int64_t M, typename T>
+inline void gateBlock(const T *x, const T *hb, const T *w, const T *r, const T *wb, const T *rb, T *gates,
+                      int64_t first, int64_t input, int64_t H, bool recurrent) {
+  double acc[M];
+  for (int64_t i = 0; i < M; ++i)
+    acc[i] = double(wb[first + i]);
+  for (int64_t k = 0; k < input; ++k)
+    for (int64_t i = 0; i < M; ++i)
+      acc[i] += double(x[k]) * double(w[(first + i) * input + k]);
+  if (recurrent) {
+    for (int64_t i = 0; i < M; ++i)
+      acc[i] += double(rb[first + i]);
+    for (int64_t k = 0; k < H; ++k)
+      for (int64_t i = 0; i < M; ++i)
+        acc[i] += double(hb[k]) * double(r[(first + i) * H + k]);
+  }
+  for (int64_t i = 0; i < M; ++i)
+    gates[first + i] = T(acc[i]);
+}
+
+// Rows [row0, row0+n): blocks of 8, then one at a time.
+template <typename T>
+inline void gateRows(const T *x, const T *hb, const T *w, const T *r, const T *wb, const T *rb, T *gates,
+                     int64_t row0, int64_t n, int64_t input, int64_t H, bool recurrent) {
+  constexpr int64_t kBlock = 8;
+  int64_t j = 0;
+  for (; j + kBlock <= n; j += kBlock)
+    gateBlock<kBlock>(x, hb, w, r, wb, rb, gates, row0 + j, input, H, recurrent);
+  for (; j < n; ++j)
+    gateBlock<1>(x, hb, w, r, wb, rb, gates, row0 + j, input, H, recurrent);
+}
+
 template <typename T>
 inline void recurrent(const T *X, const T *W, const T *R, const T *B, const int32_t *seqLens, const T *initH,
                       const T *initC, const T *P, T *Y, T *Yh, T *Yc, T *scratch, const Sizes &s) {
@@ -53,19 +91,7 @@ inline void recurrent(const T *X, const T *W, const T *R, const T *B, const int3
         const T *x = xAt(t, b);
         T *hb = h + b * H, *cb = c + b * H;
         for (int64_t g = 0; g < G; ++g)
-          for (int64_t j = 0; j < H; ++j) {
-            const int64_t row = g * H + j;
-            double acc = double(wb[row]);
-            for (int64_t k = 0; k < s.input; ++k)
-              acc += double(x[k]) * double(w[row * s.input + k]);
-            const bool gruCandidate = s.kind == kGru && g == 2;
-            if (!gruCandidate) { // the GRU candidate's recurrent part needs r first
-              acc += double(rb[row]);
-              for (int64_t k = 0; k < H; ++k)
-                acc += double(hb[k]) * double(r[row * H + k]);
-            }
-            gates[row] = T(acc);
-          }
+          gateRows(x, hb, w, r, wb, rb, gates, g * H, H, s.input, H, /*recurrent=*/!(s.kind == kGru && g == 2));
         if (s.kind == kRnn) {
           for (int64_t j = 0; j < H; ++j)
             tmp[j] = T(__builtin_tanh(clipTo(double(gates[j]), s.clip)));
