@@ -2,6 +2,7 @@
 
 #include "runtime/bitcode_gate.h"
 #include "runtime/bitcode_probe.h"
+#include "runtime/code_pages.h"
 #include "runtime/cycle_model.h"
 #include "runtime/device_memory.h"
 #include "runtime/jit.h"
@@ -121,6 +122,7 @@ struct Engine::Impl {
       compile();
       jitted = true;
       report.hostCpu = jit->hostCpu();
+      releaseLlvmCodePages(); // before the tiles' memory comes in (peak RSS)
     }
     report.jitSeconds = secondsSince(jitStart);
 
@@ -150,13 +152,16 @@ struct Engine::Impl {
     populateTiles();
     phase("tile memory");
     loadConstants();
-    exe->releaseMappedPages();
     phase("constants");
     planComputeSets();
+    exe->releaseMappedPages(); // the runs read the vertices' field offsets back, nothing else of it
     phase("compute set tables");
     planExchanges();
     phase("exchange tables");
     runLoadProgram();
+    // The tables hold what the runs need of the file but the vertices' field
+    // offsets (and the program), which the first run maps back in.
+    exe->releaseMappedPages();
     phase("load program");
     describeIo();
     report.loadSeconds = secondsSince(t0);
@@ -265,13 +270,31 @@ struct Engine::Impl {
       if (root.tensors()->Get(i)->constant() >= 0 && root.tensors()->Get(i)->mapping())
         constants.push_back(root.tensors()->Get(i));
     const uint64_t tiles = uint64_t(tilesPerReplica) * replicas, parts = std::min<uint64_t>(tiles, pool->size());
-    pool->parallelFor(parts, [&](size_t part) {
-      const uint64_t first = tiles * part / parts, end = tiles * (part + 1) / parts;
-      for (uint32_t r = 0; r < replicas; ++r)
-        for (const fb::Tensor *t : constants)
-          scatter(*t, exe->constant(uint32_t(t->constant())).data(), r, first, end);
-    });
+    // In batches of about kConstantBatchBytes, each batch's file pages
+    // released once it is scattered: the file's constants are not resident
+    // all at once beside the tiles' memory (the process's peak RSS).
+    for (size_t begin = 0; begin < constants.size();) {
+      size_t end = begin;
+      uint64_t bytes = 0;
+      const uint8_t *lo = nullptr, *hi = nullptr;
+      while (end < constants.size() && (end == begin || bytes < kConstantBatchBytes)) {
+        const std::span<const uint8_t> data = exe->constant(uint32_t(constants[end++]->constant()));
+        bytes += data.size();
+        lo = lo ? std::min(lo, data.data()) : data.data();
+        hi = std::max(hi, data.data() + data.size());
+      }
+      pool->parallelFor(parts, [&](size_t part) {
+        const uint64_t first = tiles * part / parts, last = tiles * (part + 1) / parts;
+        for (uint32_t r = 0; r < replicas; ++r)
+          for (size_t c = begin; c < end; ++c)
+            scatter(*constants[c], exe->constant(uint32_t(constants[c]->constant())).data(), r, first, last);
+      });
+      if (lo)
+        exe->releaseMappedPages({lo, size_t(hi - lo)});
+      begin = end;
+    }
   }
+  static constexpr uint64_t kConstantBatchBytes = 16 << 20;
 
   // The step tables are independent of each other: built on every host
   // thread at once (each index writes only its own plan and report entry).
@@ -325,6 +348,15 @@ struct Engine::Impl {
     const fb::ExchangeStep *step = root.exchanges()->Get(e);
     exchanges[e] = runtime::planExchange(root, e, replicaTiles(), runInMain[e], replicaLink != nullptr, pool->size());
     describeExchange(e, *step, exchanges[e].broadcastFrom >= 0);
+    // The plan holds the step now: its records' file pages go, so the file's
+    // schedule is not resident beside the tiles' memory (peak RSS).
+    releaseVector(step->pieces());
+    releaseVector(step->placements());
+  }
+
+  template <typename Vector> void releaseVector(const Vector *v) {
+    if (v)
+      exe->releaseMappedPages({reinterpret_cast<const uint8_t *>(v->Data()), size_t(v->size()) * sizeof(*v->data())});
   }
 
   void describeExchange(uint32_t e, const fb::ExchangeStep &step, bool hostLink) {

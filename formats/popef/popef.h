@@ -113,6 +113,8 @@ public:
   // it once it has copied what it needs, so the file does not add to its
   // resident memory next to the tiles'. No effect on owned bytes.
   void releaseMappedPages() const;
+  // The same for the whole pages inside `bytes` (a span of bytes()).
+  void releaseMappedPages(std::span<const uint8_t> bytes) const;
 
 private:
   Executable() = default;

@@ -41,6 +41,16 @@ void Executable::releaseMappedPages() const {
     ::madvise(mapping_, size_, MADV_DONTNEED);
 }
 
+void Executable::releaseMappedPages(std::span<const uint8_t> bytes) const {
+  if (!mapping_ || bytes.empty())
+    return;
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(bytes.data()) + page - 1) / page * page;
+  const uintptr_t end = uintptr_t(bytes.data() + bytes.size()) / page * page;
+  if (begin < end && begin >= uintptr_t(data_) && end <= uintptr_t(data_ + size_))
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
 std::shared_ptr<const Executable> Executable::open(const std::string &path, unsigned threads) {
   UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.get() < 0)

@@ -549,6 +549,30 @@ TEST_CASE("popef: constants in the data segment read back, 64-byte aligned after
   }
 }
 
+TEST_CASE("popef: released pages of a mapped file read back the same bytes", "[popef]") {
+  std::vector<std::vector<uint8_t>> kept;
+  const auto bytes = segmentSampleBytes(kept);
+  const std::string path = tempPath("release.popef");
+  popc::popef::writeFile(path, bytes);
+  auto exe = Executable::open(path);
+  auto constants = [&] {
+    std::vector<std::vector<uint8_t>> got;
+    for (uint32_t i = 0; i < kept.size(); ++i)
+      got.emplace_back(exe->constant(i).begin(), exe->constant(i).end());
+    return got;
+  };
+  REQUIRE(constants() == kept);
+  // A range that starts and ends mid-page, one constant, the whole file.
+  exe->releaseMappedPages(exe->bytes().subspan(100, exe->bytes().size() - 200));
+  CHECK(constants() == kept);
+  exe->releaseMappedPages(exe->constant(0));
+  CHECK(constants() == kept);
+  exe->releaseMappedPages();
+  CHECK(constants() == kept);
+  CHECK(std::vector<uint8_t>(exe->bytes().begin(), exe->bytes().end()) == bytes);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("popef: a schedule outgrowing its size hint gives the same bytes as one that fits", "[popef]") {
   // The builder (in its own mapping, copied into the file and released page
   // by page) starts at 64 KiB and grows several times for a 1 MB schedule; a
