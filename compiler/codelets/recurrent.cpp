@@ -1,7 +1,8 @@
 // RNN, GRU and LSTM (ONNX semantics, default activations) for one op on one
 // tile: every direction, batch row and time step in order. The lowering
 // supplies zero tensors for omitted optional inputs and a scratch field of
-// 2*batch*hidden + (gates+1)*hidden elements.
+// 2*batch*hidden + (gates+1)*hidden + gates*hidden*(input+hidden) elements
+// (the last part: one direction's W and R transposed, see gateBlock).
 #include "codelet.h"
 
 using namespace popc_codelets;
@@ -23,37 +24,46 @@ struct Sizes {
 // needs r first) its recurrent bias and h.R, in that order. The M sums are
 // independent chains the host overlaps (M a constant, so they stay in
 // registers) instead of one chain waiting on each add; each row's own order
-// is the same as one row at a time.
+// is the same as one row at a time. wT and rT are W and R transposed
+// ([input][rows], [H][rows]), so the M rows' weights for one k are
+// contiguous: one vector load, not a gather.
 template <int64_t M, typename T>
-inline void gateBlock(const T *x, const T *hb, const T *w, const T *r, const T *wb, const T *rb, T *gates,
-                      int64_t first, int64_t input, int64_t H, bool recurrent) {
+inline void gateBlock(const T *x, const T *hb, const T *wT, const T *rT, const T *wb, const T *rb, T *gates,
+                      int64_t first, int64_t rows, int64_t input, int64_t H, bool recurrent) {
   double acc[M];
   for (int64_t i = 0; i < M; ++i)
     acc[i] = double(wb[first + i]);
   for (int64_t k = 0; k < input; ++k)
     for (int64_t i = 0; i < M; ++i)
-      acc[i] += double(x[k]) * double(w[(first + i) * input + k]);
+      acc[i] += double(x[k]) * double(wT[k * rows + first + i]);
   if (recurrent) {
     for (int64_t i = 0; i < M; ++i)
       acc[i] += double(rb[first + i]);
     for (int64_t k = 0; k < H; ++k)
       for (int64_t i = 0; i < M; ++i)
-        acc[i] += double(hb[k]) * double(r[(first + i) * H + k]);
+        acc[i] += double(hb[k]) * double(rT[k * rows + first + i]);
   }
   for (int64_t i = 0; i < M; ++i)
     gates[first + i] = T(acc[i]);
 }
 
-// Rows [row0, row0+n): blocks of 8, then one at a time.
+// Rows [row0, row0+n) of the `rows` gate rows: blocks of 8, then one at a time.
 template <typename T>
-inline void gateRows(const T *x, const T *hb, const T *w, const T *r, const T *wb, const T *rb, T *gates,
-                     int64_t row0, int64_t n, int64_t input, int64_t H, bool recurrent) {
+inline void gateRows(const T *x, const T *hb, const T *wT, const T *rT, const T *wb, const T *rb, T *gates,
+                     int64_t row0, int64_t n, int64_t rows, int64_t input, int64_t H, bool recurrent) {
   constexpr int64_t kBlock = 8;
   int64_t j = 0;
   for (; j + kBlock <= n; j += kBlock)
-    gateBlock<kBlock>(x, hb, w, r, wb, rb, gates, row0 + j, input, H, recurrent);
+    gateBlock<kBlock>(x, hb, wT, rT, wb, rb, gates, row0 + j, rows, input, H, recurrent);
   for (; j < n; ++j)
-    gateBlock<1>(x, hb, w, r, wb, rb, gates, row0 + j, input, H, recurrent);
+    gateBlock<1>(x, hb, wT, rT, wb, rb, gates, row0 + j, rows, input, H, recurrent);
+}
+
+// dst[k][r] = src[r][k] for a rows x cols matrix.
+template <typename T> inline void transpose(const T *src, T *dst, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k)
+      dst[k * rows + r] = src[r * cols + k];
 }
 
 template <typename T>
@@ -61,6 +71,7 @@ inline void recurrent(const T *X, const T *W, const T *R, const T *B, const int3
                       const T *initC, const T *P, T *Y, T *Yh, T *Yc, T *scratch, const Sizes &s) {
   const int64_t H = s.hidden, G = s.kind == kLstm ? 4 : s.kind == kGru ? 3 : 1;
   T *h = scratch, *c = scratch + s.batch * H, *gates = c + s.batch * H, *tmp = gates + G * H;
+  T *wT = tmp + H, *rT = wT + G * H * s.input;
   auto xAt = [&](int64_t t, int64_t b) { return X + (s.layout ? b * s.seq + t : t * s.batch + b) * s.input; };
   auto yAt = [&](int64_t t, int64_t d, int64_t b) {
     return Y + (s.layout ? (b * s.seq + t) * s.dirs + d : (t * s.dirs + d) * s.batch + b) * H;
@@ -73,6 +84,8 @@ inline void recurrent(const T *X, const T *W, const T *R, const T *B, const int3
     const bool reverse = s.dirMode == 1 || (s.dirMode == 2 && d == 1);
     const T *w = W + d * G * H * s.input, *r = R + d * G * H * H, *wb = B + d * 2 * G * H, *rb = wb + G * H;
     const T *p = P + d * 3 * H;
+    transpose(w, wT, G * H, s.input);
+    transpose(r, rT, G * H, H);
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t j = 0; j < H; ++j) {
         h[b * H + j] = cstateAt(initH, d, b)[j];
@@ -91,7 +104,7 @@ inline void recurrent(const T *X, const T *W, const T *R, const T *B, const int3
         const T *x = xAt(t, b);
         T *hb = h + b * H, *cb = c + b * H;
         for (int64_t g = 0; g < G; ++g)
-          gateRows(x, hb, w, r, wb, rb, gates, g * H, H, s.input, H, /*recurrent=*/!(s.kind == kGru && g == 2));
+          gateRows(x, hb, wT, rT, wb, rb, gates, g * H, H, G * H, s.input, H, /*recurrent=*/!(s.kind == kGru && g == 2));
         if (s.kind == kRnn) {
           for (int64_t j = 0; j < H; ++j)
             tmp[j] = T(__builtin_tanh(clipTo(double(gates[j]), s.clip)));

@@ -53,7 +53,10 @@ void lowerRecurrent(const ir::Op &op, const ir::Graph &g, Lowering &L) {
       L.bind(op.outputs[i], v);
     outputs.push_back(v);
   }
-  const uint64_t scratchElems = uint64_t(2 * p.batch * p.hidden + (p.gates + 1) * p.hidden);
+  // State, gates, and one direction's W and R transposed (the codelet's rows
+  // of weights for one input element side by side: compiler/codelets/recurrent.cpp).
+  const uint64_t scratchElems = uint64_t(2 * p.batch * p.hidden + (p.gates + 1) * p.hidden +
+                                         p.gates * p.hidden * (p.input + p.hidden));
   outputs.push_back(L.newValue(op.name + "/scratch", ir::TensorInfo{t, {int64_t(scratchElems)}}));
 
   codegen::CodeletSpec spec;

@@ -30,7 +30,8 @@ bool fullLength(const ir::Graph &g, const ir::Op &op, const ir::RecurrentParams 
   return true;
 }
 
-// A quarter of the smallest tile (ipu1's 256 KiB).
+// A quarter of the smallest tile (ipu1's 256 KiB); the vertex's scratch adds at most
+// one direction's W and R again (transposed), so it stays within half.
 constexpr uint64_t kMaxOneTileBytes = 64 * 1024;
 
 class Unroller {
