@@ -92,6 +92,8 @@ const std::vector<PipelineStep> &defaultPipeline() {
        "(each output: BN's training statistics, MaxPool's Indices, LayerNorm's Mean) "
        "(with --partials-type half, MatMul/Gemm/Conv stay float16)"},
       {"constant-folding", foldConstants, "evaluate ops whose inputs are all constants (and Shape) on the host"},
+      {"square-rewrite", rewriteSquares,
+       "Pow(x, 2) with a constant exponent as Mul(x, x): the same rounded square without a pow per element (LayerNorm's variance)"},
       {"noop-removal", removeNoOps, "drop Identity, inference Dropout, reshapes to the same shape, identity Transposes"},
       {"conv-bn-fold", foldConvBatchNorm, "fold a constant BatchNormalization (or per-channel Mul/Add) into the Conv before it"},
       {"batchnorm-decomposition", decomposeBatchNorm, "the other inference BatchNormalizations as per-channel Mul + Add"},

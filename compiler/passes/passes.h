@@ -56,6 +56,9 @@ size_t decomposeLongRows(ir::Ir &ir);
 // between casts: the IPU's float partials (float16_promotion.cpp).
 size_t promoteFloat16(ir::Ir &ir);
 
+// Pow(x, 2) with a constant exponent as Mul(x, x) (square_rewrite.cpp).
+size_t rewriteSquares(ir::Ir &ir);
+
 // Removes ops that do not change their data: Identity, inference Dropout,
 // Reshape/Flatten/Squeeze/Unsqueeze to the same shape, identity Transpose.
 // Graph output names are preserved.

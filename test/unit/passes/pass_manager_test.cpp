@@ -45,7 +45,7 @@ TEST_CASE("pass manager: default pipeline order", "[passes]") {
                                  "pass linalg-decomposition", "pass grid-sample-decomposition",
                                  "pass roi-align-decomposition", "pass tfidf-decomposition", "pass maxpool-rewrites",
                                  "pass window-canonicalization", "pass long-row-decomposition",
-                                 "pass float16-promotion", "pass constant-folding", "pass noop-removal",
+                                 "pass float16-promotion", "pass constant-folding", "pass square-rewrite", "pass noop-removal",
                                  "pass conv-bn-fold", "pass batchnorm-decomposition",
                                  "pass constant-folding", "pass dead-code-elimination", "FWD1",
                                  "PREALIAS", "MAINLOOPS", "FINAL"});
