@@ -294,7 +294,7 @@ struct Engine::Impl {
       begin = end;
     }
   }
-  static constexpr uint64_t kConstantBatchBytes = 16 << 20;
+  static constexpr uint64_t kConstantBatchBytes = 4 << 20;
 
   // The step tables are independent of each other: built on every host
   // thread at once (each index writes only its own plan and report entry).
