@@ -1,5 +1,6 @@
 #include "runtime/memory_budget.h"
 
+#include "runtime/step_tables.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -13,6 +14,22 @@ namespace {
 using popc::popef::len;
 constexpr uint64_t kPage = 4096;
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", b / double(1ull << 30)); }
+
+// What planExchange (step_tables.h) builds for a step: its stored pieces
+// (once per replica) and placements, and, where the link moves single copies
+// (a cross-replica step; a step on a multi-IPU target, whose crossing records
+// are not told apart here without expanding them), every copy record per
+// replica as an upper bound. Linear in the file but for those records, which
+// are the product the check is there to catch.
+uint64_t exchangeTableBytes(const fb::Target &t, const fb::ExchangeStep &step) {
+  const uint64_t replicas = std::max<uint32_t>(1, t.replication_factor());
+  uint64_t bytes = sizeof(ExchangePlan);
+  if (step.from_replica() >= 0 || t.num_ipus() > 1)
+    bytes += popef::stepRecordCount(step) * replicas * sizeof(RemoteCopy);
+  if (step.from_replica() < 0)
+    bytes += len(step.pieces()) * replicas * sizeof(PieceOp) + uint64_t(len(step.placements())) * sizeof(PlacementOp);
+  return bytes;
+}
 } // namespace
 
 MemoryEstimate estimateMemory(const popef::Executable &exe) {
@@ -49,7 +66,7 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
       const fb::Placement *at = step->placements()->Get(k);
       touch(at->dst_tile(), at->dst_offset() + popef::placementSum(extentBefore, *at));
     }
-    e.tables += popef::stepRecordCount(*step) * 32;
+    e.tables += exchangeTableBytes(t, *step);
   }
   for (uint32_t end : extent)
     if (end) {

@@ -2,6 +2,7 @@
 // against --max-memory, the stop flag behind --timeout, and skipJit.
 #include "runtime/engine.h"
 #include "runtime/memory_budget.h"
+#include "runtime/step_tables.h"
 #include "support/error.h"
 #include "test/unit/popef/sample_executable.h"
 #include "test/unit/runtime/vertex_ir.h"
@@ -45,7 +46,19 @@ TEST_CASE("memory estimate of the sample executable", "[runtime][limits]") {
   CHECK(e.tilesUsed == 4);
   CHECK(e.device == 4 * 4096);
   CHECK(e.host == 16 + 16);                   // input a, output out
-  CHECK(e.tables == (2 * 16 + 16) + 2 * 32); // 2 vertices, 2 copies
+  // 2 vertices; the exchange as planExchange holds it: its pieces and placements
+  // (and, on this 2-IPU target, its records for the link).
+  uint64_t exchangeTables = 0;
+  for (uint32_t s = 0; s < popc::popef::len(exe->root().exchanges()); ++s) {
+    const auto *step = exe->root().exchanges()->Get(s);
+    exchangeTables += sizeof(popc::runtime::ExchangePlan) +
+                      popc::popef::len(step->pieces()) * sizeof(popc::runtime::PieceOp) +
+                      popc::popef::len(step->placements()) * sizeof(popc::runtime::PlacementOp);
+    if (exe->root().target()->num_ipus() > 1) // the link's single copies, bounded by every record
+      exchangeTables += popc::popef::stepRecordCount(*step) * sizeof(popc::runtime::RemoteCopy);
+  }
+  CHECK(popc::popef::len(exe->root().exchanges()) == 1);
+  CHECK(e.tables == (2 * 16 + 16) + exchangeTables);
   CHECK_NOTHROW(popc::runtime::checkMemoryBudget(*exe, e.total()));
   CHECK_NOTHROW(popc::runtime::checkMemoryBudget(*exe, 0)); // 0 = no limit
   REQUIRE_THROWS_AS(popc::runtime::checkMemoryBudget(*exe, e.total() - 1), popc::Error);
