@@ -22,8 +22,30 @@ constexpr uint64_t kParallelComputeCycles = 200000; // sum of vertex cycle estim
 // Exchange lists often hold many copies of a few bytes; a libc call each
 // would dominate, so short ones are done inline (ranges never overlap).
 inline void copyBytes(uint8_t *dst, const uint8_t *src, uint32_t n) {
-  if (n > 16) {
+  if (n > 128) {
     std::memcpy(dst, src, n);
+  } else if (n > 64) { // 65-128: four 32-byte moves, the last two overlapping as needed
+    uint8_t a[32], b[32], c[32], d[32];
+    std::memcpy(a, src, 32);
+    std::memcpy(b, src + 32, 32);
+    std::memcpy(c, src + n - 64, 32);
+    std::memcpy(d, src + n - 32, 32);
+    std::memcpy(dst, a, 32);
+    std::memcpy(dst + 32, b, 32);
+    std::memcpy(dst + n - 64, c, 32);
+    std::memcpy(dst + n - 32, d, 32);
+  } else if (n > 32) { // 33-64: two overlapping 32-byte moves
+    uint8_t a[32], b[32];
+    std::memcpy(a, src, 32);
+    std::memcpy(b, src + n - 32, 32);
+    std::memcpy(dst, a, 32);
+    std::memcpy(dst + n - 32, b, 32);
+  } else if (n > 16) { // 17-32: two overlapping 16-byte moves
+    uint8_t a[16], b[16];
+    std::memcpy(a, src, 16);
+    std::memcpy(b, src + n - 16, 16);
+    std::memcpy(dst, a, 16);
+    std::memcpy(dst + n - 16, b, 16);
   } else if (n >= 8) {
     uint64_t a, b;
     std::memcpy(&a, src, 8);
