@@ -11,7 +11,28 @@
 
 namespace popc::runtime {
 
+namespace {
+
+// A debugger's software breakpoints are written into private copies of the
+// text pages; dropping those would silently remove them.
+bool beingTraced() {
+  FILE *status = std::fopen("/proc/self/status", "r");
+  if (!status)
+    return true; // cannot tell: leave the pages alone
+  char line[256];
+  long tracer = 0;
+  while (std::fgets(line, sizeof line, status))
+    if (std::sscanf(line, "TracerPid: %ld", &tracer) == 1)
+      break;
+  std::fclose(status);
+  return tracer != 0;
+}
+
+} // namespace
+
 void releaseLlvmCodePages() {
+  if (beingTraced())
+    return;
   // The shared object that holds LLVM's code (none when LLVM is linked
   // statically into this executable: its code is this program's own then).
   Dl_info info{};
