@@ -19,49 +19,34 @@ namespace {
 constexpr uint64_t kParallelCopyBytes = 256 << 10;
 constexpr uint64_t kParallelComputeCycles = 200000; // sum of vertex cycle estimates
 
+// n bytes, K <= n <= 2K, as the first K and the last K (overlapping when
+// n < 2K): fixed-size moves the compiler inlines.
+template <uint32_t K> inline void copyEnds(uint8_t *dst, const uint8_t *src, uint32_t n) {
+  uint8_t head[K], tail[K];
+  std::memcpy(head, src, K);
+  std::memcpy(tail, src + n - K, K);
+  std::memcpy(dst, head, K);
+  std::memcpy(dst + n - K, tail, K);
+}
+
 // Exchange lists often hold many copies of a few bytes; a libc call each
 // would dominate, so short ones are done inline (ranges never overlap).
 inline void copyBytes(uint8_t *dst, const uint8_t *src, uint32_t n) {
-  if (n > 128) {
+  if (n > 128)
     std::memcpy(dst, src, n);
-  } else if (n > 64) { // 65-128: four 32-byte moves, the last two overlapping as needed
-    uint8_t a[32], b[32], c[32], d[32];
-    std::memcpy(a, src, 32);
-    std::memcpy(b, src + 32, 32);
-    std::memcpy(c, src + n - 64, 32);
-    std::memcpy(d, src + n - 32, 32);
-    std::memcpy(dst, a, 32);
-    std::memcpy(dst + 32, b, 32);
-    std::memcpy(dst + n - 64, c, 32);
-    std::memcpy(dst + n - 32, d, 32);
-  } else if (n > 32) { // 33-64: two overlapping 32-byte moves
-    uint8_t a[32], b[32];
-    std::memcpy(a, src, 32);
-    std::memcpy(b, src + n - 32, 32);
-    std::memcpy(dst, a, 32);
-    std::memcpy(dst + n - 32, b, 32);
-  } else if (n > 16) { // 17-32: two overlapping 16-byte moves
-    uint8_t a[16], b[16];
-    std::memcpy(a, src, 16);
-    std::memcpy(b, src + n - 16, 16);
-    std::memcpy(dst, a, 16);
-    std::memcpy(dst + n - 16, b, 16);
-  } else if (n >= 8) {
-    uint64_t a, b;
-    std::memcpy(&a, src, 8);
-    std::memcpy(&b, src + n - 8, 8);
-    std::memcpy(dst, &a, 8);
-    std::memcpy(dst + n - 8, &b, 8);
-  } else if (n >= 4) {
-    uint32_t a, b;
-    std::memcpy(&a, src, 4);
-    std::memcpy(&b, src + n - 4, 4);
-    std::memcpy(dst, &a, 4);
-    std::memcpy(dst + n - 4, &b, 4);
-  } else {
+  else if (n > 64)
+    copyEnds<64>(dst, src, n);
+  else if (n > 32)
+    copyEnds<32>(dst, src, n);
+  else if (n > 16)
+    copyEnds<16>(dst, src, n);
+  else if (n >= 8)
+    copyEnds<8>(dst, src, n);
+  else if (n >= 4)
+    copyEnds<4>(dst, src, n);
+  else
     for (uint32_t i = 0; i < n; ++i)
       dst[i] = src[i];
-  }
 }
 
 // Chunk boundaries over `work` (per item): a new chunk once `limit` is
