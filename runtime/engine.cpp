@@ -265,10 +265,10 @@ struct Engine::Impl {
   // tensor order: the bytes are the sequential loop's even where a (hostile)
   // file maps two constants to the same tile memory.
   void loadConstants() {
-    std::vector<const fb::Tensor *> constants;
+    std::vector<std::pair<const fb::Tensor *, std::span<const uint8_t>>> constants; // tensor, its bytes
     for (uint32_t i = 0; i < len(root.tensors()); ++i)
-      if (root.tensors()->Get(i)->constant() >= 0 && root.tensors()->Get(i)->mapping())
-        constants.push_back(root.tensors()->Get(i));
+      if (const fb::Tensor *t = root.tensors()->Get(i); t->constant() >= 0 && t->mapping())
+        constants.emplace_back(t, exe->constant(uint32_t(t->constant())));
     const uint64_t tiles = uint64_t(tilesPerReplica) * replicas, parts = std::min<uint64_t>(tiles, pool->size());
     // In batches of about kConstantBatchBytes, each batch's file pages
     // released once it is scattered: the file's constants are not resident
@@ -278,7 +278,7 @@ struct Engine::Impl {
       uint64_t bytes = 0;
       const uint8_t *lo = nullptr, *hi = nullptr;
       while (end < constants.size() && (end == begin || bytes < kConstantBatchBytes)) {
-        const std::span<const uint8_t> data = exe->constant(uint32_t(constants[end++]->constant()));
+        const std::span<const uint8_t> data = constants[end++].second;
         bytes += data.size();
         lo = lo ? std::min(lo, data.data()) : data.data();
         hi = std::max(hi, data.data() + data.size());
@@ -287,7 +287,7 @@ struct Engine::Impl {
         const uint64_t first = tiles * part / parts, last = tiles * (part + 1) / parts;
         for (uint32_t r = 0; r < replicas; ++r)
           for (size_t c = begin; c < end; ++c)
-            scatter(*constants[c], exe->constant(uint32_t(constants[c]->constant())).data(), r, first, last);
+            scatter(*constants[c].first, constants[c].second.data(), r, first, last);
       });
       if (lo)
         exe->releaseMappedPages({lo, size_t(hi - lo)});
