@@ -393,13 +393,14 @@ std::optional<Digest> hashFile(int fd, uint64_t size) {
 struct Payload {
   std::shared_ptr<const void> owner;
   std::span<const uint8_t> bytes;
+  bool mapped = false;
 };
 
 Payload readPayload(int fd, size_t size) {
   void *m = size >= (64u << 10) ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
   if (m != MAP_FAILED)
     return {std::shared_ptr<const void>(m, [size](const void *p) { ::munmap(const_cast<void *>(p), size); }),
-            std::span<const uint8_t>(static_cast<const uint8_t *>(m), size)};
+            std::span<const uint8_t>(static_cast<const uint8_t *>(m), size), true};
   auto bytes = std::make_shared<std::vector<uint8_t>>(size);
   const size_t done = preadFull(fd, bytes->data(), size, 0);
   std::span<const uint8_t> span(bytes->data(), done); // short: the size check says truncated
@@ -562,7 +563,7 @@ std::optional<Blob> LocalStore::get(std::string_view kind, std::string_view key)
   auto c = open(kind, key, true);
   if (!c)
     return std::nullopt;
-  return Blob(c->mapped.owner, c->mapped.bytes);
+  return Blob(c->mapped.owner, c->mapped.bytes, c->mapped.mapped);
 }
 
 std::optional<uint64_t> LocalStore::getToFile(std::string_view kind, std::string_view key,

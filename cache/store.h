@@ -21,14 +21,17 @@ class Blob {
 public:
   Blob() = default;
   explicit Blob(std::vector<uint8_t> bytes);
-  Blob(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes)
-      : owner_(std::move(owner)), bytes_(bytes) {}
+  Blob(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes, bool fileBacked = false)
+      : owner_(std::move(owner)), bytes_(bytes), fileBacked_(fileBacked) {}
   std::span<const uint8_t> bytes() const { return bytes_; }
   size_t size() const { return bytes_.size(); }
+  // A mapping of the entry file: its pages can be released and read back.
+  bool fileBacked() const { return fileBacked_; }
 
 private:
   std::shared_ptr<const void> owner_;
   std::span<const uint8_t> bytes_;
+  bool fileBacked_ = false;
 };
 
 // Writes `bytes` to `path` through a temporary file in the same directory and

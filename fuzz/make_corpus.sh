@@ -51,12 +51,15 @@ for s in samples/*/model.onnx; do
   cp "$s" "$C/onnx/$(basename "$(dirname "$s")").onnx"
 done
 
-# popef: the mlp sample and the tiny models (cnn's popef is left out for size).
+# popef: the mlp sample and the tiny models (cnn's popef is left out for size),
+# with the schedule uncompressed, so that mutations reach the flatbuffer's
+# checks; and the mlp once compressed (the container's checks).
 for m in samples/mlp/model.onnx "$TMP"/onnx/*.onnx; do
   name=$(basename "$m" .onnx)
   [ "$name" = model ] && name=mlp
-  "$BIN/popc-onnx" "$m" -o "$C/popef/$name.popef"
+  "$BIN/popc-onnx" "$m" -o "$C/popef/$name.popef" --compression 0
 done
+"$BIN/popc-onnx" samples/mlp/model.onnx -o "$C/popef/mlp-zstd.popef"
 
 # loader: the small compiled models (the loader target is slower per input).
 for name in add relu softmax_reshape gemm_tanh conv_pool; do

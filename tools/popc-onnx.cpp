@@ -157,6 +157,13 @@ int main(int argc, char **argv) {
   app.add_flag("--no-index-checks", noIndexChecks,
                "Leave out Gather's run-time index check (an index outside the axis then reads zeros "
                "instead of stopping the run with the node, the index and the bound): a little faster");
+  int compression = popc::popef::kDefaultCompressionLevel;
+  app.add_option("--compression", compression,
+                 "zstd level (1-19) of the popef's schedule (tensor mappings, vertices, exchange pieces; "
+                 "weights are stored as they are, so the runner still maps them from the file); 0 stores "
+                 "the schedule uncompressed (readable with flatc)")
+      ->check(CLI::Range(0, 19))
+      ->default_val(popc::popef::kDefaultCompressionLevel);
   // Training (docs/training.md): PopART's TrainingSession as one compiled step.
   bool train = false;
   ir::TrainingConfig training;
@@ -241,6 +248,7 @@ int main(int argc, char **argv) {
     options.absentOptionals.insert(absentOptionals.begin(), absentOptionals.end());
     options.indexChecks = !noIndexChecks;
     options.halfPartials = partialsType == "half";
+    options.compression = compression;
     if (train) {
       const bool adam = training.optimizer == "adam" || training.optimizer == "adamw";
       for (CLI::Option *o : {momentumOpt, dampeningOpt, nesterovOpt})

@@ -296,6 +296,8 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   for (uint32_t i = 0; i < len(exe.code()); ++i)
     bitcode += len(exe.code()->Get(i)->bitcode());
   const uint64_t fileBytes = file.bytes().size();
+  // A compressed file's sections are counted as they are once decompressed.
+  const uint64_t contentBytes = file.compressed() ? file.schedule().size() + constantBytes + 16 : fileBytes;
   const uint64_t known = constantBytes + pieces * sizeof(fb::Piece) + placements * sizeof(fb::Placement) +
                          intervalBytes +
                          storedVertices * sizeof(fb::Vertex) + fieldOffsets * 4 + bitcode;
@@ -305,7 +307,7 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
                            {"tensor_intervals", intervalBytes},
                            {"vertices_and_fields", storedVertices * sizeof(fb::Vertex) + fieldOffsets * 4},
                            {"bitcode", bitcode},
-                           {"other", fileBytes > known ? fileBytes - known : 0}};
+                           {"other", contentBytes > known ? contentBytes - known : 0}};
   uint64_t contentHash = 0;
   std::memcpy(&contentHash, file.bytes().data() + file.bytes().size() - 8, 8); // the trailer's XXH64
   j["contents"] = {{"tensors", len(exe.tensors())},
@@ -322,6 +324,9 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
                    {"intermediate_tensors", intermediates},
                    {"intermediate_intervals", intermediateIntervals},
                    {"file_bytes", fileBytes},
+                   {"compressed", file.compressed()},
+                   {"schedule_bytes", file.schedule().size()},
+                   {"schedule_stored_bytes", fileBytes - std::min(fileBytes, constantBytes)},
                    {"file_bytes_by_section", sections},
                    {"content_hash", fmt::format("{:016x}", contentHash)}};
 
@@ -436,8 +441,13 @@ void printText(const ordered_json &j) {
   std::string bySection;
   for (const auto &[k, v] : c["file_bytes_by_section"].items())
     bySection += fmt::format("{}{} {}", bySection.empty() ? "" : ", ", k, human(v.get<uint64_t>()));
-  fmt::print("file: {} ({}); {} of the tensors are intermediates with {} intervals\n",
-             human(c["file_bytes"].get<uint64_t>()), bySection, c["intermediate_tensors"].get<uint64_t>(),
+  const std::string stored =
+      c["compressed"].get<bool>()
+          ? fmt::format("the schedule's {} stored as {} (zstd); once decompressed: ",
+                        human(c["schedule_bytes"].get<uint64_t>()), human(c["schedule_stored_bytes"].get<uint64_t>()))
+          : std::string();
+  fmt::print("file: {} ({}{}); {} of the tensors are intermediates with {} intervals\n",
+             human(c["file_bytes"].get<uint64_t>()), stored, bySection, c["intermediate_tensors"].get<uint64_t>(),
              c["intermediate_intervals"].get<uint64_t>());
   fmt::print("content hash (XXH64 of the file): {}\n", c["content_hash"].get<std::string>());
 

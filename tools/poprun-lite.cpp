@@ -348,13 +348,12 @@ int main(int argc, char **argv) {
     // Ranks on one machine share its cores: by default each takes its share.
     if (mpi && threads == 0)
       threads = std::max(1u, runtime::defaultThreadCount() / unsigned(mpi->ranksOnThisHost()));
+    session::useObjectCache(cacheOptions.open()); // before the open: it keeps decompressed schedules too
     auto t0 = std::chrono::steady_clock::now();
     auto executable =
         popc::popef::Executable::open(model, threads ? threads : runtime::defaultThreadCount());
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     runtime::checkMemoryBudget(*executable, maxMemory);
-
-    session::useObjectCache(cacheOptions.open());
 
     // Profiling records the program trace; without it the engine has no observer.
     std::unique_ptr<profile::TraceRecorder> trace;

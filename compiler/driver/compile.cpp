@@ -15,6 +15,7 @@
 #include "support/log.h"
 
 #include "formats/npz/npz.h"
+#include "formats/popef/popef.h"
 
 #include <fmt/ranges.h>
 #include <xxhash.h>
@@ -156,14 +157,17 @@ std::map<std::string, FrozenInput> loadFrozenInputs(const std::vector<std::strin
   return result;
 }
 
+static_assert(popef::kDefaultCompressionLevel == 9, "CompileOptions::compression's default is popef's");
+
 std::map<std::string, std::string> CompileOptions::describe() const {
   // Every field, by name: adding a member to CompileOptions breaks this line
   // until the new option is either described below or listed as not
   // changing the executable — so the cache key cannot silently miss it.
   const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
                dotCheckpoints_, irDumpFile_, autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
-               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_, halfPartials_, training_] = *this;
+               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_, halfPartials_, compression_, training_] = *this;
   (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_, (void)halfPartials_, (void)training_; // below
+  (void)compression_; // below
   (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
   (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
   (void)dumpIrDir_, (void)dumpDotDir_, (void)dotCheckpoints_, (void)irDumpFile_; // debug output only
@@ -182,6 +186,8 @@ std::map<std::string, std::string> CompileOptions::describe() const {
     d["no-index-checks"] = "1";
   if (halfPartials)
     d["partials-type"] = "half";
+  if (compression != popef::kDefaultCompressionLevel)
+    d["compression"] = std::to_string(compression);
   if (autoShard)
     d["auto-shard"] = std::to_string(autoShard);
   if (pipeline)
@@ -402,6 +408,8 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   t0 = Clock::now();
   graph::ExchangeStats exchange;
   std::vector<uint8_t> bytes = graph::serializeExecutable(std::move(dg), *plan, code, options.describe(), &exchange);
+  if (options.compression > 0)
+    bytes = popef::compress(bytes, options.compression);
   st.exchangeCopies = exchange.copies;
   st.exchangeBytes = exchange.bytes;
   st.loadCopies = exchange.loadCopies;

@@ -47,6 +47,8 @@ struct CompileOptions {
   std::set<std::string> absentOptionals;
   bool indexChecks = true; // --no-index-checks: Gather does not report out-of-range indices
   bool halfPartials = false; // --partials-type half: float16 MatMul/Gemm/Conv accumulate in float16
+  // --compression LEVEL: the popef's schedule as a zstd frame at this level (1-19); 0 stores it as it is.
+  int compression = 9; // popef::kDefaultCompressionLevel
   // --train: compile one training step (docs/training.md) instead of inference.
   std::optional<ir::TrainingConfig> training;
 

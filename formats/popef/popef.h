@@ -6,7 +6,9 @@
 #include "support/dtype.h"
 
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,10 +50,21 @@ inline ::popef::fb::Copy singleCopy(uint32_t srcTile, uint32_t srcOffset, uint32
   return ::popef::fb::Copy(srcTile, srcOffset, dstTile, dstOffset, bytes, 0, 0, 0);
 }
 
-// The bytes of a constant: its inline data, or its range of `content` (the
-// whole file) in the data segment. Unchecked: for verified files, or after the
-// verifier's range check.
-std::span<const uint8_t> constantBytes(const ::popef::fb::ConstantData &c, std::span<const uint8_t> content);
+// Where the data segment's bytes are. A constant's `offset` counts from the
+// start of the uncompressed file: byte `offset` is bytes[offset - start]. An
+// uncompressed file is its own segment (start 0, bytes: the whole content); a
+// compressed one (compressed.cpp) keeps its segment apart from the schedule.
+struct Segment {
+  uint64_t start = 0;
+  std::span<const uint8_t> bytes;
+  bool contains(uint64_t offset, uint64_t size) const {
+    return offset >= start && offset - start <= bytes.size() && size <= bytes.size() - (offset - start);
+  }
+};
+
+// The bytes of a constant: its inline data, or its range of the data segment.
+// Unchecked: for verified files, or after the verifier's range check.
+std::span<const uint8_t> constantBytes(const ::popef::fb::ConstantData &c, const Segment &segment);
 
 // Bytes of a (verified) tensor: product(shape) * dtype size.
 uint64_t tensorBytes(const ::popef::fb::Tensor &t);
@@ -92,6 +105,34 @@ bool hasValidTrailer(const uint8_t *data, size_t size);
 // Writes bytes to `path` atomically (temporary file + rename).
 void writeFile(const std::string &path, std::span<const uint8_t> bytes);
 
+// Compressed popefs (compressed.cpp, docs/popef-format.md): the schedule (the
+// flatbuffer) as one zstd frame, the data segment stored as it is (so the
+// weights are still mapped straight from the file), then the trailer.
+// `sealed`: serialize()'s bytes. `level`: zstd's, 1..19. Deterministic.
+std::vector<uint8_t> compress(std::span<const uint8_t> sealed, int level);
+constexpr int kDefaultCompressionLevel = 9;
+// True when `bytes` start like a compressed popef.
+bool isCompressed(std::span<const uint8_t> bytes);
+
+// Keeps compressed popefs' schedules decompressed between runs, so that a warm
+// start maps its schedule from a file, as it maps an uncompressed popef (no
+// decompression, and pages it can release). Entries are found by the
+// schedule's XXH64 (in the file's header) and size, and checked against both.
+// poprun-lite and the API plug in the cache directory (kind "sched").
+class ScheduleCache {
+public:
+  struct Mapped {
+    std::shared_ptr<const void> owner; // keeps `bytes` valid
+    std::span<const uint8_t> bytes;
+    bool fileBacked = false; // a file's pages: releasing them does not lose them
+  };
+  virtual ~ScheduleCache() = default;
+  virtual std::optional<Mapped> find(uint64_t xxh64, uint64_t size) = 0;
+  virtual void store(uint64_t xxh64, std::span<const uint8_t> bytes) = 0;
+};
+// Process-wide (null: none), used by Executable::open for compressed files.
+void setScheduleCache(std::shared_ptr<ScheduleCache> cache);
+
 // A verified executable, backed by an mmap of the file or by owned bytes.
 class Executable {
 public:
@@ -106,24 +147,38 @@ public:
   const ::popef::fb::Executable &root() const { return *root_; }
   // The bytes of constants[i] (verified: inline, or inside the data segment).
   std::span<const uint8_t> constant(uint32_t i) const;
+  // The file as stored (compressed or not).
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // The flatbuffer (decompressed if the file is compressed).
+  std::span<const uint8_t> schedule() const { return schedule_; }
+  bool compressed() const { return isCompressed(bytes()); }
   const std::string &label() const { return label_; }
   // Lets the kernel drop the mapped file's pages from this process (they stay
   // valid: a later read maps them again from the page cache). A runner calls
   // it once it has copied what it needs, so the file does not add to its
   // resident memory next to the tiles'. No effect on owned bytes.
   void releaseMappedPages() const;
-  // The same for the whole pages inside `bytes` (a span of bytes()).
+  // The same for the whole pages inside `bytes` (a span of bytes()). A
+  // compressed file's schedule lives in anonymous memory, whose dropped pages
+  // would read back as zeros: spans of it are left resident.
   void releaseMappedPages(std::span<const uint8_t> bytes) const;
 
 private:
   Executable() = default;
   void verify(unsigned threads);
+  void decompress(std::span<const uint8_t> content);
   std::string label_;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
-  size_t contentSize_ = 0;      // the flatbuffer: size_ less the trailer
+  size_t contentSize_ = 0;      // size_ less the trailer
   void *mapping_ = nullptr;     // munmap on destruction if set
+  std::span<const uint8_t> schedule_; // the flatbuffer
+  Segment segment_;
+  ScheduleCache::Mapped cached_; // a compressed file's schedule from the ScheduleCache
+  void *decompressed_ = nullptr; // a compressed file's schedule (anonymous mapping), munmap on destruction
+  size_t decompressedSize_ = 0;
+  uint64_t scheduleXxh64_ = 0;
+  std::future<void> storing_; // the decompressed schedule going into the ScheduleCache
   std::vector<uint8_t> owned_;  // when built from bytes
   const ::popef::fb::Executable *root_ = nullptr;
 };

@@ -1,9 +1,11 @@
 // Opening popef executables: mmap, identifier, flatbuffers Verifier, then the
 // semantic checks of verify.cpp. Nothing is handed out before all three pass.
 #include "formats/popef/popef.h"
+#include "formats/popef/compressed.h"
 
 #include "support/error.h"
 #include "support/file_io.h"
+#include "support/log.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -17,7 +19,7 @@
 
 namespace popc::popef {
 
-void verifySemantics(const ::popef::fb::Executable &exe, std::span<const uint8_t> content, const std::string &label,
+void verifySemantics(const ::popef::fb::Executable &exe, const Segment &segment, const std::string &label,
                      unsigned threads); // verify.cpp
 
 namespace {
@@ -32,23 +34,48 @@ constexpr size_t kHashBesideBytes = 16u << 20;
 } // namespace
 
 Executable::~Executable() {
+  if (storing_.valid())
+    storing_.wait(); // it reads the schedule
   if (mapping_)
     ::munmap(mapping_, size_);
+  if (decompressed_)
+    ::munmap(decompressed_, decompressedSize_);
 }
 
-void Executable::releaseMappedPages() const {
-  if (mapping_)
-    ::madvise(mapping_, size_, MADV_DONTNEED);
+namespace {
+
+std::shared_ptr<ScheduleCache> &scheduleCache() {
+  static std::shared_ptr<ScheduleCache> cache;
+  return cache;
 }
 
-void Executable::releaseMappedPages(std::span<const uint8_t> bytes) const {
-  if (!mapping_ || bytes.empty())
+// Drops the whole pages of `bytes` that lie inside `within`.
+void dropPages(std::span<const uint8_t> bytes, std::span<const uint8_t> within) {
+  if (bytes.empty() || within.empty())
     return;
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (uintptr_t(bytes.data()) + page - 1) / page * page;
   const uintptr_t end = uintptr_t(bytes.data() + bytes.size()) / page * page;
-  if (begin < end && begin >= uintptr_t(data_) && end <= uintptr_t(data_ + size_))
+  if (begin < end && begin >= uintptr_t(within.data()) && end <= uintptr_t(within.data() + within.size()))
     ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+} // namespace
+
+void setScheduleCache(std::shared_ptr<ScheduleCache> cache) { scheduleCache() = std::move(cache); }
+
+void Executable::releaseMappedPages() const {
+  if (mapping_)
+    ::madvise(mapping_, size_, MADV_DONTNEED);
+  if (cached_.fileBacked)
+    releaseMappedPages(cached_.bytes);
+}
+
+void Executable::releaseMappedPages(std::span<const uint8_t> bytes) const {
+  if (mapping_)
+    dropPages(bytes, {data_, size_});
+  if (cached_.fileBacked)
+    dropPages(bytes, cached_.bytes);
 }
 
 std::shared_ptr<const Executable> Executable::open(const std::string &path, unsigned threads) {
@@ -86,11 +113,12 @@ std::shared_ptr<const Executable> Executable::fromBytes(std::vector<uint8_t> byt
 }
 
 std::span<const uint8_t> Executable::constant(uint32_t i) const {
-  return constantBytes(*root_->constants()->Get(i), {data_, contentSize_});
+  return constantBytes(*root_->constants()->Get(i), segment_);
 }
 
 void Executable::verify(unsigned threads) {
-  if (size_ < 8 + kTrailerBytes || !::popef::fb::ExecutableBufferHasIdentifier(data_))
+  if (size_ < 8 + kTrailerBytes ||
+      !(::popef::fb::ExecutableBufferHasIdentifier(data_) || isCompressed({data_, size_})))
     fail("{}: not a popef file", label_);
   auto checksumFailure = [this] {
     fail("{}: checksum mismatch: the file is truncated or corrupt; recompile the model", label_);
@@ -107,14 +135,26 @@ void Executable::verify(unsigned threads) {
   std::exception_ptr structural;
   try {
     contentSize_ = size_ - kTrailerBytes;
-    // The flatbuffer lies in the first 2 GiB; a data segment of weights may
-    // follow it, to any size (format 4). Its ranges are checked semantically.
-    flatbuffers::Verifier verifier(data_, std::min<uint64_t>(contentSize_, kMaxScheduleBytes), kVerifierMaxDepth,
-                                   kVerifierMaxTables);
-    if (!::popef::fb::VerifyExecutableBuffer(verifier))
+    const std::span<const uint8_t> content(data_, contentSize_);
+    if (isCompressed(content)) {
+      decompress(content);
+    } else {
+      // The flatbuffer lies in the first 2 GiB; a data segment of weights may
+      // follow it, to any size (format 4). Its ranges are checked semantically.
+      schedule_ = content.first(std::min<uint64_t>(contentSize_, kMaxScheduleBytes));
+      segment_ = {0, content};
+    }
+    flatbuffers::Verifier verifier(schedule_.data(), schedule_.size(), kVerifierMaxDepth, kVerifierMaxTables);
+    if (!::popef::fb::ExecutableBufferHasIdentifier(schedule_.data()) || !::popef::fb::VerifyExecutableBuffer(verifier))
       fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
-    root_ = ::popef::fb::GetExecutable(data_);
-    verifySemantics(*root_, {data_, contentSize_}, label_, threads);
+    root_ = ::popef::fb::GetExecutable(schedule_.data());
+    verifySemantics(*root_, segment_, label_, threads);
+    // Kept for the next start only once it is known to be a valid schedule;
+    // written beside what follows the open (an entry is fsync'd: ~0.1 s).
+    if (decompressed_)
+      if (std::shared_ptr<ScheduleCache> cache = scheduleCache())
+        storing_ = std::async(std::launch::async, [cache = std::move(cache), hash = scheduleXxh64_,
+                                                   schedule = schedule_] { cache->store(hash, schedule); });
   } catch (...) {
     structural = std::current_exception();
   }
@@ -122,6 +162,33 @@ void Executable::verify(unsigned threads) {
     checksumFailure();
   if (structural)
     std::rethrow_exception(structural);
+}
+
+void Executable::decompress(std::span<const uint8_t> content) {
+  const CompressedLayout layout = readCompressedLayout(content, label_);
+  segment_ = layout.segment;
+  if (const std::shared_ptr<ScheduleCache> cache = scheduleCache()) {
+    std::optional<ScheduleCache::Mapped> hit = cache->find(layout.scheduleXxh64, layout.scheduleBytes);
+    if (hit && hit->bytes.size() == layout.scheduleBytes && checksum(hit->bytes) == layout.scheduleXxh64) {
+      cached_ = std::move(*hit);
+      schedule_ = cached_.bytes;
+      log::get("popef")->debug("{}: schedule ({} bytes) from the cache", label_, schedule_.size());
+      return;
+    }
+    log::get("popef")->debug("{}: schedule ({} bytes) {} the cache: decompressing it", label_,
+                             layout.scheduleBytes, hit ? "corrupt in" : "not in");
+  }
+  // Its own mapping: pages are only touched as the frame fills them, and the
+  // schedule is read-only once it is in.
+  void *p = ::mmap(nullptr, layout.scheduleBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    fail("{}: cannot allocate {} bytes for the schedule: {}", label_, layout.scheduleBytes, std::strerror(errno));
+  decompressed_ = p;
+  decompressedSize_ = layout.scheduleBytes;
+  decompressSchedule(layout, content, static_cast<uint8_t *>(p), label_);
+  ::mprotect(p, layout.scheduleBytes, PROT_READ);
+  schedule_ = {static_cast<const uint8_t *>(p), layout.scheduleBytes};
+  scheduleXxh64_ = layout.scheduleXxh64;
 }
 
 } // namespace popc::popef

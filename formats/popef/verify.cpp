@@ -27,8 +27,8 @@ std::string str(const flatbuffers::String *s) { return s ? s->str() : std::strin
 
 class Checker {
 public:
-  Checker(const fb::Executable &exe, std::span<const uint8_t> content, const std::string &label, unsigned threads)
-      : exe_(exe), content_(content), label_(label), threads_(std::max(1u, threads)) {}
+  Checker(const fb::Executable &exe, const Segment &segment, const std::string &label, unsigned threads)
+      : exe_(exe), segment_(segment), label_(label), threads_(std::max(1u, threads)) {}
 
   void run() {
     checkHeader();
@@ -218,7 +218,7 @@ private:
       if (c < -1 || c >= static_cast<int64_t>(len(exe_.constants())))
         bad(where, "constant index {} out of range ({} constants)", c, len(exe_.constants()));
       if (c >= 0) {
-        uint64_t have = constantBytes(*exe_.constants()->Get(c), content_).size();
+        uint64_t have = constantBytes(*exe_.constants()->Get(c), segment_).size();
         if (have != bytes)
           bad(where, "constant {} holds {} bytes but the tensor has {} bytes", c, have, bytes);
       } else if (t->role() == fb::TensorRole::Constant && !t->filled_at_load()) {
@@ -252,11 +252,10 @@ private:
           auto where = [i] { return fmt::format("constants[{}]", i); };
           if (c->size() && len(c->data()))
             bad(where, "has both inline data and {} bytes in the data segment", c->size());
-          if (c->size() && (c->offset() % 64 != 0 || c->offset() > content_.size() ||
-                            c->size() > content_.size() - c->offset()))
-            bad(where, "data segment bytes [{}, {}) are not a 64-byte aligned range inside the file ({} bytes)",
-                c->offset(), c->offset() + c->size(), content_.size());
-          if (checksum(constantBytes(*c, content_)) != c->xxh64())
+          if (c->size() && (c->offset() % 64 != 0 || !segment_.contains(c->offset(), c->size())))
+            bad(where, "data segment bytes [{}, {}) are not a 64-byte aligned range inside the file (its data segment: bytes {} to {})",
+                c->offset(), c->offset() + c->size(), segment_.start, segment_.start + segment_.bytes.size());
+          if (checksum(constantBytes(*c, segment_)) != c->xxh64())
             bad(where, "data checksum mismatch: the file is corrupt; recompile the model");
         },
         bytes < (8u << 20) ? 1 : threads_);
@@ -735,7 +734,7 @@ private:
   }
 
   const fb::Executable &exe_;
-  const std::span<const uint8_t> content_; // the whole file less its trailer
+  const Segment segment_; // where constants in the data segment are
   const std::string &label_;
   const unsigned threads_;
   uint32_t numTiles_ = 0;
@@ -746,14 +745,14 @@ private:
 
 } // namespace
 
-void verifySemantics(const fb::Executable &exe, std::span<const uint8_t> content, const std::string &label,
+void verifySemantics(const fb::Executable &exe, const Segment &segment, const std::string &label,
                      unsigned threads) {
-  Checker(exe, content, label, threads).run();
+  Checker(exe, segment, label, threads).run();
 }
 
-std::span<const uint8_t> constantBytes(const fb::ConstantData &c, std::span<const uint8_t> content) {
+std::span<const uint8_t> constantBytes(const fb::ConstantData &c, const Segment &segment) {
   if (c.size())
-    return content.subspan(c.offset(), c.size());
+    return segment.bytes.subspan(c.offset() - segment.start, c.size());
   return c.data() ? std::span<const uint8_t>(c.data()->data(), c.data()->size()) : std::span<const uint8_t>();
 }
 

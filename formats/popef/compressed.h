@@ -1,0 +1,26 @@
+// The compressed popef container (compressed.cpp): header, zstd frame of the
+// schedule, data segment, trailer. For reader.cpp; users call compress() and
+// Executable::open (popef.h).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace popc::popef {
+
+// What a compressed file's 64-byte header says, checked against its size.
+struct CompressedLayout {
+  uint64_t scheduleBytes = 0; // the flatbuffer, decompressed
+  uint64_t frameOffset = 0;   // the zstd frame: file bytes [frameOffset, frameOffset + frameBytes)
+  uint64_t frameBytes = 0;
+  Segment segment;            // start: where the uncompressed file had it; bytes: in this file
+  uint64_t scheduleXxh64 = 0; // of the decompressed schedule (a ScheduleCache entry's check)
+};
+
+// `content`: the file less its trailer. Throws popc::Error naming `label`.
+CompressedLayout readCompressedLayout(std::span<const uint8_t> content, const std::string &label);
+// Decompresses the schedule into `out` (layout.scheduleBytes long).
+void decompressSchedule(const CompressedLayout &layout, std::span<const uint8_t> content, uint8_t *out,
+                        const std::string &label);
+
+} // namespace popc::popef
