@@ -11,15 +11,27 @@
 //  32  u64 segment offset in this file (a multiple of 64)
 //  40  u64 segment bytes
 //  48  u64 XXH64 of the decompressed schedule (finds it in a ScheduleCache)
-//  56  8 bytes of zeros
+//  56  u32 filter: 0 none, 1 columns (below)
+//  60  4 bytes of zeros
 //  64  zstd frame (content size and checksum set), zero padding to 64,
 //      the data segment, the trailer ("POPFXXH1", XXH64 of all before it).
+//
+// The columns filter: the schedule's big vectors of fixed-size records
+// (exchange pieces and placements, tensor intervals, vertices, field offsets)
+// are stored field by field, each field as differences from the previous
+// record's (mod 2^32). Neighbouring records differ by small regular steps (the
+// next source tile, the next offset), which zstd then finds: GoogLeNet's
+// schedule compresses to 2.5 MB instead of 6.5 MB. Only the records' bytes
+// change; the flatbuffer's tables and offsets do not, so a reader finds the
+// same vectors after the flatbuffers Verifier and undoes it in place.
 #include "formats/popef/popef.h"
 #include "formats/popef/compressed.h"
 
 #include "support/error.h"
 
 #include <zstd.h>
+
+#include "support/parallel.h"
 
 #include <algorithm>
 #include <cstring>
@@ -35,6 +47,71 @@ constexpr size_t kHeaderBytes = 64;
 uint64_t align64(uint64_t n) { return (n + 63) / 64 * 64; }
 
 void put64(std::vector<uint8_t> &out, size_t at, uint64_t v) { std::memcpy(out.data() + at, &v, 8); }
+
+constexpr uint32_t kFilterNone = 0, kFilterColumns = 1;
+
+// A vector of `records` records of `words` 32-bit words, at byte `at` of the schedule.
+struct Columns {
+  size_t at;
+  size_t records;
+  size_t words;
+};
+
+// The vectors the columns filter rewrites, in a fixed order. `exe` must have
+// passed the flatbuffers Verifier (every vector inside `schedule`).
+std::vector<Columns> columnVectors(const ::popef::fb::Executable &exe, const uint8_t *schedule) {
+  namespace fb = ::popef::fb;
+  std::vector<Columns> out;
+  auto add = [&](const auto *v, size_t recordBytes) {
+    static_assert(alignof(fb::Piece) >= 4);
+    if (v && v->size() > 1)
+      out.push_back({size_t(reinterpret_cast<const uint8_t *>(v->Data()) - schedule), v->size(), recordBytes / 4});
+  };
+  for (uint32_t e = 0; e < len(exe.exchanges()); ++e) {
+    const fb::ExchangeStep *x = exe.exchanges()->Get(e);
+    add(x->pieces(), sizeof(fb::Piece));
+    add(x->placements(), sizeof(fb::Placement));
+  }
+  for (uint32_t t = 0; t < len(exe.tensors()); ++t)
+    add(exe.tensors()->Get(t)->mapping(), sizeof(fb::TileInterval));
+  for (uint32_t c = 0; c < len(exe.compute_sets()); ++c) {
+    const fb::ComputeSet *x = exe.compute_sets()->Get(c);
+    add(x->vertices(), sizeof(fb::Vertex));
+    add(x->field_offsets(), sizeof(uint32_t));
+  }
+  static_assert(sizeof(fb::Piece) % 4 == 0 && sizeof(fb::Placement) % 4 == 0 && sizeof(fb::TileInterval) % 4 == 0 &&
+                sizeof(fb::Vertex) % 4 == 0);
+  return out;
+}
+
+// Records -> fields of differences (forward) or back (inverse), in place.
+void transform(uint8_t *bytes, const Columns &c, bool forward, std::vector<uint32_t> &in) {
+  const size_t n = c.records, w = c.words;
+  in.resize(n * w);
+  std::memcpy(in.data(), bytes, n * w * 4);
+  uint32_t *out = reinterpret_cast<uint32_t *>(bytes); // the Verifier checked the vector's alignment
+  for (size_t f = 0; f < w; ++f) {
+    uint32_t prev = 0;
+    if (forward)
+      for (size_t i = 0; i < n; ++i) {
+        out[f * n + i] = in[i * w + f] - prev;
+        prev = in[i * w + f];
+      }
+    else
+      for (size_t i = 0; i < n; ++i)
+        out[i * w + f] = prev += in[f * n + i];
+  }
+}
+
+void transformAll(uint8_t *schedule, const std::vector<Columns> &vectors, bool forward, unsigned threads) {
+  parallelFor(
+      vectors.size(),
+      [&](size_t i) {
+        thread_local std::vector<uint32_t> scratch;
+        transform(schedule + vectors[i].at, vectors[i], forward, scratch);
+      },
+      threads);
+}
 uint64_t get64(std::span<const uint8_t> in, size_t at) {
   uint64_t v = 0;
   std::memcpy(&v, in.data() + at, 8);
@@ -58,7 +135,10 @@ std::vector<uint8_t> compress(std::span<const uint8_t> sealed, int level) {
     for (const ::popef::fb::ConstantData *c : *exe->constants())
       if (c->size())
         segmentStart = std::min<uint64_t>(segmentStart, c->offset());
-  const std::span<const uint8_t> schedule = content.first(segmentStart), segment = content.subspan(segmentStart);
+  const std::span<const uint8_t> plainSchedule = content.first(segmentStart), segment = content.subspan(segmentStart);
+  std::vector<uint8_t> filtered(plainSchedule.begin(), plainSchedule.end());
+  transformAll(filtered.data(), columnVectors(*exe, content.data()), true, 2);
+  const std::span<const uint8_t> schedule = filtered;
 
   std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
   POPC_ASSERT(cctx);
@@ -82,7 +162,8 @@ std::vector<uint8_t> compress(std::span<const uint8_t> sealed, int level) {
   put64(out, 24, segmentStart);
   put64(out, 32, segmentOffset);
   put64(out, 40, segment.size());
-  put64(out, 48, checksum(schedule));
+  put64(out, 48, checksum(plainSchedule));
+  put64(out, 56, kFilterColumns);
   seal(out);
   return out;
 }
@@ -100,6 +181,9 @@ CompressedLayout readCompressedLayout(std::span<const uint8_t> content, const st
   l.segment.start = get64(content, 24);
   const uint64_t segmentOffset = get64(content, 32), segmentBytes = get64(content, 40);
   l.scheduleXxh64 = get64(content, 48);
+  l.filter = get64(content, 56);
+  if (l.filter != kFilterNone && l.filter != kFilterColumns)
+    bad("unknown filter");
   if (l.scheduleBytes == 0 || l.scheduleBytes > kMaxScheduleBytes)
     bad("schedule size out of range");
   if (l.frameBytes > content.size() - kHeaderBytes || segmentOffset % 64 != 0 ||
@@ -124,6 +208,13 @@ void decompressSchedule(const CompressedLayout &layout, std::span<const uint8_t>
   if (ZSTD_isError(got) || got != layout.scheduleBytes)
     fail("{}: corrupt compressed popef file (schedule: {}): recompile the model", label,
          ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
+}
+
+void unfilterSchedule(const CompressedLayout &layout, uint8_t *schedule, unsigned threads, const std::string &label) {
+  if (layout.filter == kFilterColumns)
+    transformAll(schedule, columnVectors(*::popef::fb::GetExecutable(schedule), schedule), false, threads);
+  if (checksum({schedule, size_t(layout.scheduleBytes)}) != layout.scheduleXxh64)
+    fail("{}: corrupt compressed popef file (the schedule's checksum does not match): recompile the model", label);
 }
 
 } // namespace popc::popef

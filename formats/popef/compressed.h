@@ -15,6 +15,7 @@ struct CompressedLayout {
   uint64_t frameBytes = 0;
   Segment segment;            // start: where the uncompressed file had it; bytes: in this file
   uint64_t scheduleXxh64 = 0; // of the decompressed schedule (a ScheduleCache entry's check)
+  uint64_t filter = 0;        // 1: the columns filter (compressed.cpp)
 };
 
 // `content`: the file less its trailer. Throws popc::Error naming `label`.
@@ -22,5 +23,10 @@ CompressedLayout readCompressedLayout(std::span<const uint8_t> content, const st
 // Decompresses the schedule into `out` (layout.scheduleBytes long).
 void decompressSchedule(const CompressedLayout &layout, std::span<const uint8_t> content, uint8_t *out,
                         const std::string &label);
+
+// Undoes the filter, in place, once the flatbuffers Verifier has passed the
+// decompressed schedule (it finds the filtered vectors through the tables),
+// and checks the result against the header's XXH64.
+void unfilterSchedule(const CompressedLayout &layout, uint8_t *schedule, unsigned threads, const std::string &label);
 
 } // namespace popc::popef

@@ -133,6 +133,8 @@ public:
 // Process-wide (null: none), used by Executable::open for compressed files.
 void setScheduleCache(std::shared_ptr<ScheduleCache> cache);
 
+struct CompressedLayout; // compressed.h
+
 // A verified executable, backed by an mmap of the file or by owned bytes.
 class Executable {
 public:
@@ -178,6 +180,7 @@ private:
   void *decompressed_ = nullptr; // a compressed file's schedule (anonymous mapping), munmap on destruction
   size_t decompressedSize_ = 0;
   uint64_t scheduleXxh64_ = 0;
+  std::unique_ptr<CompressedLayout> layout_; // a decompressed schedule's header (compressed.h)
   std::future<void> storing_; // the decompressed schedule going into the ScheduleCache
   std::vector<uint8_t> owned_;  // when built from bytes
   const ::popef::fb::Executable *root_ = nullptr;

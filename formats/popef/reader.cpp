@@ -147,6 +147,10 @@ void Executable::verify(unsigned threads) {
     flatbuffers::Verifier verifier(schedule_.data(), schedule_.size(), kVerifierMaxDepth, kVerifierMaxTables);
     if (!::popef::fb::ExecutableBufferHasIdentifier(schedule_.data()) || !::popef::fb::VerifyExecutableBuffer(verifier))
       fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
+    if (decompressed_) { // the filter's vectors are found through the verified tables
+      unfilterSchedule(*layout_, static_cast<uint8_t *>(decompressed_), std::max(1u, threads), label_);
+      ::mprotect(decompressed_, decompressedSize_, PROT_READ);
+    }
     root_ = ::popef::fb::GetExecutable(schedule_.data());
     verifySemantics(*root_, segment_, label_, threads);
     // Kept for the next start only once it is known to be a valid schedule;
@@ -186,7 +190,7 @@ void Executable::decompress(std::span<const uint8_t> content) {
   decompressed_ = p;
   decompressedSize_ = layout.scheduleBytes;
   decompressSchedule(layout, content, static_cast<uint8_t *>(p), label_);
-  ::mprotect(p, layout.scheduleBytes, PROT_READ);
+  layout_ = std::make_unique<CompressedLayout>(layout); // verify() undoes its filter
   schedule_ = {static_cast<const uint8_t *>(p), layout.scheduleBytes};
   scheduleXxh64_ = layout.scheduleXxh64;
 }

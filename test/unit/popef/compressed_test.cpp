@@ -128,6 +128,10 @@ TEST_CASE("popef compressed: a corrupt header, frame or segment is refused with 
   expectRefused(edit([&](auto &b) { put64(b, 32, segmentOffset + 64); }), "do not fill the file");
   expectRefused(edit([](auto &b) { put64(b, 24, 64); }), "starts inside the schedule");
   expectRefused(edit([&](auto &b) { b[64 + frame / 2] ^= 0x5a; }), "corrupt");
+  // The columns filter (1) undone where it was not applied, or not undone.
+  CHECK(packed[56] == 1);
+  expectRefused(edit([](auto &b) { put64(b, 56, 7); }), "unknown filter");
+  expectRefused(edit([](auto &b) { put64(b, 56, 0); }), "checksum does not match");
   // A constant's bytes: its checksum.
   expectRefused(edit([&](auto &b) { b[segmentOffset + 1] ^= 1; }), "checksum");
   expectRefused(edit([](auto &b) { b.resize(40); }), "no header");
