@@ -409,7 +409,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   graph::ExchangeStats exchange;
   std::vector<uint8_t> bytes = graph::serializeExecutable(std::move(dg), *plan, code, options.describe(), &exchange);
   if (options.compression > 0)
-    bytes = popef::compress(bytes, options.compression);
+    bytes = popef::compress(std::move(bytes), options.compression);
   st.exchangeCopies = exchange.copies;
   st.exchangeBytes = exchange.bytes;
   st.loadCopies = exchange.loadCopies;

@@ -124,21 +124,23 @@ bool isCompressed(std::span<const uint8_t> bytes) {
   return bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0;
 }
 
-std::vector<uint8_t> compress(std::span<const uint8_t> sealed, int level) {
+std::vector<uint8_t> compress(std::vector<uint8_t> sealed, int level) {
   POPC_ASSERT(sealed.size() > kTrailerBytes && !isCompressed(sealed));
-  const std::span<const uint8_t> content = sealed.first(sealed.size() - kTrailerBytes);
+  const size_t contentBytes = sealed.size() - kTrailerBytes;
   // The schedule ends where the data segment begins: at the first constant
   // stored there (the writer puts the segment right after the flatbuffer).
-  const auto *exe = ::popef::fb::GetExecutable(content.data());
-  uint64_t segmentStart = content.size();
+  const auto *exe = ::popef::fb::GetExecutable(sealed.data());
+  uint64_t segmentStart = contentBytes;
   if (exe->constants())
     for (const ::popef::fb::ConstantData *c : *exe->constants())
       if (c->size())
         segmentStart = std::min<uint64_t>(segmentStart, c->offset());
-  const std::span<const uint8_t> plainSchedule = content.first(segmentStart), segment = content.subspan(segmentStart);
-  std::vector<uint8_t> filtered(plainSchedule.begin(), plainSchedule.end());
-  transformAll(filtered.data(), columnVectors(*exe, content.data()), true, 2);
-  const std::span<const uint8_t> schedule = filtered;
+  const uint64_t segmentBytes = contentBytes - segmentStart;
+  const uint64_t scheduleXxh64 = checksum({sealed.data(), size_t(segmentStart)});
+  // In place: the file's bytes are the compiler's largest buffer (ViT-B/16's
+  // schedule alone is 0.6 GB), so the filter, and then the compressed file,
+  // reuse them.
+  transformAll(sealed.data(), columnVectors(*exe, sealed.data()), true, 2);
 
   std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
   POPC_ASSERT(cctx);
@@ -147,22 +149,33 @@ std::vector<uint8_t> compress(std::span<const uint8_t> sealed, int level) {
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1);
   // Two workers on two cores; zstd's output is the same for any count >= 1.
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_nbWorkers, 2);
-
-  std::vector<uint8_t> out(kHeaderBytes + ZSTD_compressBound(schedule.size()));
-  const size_t frame = ZSTD_compress2(cctx.get(), out.data() + kHeaderBytes, out.size() - kHeaderBytes,
-                                      schedule.data(), schedule.size());
+  const size_t bound = ZSTD_compressBound(segmentStart);
+  std::unique_ptr<uint8_t[]> frameBuffer(new uint8_t[bound]); // not zeroed: only what zstd writes is touched
+  const size_t frame = ZSTD_compress2(cctx.get(), frameBuffer.get(), bound, sealed.data(), segmentStart);
   if (ZSTD_isError(frame))
     fail("cannot compress the executable's schedule: {}", ZSTD_getErrorName(frame));
+
   const uint64_t segmentOffset = align64(kHeaderBytes + frame);
-  out.resize(segmentOffset, 0);
-  out.insert(out.end(), segment.begin(), segment.end());
+  std::vector<uint8_t> out;
+  if (segmentOffset <= segmentStart) { // the usual case: the segment moves down
+    std::memmove(sealed.data() + segmentOffset, sealed.data() + segmentStart, segmentBytes);
+    out = std::move(sealed);
+    out.resize(segmentOffset + segmentBytes);
+  } else {
+    out.reserve(segmentOffset + segmentBytes + kTrailerBytes);
+    out.resize(segmentOffset);
+    out.insert(out.end(), sealed.begin() + segmentStart, sealed.begin() + contentBytes);
+    sealed = {};
+  }
+  std::memset(out.data(), 0, segmentOffset);
+  std::memcpy(out.data() + kHeaderBytes, frameBuffer.get(), frame);
   std::memcpy(out.data(), kMagic, sizeof(kMagic));
-  put64(out, 8, schedule.size());
+  put64(out, 8, segmentStart);
   put64(out, 16, frame);
   put64(out, 24, segmentStart);
   put64(out, 32, segmentOffset);
-  put64(out, 40, segment.size());
-  put64(out, 48, checksum(plainSchedule));
+  put64(out, 40, segmentBytes);
+  put64(out, 48, scheduleXxh64);
   put64(out, 56, kFilterColumns);
   seal(out);
   return out;

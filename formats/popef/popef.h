@@ -108,8 +108,9 @@ void writeFile(const std::string &path, std::span<const uint8_t> bytes);
 // Compressed popefs (compressed.cpp, docs/popef-format.md): the schedule (the
 // flatbuffer) as one zstd frame, the data segment stored as it is (so the
 // weights are still mapped straight from the file), then the trailer.
-// `sealed`: serialize()'s bytes. `level`: zstd's, 1..19. Deterministic.
-std::vector<uint8_t> compress(std::span<const uint8_t> sealed, int level);
+// `sealed`: serialize()'s bytes, reused for the result. `level`: zstd's,
+// 1..19. Deterministic.
+std::vector<uint8_t> compress(std::vector<uint8_t> sealed, int level);
 constexpr int kDefaultCompressionLevel = 9;
 // True when `bytes` start like a compressed popef.
 bool isCompressed(std::span<const uint8_t> bytes);
