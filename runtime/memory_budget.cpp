@@ -77,6 +77,7 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
     for (const auto *list : {m->inputs(), m->outputs()})
       for (uint32_t i = 0; i < len(list); ++i)
         e.host += popef::tensorBytes(*root.tensors()->Get(list->Get(i)->tensor()));
+  e.schedule = exe.anonymousScheduleBytes();
   return e;
 }
 
@@ -86,8 +87,9 @@ void checkMemoryBudget(const popef::Executable &exe, uint64_t budget) {
   MemoryEstimate e = estimateMemory(exe);
   if (e.total() > budget)
     fail("{}: running it needs about {} ({} of tile memory on {} tiles, {} of host inputs and outputs, {} of "
-         "tables), more than --max-memory {}: raise --max-memory (or POPC_MAX_MEMORY) if the file is trusted",
-         exe.label(), gib(e.total()), gib(e.device), e.tilesUsed, gib(e.host), gib(e.tables), gib(budget));
+         "tables{}), more than --max-memory {}: raise --max-memory (or POPC_MAX_MEMORY) if the file is trusted",
+         exe.label(), gib(e.total()), gib(e.device), e.tilesUsed, gib(e.host), gib(e.tables),
+         e.schedule ? fmt::format(", {} of decompressed schedule", gib(e.schedule)) : std::string(), gib(budget));
 }
 
 } // namespace popc::runtime

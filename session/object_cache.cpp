@@ -24,26 +24,28 @@ private:
 };
 
 // Compressed popefs' schedules, decompressed (kind "sched"), keyed by the
-// schedule's own hash and size: the same schedule in two files is one entry.
+// schedule's hash and size and the file's hash.
 class StoreScheduleCache : public popef::ScheduleCache {
 public:
   explicit StoreScheduleCache(std::shared_ptr<cache::Store> store) : store_(std::move(store)) {}
-  std::optional<Mapped> find(uint64_t xxh64, uint64_t size) override {
-    auto blob = store_->get("sched", key(xxh64, size));
+  std::optional<Mapped> find(const Key &key) override {
+    auto blob = store_->get("sched", hex(key));
     if (!blob)
       return std::nullopt;
     auto owner = std::make_shared<cache::Blob>(std::move(*blob));
     return Mapped{owner, owner->bytes(), owner->fileBacked()};
   }
-  void store(uint64_t xxh64, std::span<const uint8_t> bytes) override {
-    store_->put("sched", key(xxh64, bytes.size()), bytes);
-  }
+  void store(const Key &key, std::span<const uint8_t> bytes) override { store_->put("sched", hex(key), bytes); }
 
 private:
-  static std::string key(uint64_t xxh64, uint64_t size) {
+  static std::string hex(const Key &key) {
     cache::Hasher h;
-    h.field("schedule-xxh64", std::span(reinterpret_cast<const uint8_t *>(&xxh64), 8));
-    h.field("schedule-bytes", std::span(reinterpret_cast<const uint8_t *>(&size), 8));
+    auto field = [&h](const char *name, uint64_t v) {
+      h.field(name, std::span(reinterpret_cast<const uint8_t *>(&v), 8));
+    };
+    field("schedule-xxh64", key.scheduleXxh64);
+    field("schedule-bytes", key.scheduleBytes);
+    field("file-xxh64", key.fileXxh64);
     return h.digest().hex();
   }
   std::shared_ptr<cache::Store> store_;

@@ -351,7 +351,7 @@ int main(int argc, char **argv) {
     session::useObjectCache(cacheOptions.open()); // before the open: it keeps decompressed schedules too
     auto t0 = std::chrono::steady_clock::now();
     auto executable =
-        popc::popef::Executable::open(model, threads ? threads : runtime::defaultThreadCount());
+        popc::popef::Executable::open(model, threads ? threads : runtime::defaultThreadCount(), maxMemory);
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     runtime::checkMemoryBudget(*executable, maxMemory);
 

@@ -118,7 +118,8 @@ bool isCompressed(std::span<const uint8_t> bytes);
 // Keeps compressed popefs' schedules decompressed between runs, so that a warm
 // start maps its schedule from a file, as it maps an uncompressed popef (no
 // decompression, and pages it can release). Entries are found by the
-// schedule's XXH64 (in the file's header) and size, and checked against both.
+// schedule's XXH64 (in the file's header), its size and the file's XXH64, and
+// checked against the first two.
 // poprun-lite and the API plug in the cache directory (kind "sched").
 class ScheduleCache {
 public:
@@ -128,8 +129,13 @@ public:
     bool fileBacked = false; // a file's pages: releasing them does not lose them
   };
   virtual ~ScheduleCache() = default;
-  virtual std::optional<Mapped> find(uint64_t xxh64, uint64_t size) = 0;
-  virtual void store(uint64_t xxh64, std::span<const uint8_t> bytes) = 0;
+  // What names a schedule: its own XXH64 and size, and the XXH64 of the file
+  // that holds it (its trailer), so that a hit needs two hashes to agree.
+  struct Key {
+    uint64_t scheduleXxh64 = 0, scheduleBytes = 0, fileXxh64 = 0;
+  };
+  virtual std::optional<Mapped> find(const Key &key) = 0;
+  virtual void store(const Key &key, std::span<const uint8_t> bytes) = 0;
 };
 // Process-wide (null: none), used by Executable::open for compressed files.
 void setScheduleCache(std::shared_ptr<ScheduleCache> cache);
@@ -142,7 +148,10 @@ public:
   // Throws popc::Error("<path>: <what is wrong>") for unreadable, truncated,
   // corrupt or semantically invalid files.
   // `threads`: host threads the semantic checks may use (the exchange steps').
-  static std::shared_ptr<const Executable> open(const std::string &path, unsigned threads = 1);
+  // `memoryBudget` (0: none): a compressed file whose schedule would need more
+  // once decompressed is refused before it is (poprun-lite --max-memory).
+  static std::shared_ptr<const Executable> open(const std::string &path, unsigned threads = 1,
+                                                uint64_t memoryBudget = 0);
   static std::shared_ptr<const Executable> fromBytes(std::vector<uint8_t> bytes,
                                                      const std::string &label = "<memory>");
   ~Executable();
@@ -155,6 +164,9 @@ public:
   // The flatbuffer (decompressed if the file is compressed).
   std::span<const uint8_t> schedule() const { return schedule_; }
   bool compressed() const { return isCompressed(bytes()); }
+  // Bytes of a compressed file's schedule held in anonymous memory (decompressed
+  // here, not mapped from the ScheduleCache): resident for the Executable's life.
+  uint64_t anonymousScheduleBytes() const { return decompressed_ ? decompressedSize_ : 0; }
   const std::string &label() const { return label_; }
   // Lets the kernel drop the mapped file's pages from this process (they stay
   // valid: a later read maps them again from the page cache). A runner calls
@@ -180,7 +192,8 @@ private:
   ScheduleCache::Mapped cached_; // a compressed file's schedule from the ScheduleCache
   void *decompressed_ = nullptr; // a compressed file's schedule (anonymous mapping), munmap on destruction
   size_t decompressedSize_ = 0;
-  uint64_t scheduleXxh64_ = 0;
+  ScheduleCache::Key scheduleKey_;
+  uint64_t memoryBudget_ = 0;
   std::unique_ptr<CompressedLayout> layout_; // a decompressed schedule's header (compressed.h)
   std::future<void> storing_; // the decompressed schedule going into the ScheduleCache
   std::vector<uint8_t> owned_;  // when built from bytes

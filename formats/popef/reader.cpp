@@ -78,7 +78,7 @@ void Executable::releaseMappedPages(std::span<const uint8_t> bytes) const {
     dropPages(bytes, cached_.bytes);
 }
 
-std::shared_ptr<const Executable> Executable::open(const std::string &path, unsigned threads) {
+std::shared_ptr<const Executable> Executable::open(const std::string &path, unsigned threads, uint64_t memoryBudget) {
   UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.get() < 0)
     fail("{}: cannot open: {}", path, std::strerror(errno));
@@ -97,6 +97,7 @@ std::shared_ptr<const Executable> Executable::open(const std::string &path, unsi
     fail("{}: cannot map file: {}", path, std::strerror(errno));
   exe->mapping_ = p;
   exe->data_ = static_cast<const uint8_t *>(p);
+  exe->memoryBudget_ = memoryBudget;
   exe->verify(threads);
   return exe;
 }
@@ -157,8 +158,8 @@ void Executable::verify(unsigned threads) {
     // written beside what follows the open (an entry is fsync'd: ~0.1 s).
     if (decompressed_)
       if (std::shared_ptr<ScheduleCache> cache = scheduleCache())
-        storing_ = std::async(std::launch::async, [cache = std::move(cache), hash = scheduleXxh64_,
-                                                   schedule = schedule_] { cache->store(hash, schedule); });
+        storing_ = std::async(std::launch::async, [cache = std::move(cache), key = scheduleKey_,
+                                                   schedule = schedule_] { cache->store(key, schedule); });
   } catch (...) {
     structural = std::current_exception();
   }
@@ -171,8 +172,11 @@ void Executable::verify(unsigned threads) {
 void Executable::decompress(std::span<const uint8_t> content) {
   const CompressedLayout layout = readCompressedLayout(content, label_);
   segment_ = layout.segment;
+  uint64_t fileXxh64 = 0;
+  std::memcpy(&fileXxh64, data_ + size_ - 8, 8); // the trailer's (checked beside)
+  scheduleKey_ = {layout.scheduleXxh64, layout.scheduleBytes, fileXxh64};
   if (const std::shared_ptr<ScheduleCache> cache = scheduleCache()) {
-    std::optional<ScheduleCache::Mapped> hit = cache->find(layout.scheduleXxh64, layout.scheduleBytes);
+    std::optional<ScheduleCache::Mapped> hit = cache->find(scheduleKey_);
     if (hit && hit->bytes.size() == layout.scheduleBytes && checksum(hit->bytes) == layout.scheduleXxh64) {
       cached_ = std::move(*hit);
       schedule_ = cached_.bytes;
@@ -182,6 +186,10 @@ void Executable::decompress(std::span<const uint8_t> content) {
     log::get("popef")->debug("{}: schedule ({} bytes) {} the cache: decompressing it", label_,
                              layout.scheduleBytes, hit ? "corrupt in" : "not in");
   }
+  if (memoryBudget_ && layout.scheduleBytes > memoryBudget_)
+    fail("{}: its schedule needs {:.2f} GiB once decompressed, more than --max-memory {:.2f} GiB: raise "
+         "--max-memory (or POPC_MAX_MEMORY) if the file is trusted",
+         label_, layout.scheduleBytes / double(1ull << 30), memoryBudget_ / double(1ull << 30));
   // Its own mapping: pages are only touched as the frame fills them, and the
   // schedule is read-only once it is in.
   void *p = ::mmap(nullptr, layout.scheduleBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -192,7 +200,6 @@ void Executable::decompress(std::span<const uint8_t> content) {
   decompressSchedule(layout, content, static_cast<uint8_t *>(p), label_);
   layout_ = std::make_unique<CompressedLayout>(layout); // verify() undoes its filter
   schedule_ = {static_cast<const uint8_t *>(p), layout.scheduleBytes};
-  scheduleXxh64_ = layout.scheduleXxh64;
 }
 
 } // namespace popc::popef

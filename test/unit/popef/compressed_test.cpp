@@ -43,17 +43,18 @@ std::vector<std::vector<uint8_t>> constantsOf(const Executable &exe) {
 // In memory; counts what the reader asks of it.
 class MemoryScheduleCache : public pf::ScheduleCache {
 public:
-  std::optional<Mapped> find(uint64_t xxh64, uint64_t size) override {
+  std::optional<Mapped> find(const Key &key) override {
     ++finds;
-    auto it = entries.find({xxh64, size});
+    auto it = entries.find({key.scheduleXxh64, key.fileXxh64});
     if (it == entries.end())
       return std::nullopt;
     auto owner = std::make_shared<std::vector<uint8_t>>(it->second);
     return Mapped{owner, *owner, false};
   }
-  void store(uint64_t xxh64, std::span<const uint8_t> bytes) override {
+  void store(const Key &key, std::span<const uint8_t> bytes) override {
     ++stores;
-    entries[{xxh64, bytes.size()}].assign(bytes.begin(), bytes.end());
+    CHECK(key.scheduleBytes == bytes.size());
+    entries[{key.scheduleXxh64, key.fileXxh64}].assign(bytes.begin(), bytes.end());
   }
   std::map<std::pair<uint64_t, uint64_t>, std::vector<uint8_t>> entries;
   int finds = 0, stores = 0;
@@ -105,6 +106,11 @@ TEST_CASE("popef compressed: the same executable, smaller, deterministic", "[pop
   c->releaseMappedPages(c->schedule()); // anonymous: left as it is
   CHECK(constantsOf(*c) == kept);
   CHECK(std::memcmp(a->schedule().data(), c->schedule().data(), c->schedule().size()) == 0);
+  CHECK(c->anonymousScheduleBytes() == c->schedule().size());
+  CHECK(a->anonymousScheduleBytes() == 0);
+  // A memory budget (--max-memory) refuses what would not fit once decompressed, before it is.
+  CHECK_THROWS_WITH(Executable::open(path, 1, 1000), Catch::Contains("once decompressed, more than --max-memory"));
+  CHECK(Executable::open(path, 1, 64u << 20));
   std::filesystem::remove(path);
 }
 
