@@ -224,8 +224,17 @@ void decompressSchedule(const CompressedLayout &layout, std::span<const uint8_t>
 }
 
 void unfilterSchedule(const CompressedLayout &layout, uint8_t *schedule, unsigned threads, const std::string &label) {
-  if (layout.filter == kFilterColumns)
-    transformAll(schedule, columnVectors(*::popef::fb::GetExecutable(schedule), schedule), false, threads);
+  if (layout.filter == kFilterColumns) {
+    const std::vector<Columns> vectors = columnVectors(*::popef::fb::GetExecutable(schedule), schedule);
+    // Vectors the tables share would be undone more than once: bounded here
+    // (the writer's never overlap, so theirs add up to less than the schedule).
+    uint64_t bytes = 0;
+    for (const Columns &c : vectors)
+      bytes += uint64_t(c.records) * c.words * 4;
+    if (bytes > layout.scheduleBytes)
+      fail("{}: corrupt compressed popef file (its filtered vectors overlap): recompile the model", label);
+    transformAll(schedule, vectors, false, threads);
+  }
   if (checksum({schedule, size_t(layout.scheduleBytes)}) != layout.scheduleXxh64)
     fail("{}: corrupt compressed popef file (the schedule's checksum does not match): recompile the model", label);
 }

@@ -21,16 +21,7 @@ namespace {
 // The sample with its constants in the data segment and a schedule big
 // enough to compress (a long tensor name).
 std::vector<uint8_t> plainSample(std::vector<std::vector<uint8_t>> &kept) {
-  auto exe = popc::test::makeSampleExecutable({'B', 'C', 0xC0, 0xDE, 1, 2, 3, 4});
-  exe.tensors[0]->name = std::string(100000, 'n');
-  std::vector<std::span<const uint8_t>> segment;
-  for (auto &c : exe.constants) {
-    kept.push_back(std::move(c->data));
-    c->data.clear();
-  }
-  for (const auto &k : kept)
-    segment.emplace_back(k);
-  return pf::serialize(exe, 0, segment);
+  return popc::test::segmentSampleBytes(kept, 0, 100000);
 }
 
 std::vector<std::vector<uint8_t>> constantsOf(const Executable &exe) {

@@ -513,24 +513,7 @@ TEST_CASE("popef step fields are checked: replicas bound the arena, host shapes 
   CHECK_NOTHROW(Executable::fromBytes(popc::popef::serialize(exe), "ok"));
 }
 
-namespace {
-// The sample with its constants moved to the data segment (format 4), its
-// first tensor's name `nameBytes` long when given.
-std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept, size_t sizeHint = 0,
-                                        size_t nameBytes = 0) {
-  auto exe = popc::test::makeSampleExecutable(dummyCode());
-  if (nameBytes)
-    exe.tensors[0]->name = std::string(nameBytes, 'n');
-  std::vector<std::span<const uint8_t>> segment;
-  for (auto &c : exe.constants) {
-    kept.push_back(std::move(c->data));
-    c->data.clear();
-  }
-  for (const auto &k : kept)
-    segment.emplace_back(k);
-  return popc::popef::serialize(exe, sizeHint, segment);
-}
-} // namespace
+using popc::test::segmentSampleBytes;
 
 TEST_CASE("popef: constants in the data segment read back, 64-byte aligned after the flatbuffer", "[popef]") {
   std::vector<std::vector<uint8_t>> kept;

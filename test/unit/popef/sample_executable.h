@@ -140,4 +140,22 @@ inline fb::ExecutableT makeSampleExecutable(std::vector<uint8_t> bitcode,
   return exe;
 }
 
+// The sample serialized with its constants in the data segment (format 4);
+// `kept` receives their bytes. `nameBytes`: the first tensor's name that long
+// (a bigger schedule), when given.
+inline std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept, size_t sizeHint = 0,
+                                               size_t nameBytes = 0) {
+  auto exe = makeSampleExecutable({'B', 'C', 0xC0, 0xDE, 1, 2, 3, 4});
+  if (nameBytes)
+    exe.tensors[0]->name = std::string(nameBytes, 'n');
+  std::vector<std::span<const uint8_t>> segment;
+  for (auto &c : exe.constants) {
+    kept.push_back(std::move(c->data));
+    c->data.clear();
+  }
+  for (const auto &k : kept)
+    segment.emplace_back(k);
+  return popef::serialize(exe, sizeHint, segment);
+}
+
 } // namespace popc::test
