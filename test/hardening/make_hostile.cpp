@@ -17,6 +17,8 @@
 #include "formats/popef/popef.h"
 #include "test/unit/popef/sample_executable.h"
 
+#include <zstd.h>
+
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
@@ -160,6 +162,42 @@ std::vector<uint8_t> deepProgram(fb::ExecutableT e, uint32_t levels) {
   std::vector<uint8_t> out(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   popc::popef::seal(out);
   return out;
+}
+
+// `packed` (a compressed popef) with its schedule replaced by a frame of
+// `bytes` zeros, compressed a chunk at a time (no buffer of that size), and
+// the header's sizes to match.
+std::vector<uint8_t> zstdBomb(const std::vector<uint8_t> &packed, uint64_t bytes) {
+  ZSTD_CCtx *cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setPledgedSrcSize(cctx, bytes);
+  std::vector<uint8_t> zeros(1 << 20, 0), frame, out(ZSTD_CStreamOutSize());
+  for (uint64_t done = 0; done < bytes;) {
+    const size_t n = size_t(std::min<uint64_t>(zeros.size(), bytes - done));
+    done += n;
+    ZSTD_inBuffer in{zeros.data(), n, 0};
+    const ZSTD_EndDirective mode = done == bytes ? ZSTD_e_end : ZSTD_e_continue;
+    for (size_t left = 1; in.pos < in.size || (mode == ZSTD_e_end && left);) {
+      ZSTD_outBuffer o{out.data(), out.size(), 0};
+      left = ZSTD_compressStream2(cctx, &o, &in, mode);
+      frame.insert(frame.end(), out.data(), out.data() + o.pos);
+    }
+  }
+  ZSTD_freeCCtx(cctx);
+  uint64_t segmentOffset = 0, segmentBytes = 0;
+  std::memcpy(&segmentOffset, packed.data() + 32, 8);
+  std::memcpy(&segmentBytes, packed.data() + 40, 8);
+  std::vector<uint8_t> b(packed.begin(), packed.begin() + 64);
+  b.insert(b.end(), frame.begin(), frame.end());
+  b.resize((b.size() + 63) / 64 * 64, 0);
+  const uint64_t newOffset = b.size();
+  b.insert(b.end(), packed.begin() + segmentOffset, packed.begin() + segmentOffset + segmentBytes);
+  const uint64_t frameBytes = frame.size(), start = (bytes + 63) / 64 * 64;
+  std::memcpy(b.data() + 8, &bytes, 8);
+  std::memcpy(b.data() + 16, &frameBytes, 8);
+  std::memcpy(b.data() + 24, &start, 8);
+  std::memcpy(b.data() + 32, &newOffset, 8);
+  popc::popef::seal(b);
+  return b;
 }
 
 std::unique_ptr<fb::ProgramT> repeat(uint32_t count, std::unique_ptr<fb::ProgramT> child) {
@@ -354,6 +392,20 @@ int main(int argc, char **argv) {
     auto e = sample();
     e.tensors[2]->shape = {-4};
     w.exe("tensor_negative_dim", e, 1, "shape dimension 0 is negative (-4)");
+  }
+  // Compressed files: the sample runs; a flipped frame byte, or a header
+  // declaring a schedule larger than --max-memory (a zstd bomb: 600 MB of
+  // zeros in a few KB), is refused before anything runs.
+  {
+    const std::vector<uint8_t> packed = popc::popef::compress(popc::popef::serialize(sample()), 9);
+    w.bytes("compressed_sample", packed, 0, "expected.npz");
+    auto flipped = packed;
+    flipped.resize(flipped.size() - popc::popef::kTrailerBytes);
+    flipped[64 + 8] ^= 0x5a;
+    popc::popef::seal(flipped);
+    w.bytes("compressed_corrupt_frame", flipped, 1, "corrupt compressed popef file");
+    w.bytes("compressed_bomb", zstdBomb(packed, 600u << 20), 1, "once decompressed, more than --max-memory",
+            "--max-memory 100M");
   }
   // A 1 TiB tensor, correctly mapped over 65536 tiles of 16 MiB: structurally
   // valid, refused by the memory budget before anything is allocated.
