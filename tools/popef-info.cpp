@@ -296,8 +296,12 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   for (uint32_t i = 0; i < len(exe.code()); ++i)
     bitcode += len(exe.code()->Get(i)->bitcode());
   const uint64_t fileBytes = file.bytes().size();
-  // A compressed file's sections are counted as they are once decompressed.
-  const uint64_t contentBytes = file.compressed() ? file.schedule().size() + constantBytes + 16 : fileBytes;
+  // A compressed file's sections are counted as they are once decompressed
+  // (the schedule, with any inline constants, then the data segment's).
+  uint64_t segmentBytes = 0;
+  for (uint32_t i = 0; i < len(exe.constants()); ++i)
+    segmentBytes += exe.constants()->Get(i)->size();
+  const uint64_t contentBytes = file.compressed() ? file.schedule().size() + segmentBytes + 16 : fileBytes;
   const uint64_t known = constantBytes + pieces * sizeof(fb::Piece) + placements * sizeof(fb::Placement) +
                          intervalBytes +
                          storedVertices * sizeof(fb::Vertex) + fieldOffsets * 4 + bitcode;
@@ -326,7 +330,7 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
                    {"file_bytes", fileBytes},
                    {"compressed", file.compressed()},
                    {"schedule_bytes", file.schedule().size()},
-                   {"schedule_stored_bytes", fileBytes - std::min(fileBytes, constantBytes)},
+                   {"schedule_stored_bytes", fileBytes - std::min(fileBytes, segmentBytes)},
                    {"file_bytes_by_section", sections},
                    {"content_hash", fmt::format("{:016x}", contentHash)}};
 

@@ -11,8 +11,7 @@
 //  32  u64 segment offset in this file (a multiple of 64)
 //  40  u64 segment bytes
 //  48  u64 XXH64 of the decompressed schedule (finds it in a ScheduleCache)
-//  56  u32 filter: 0 none, 1 columns (below)
-//  60  4 bytes of zeros
+//  56  u64 filter: 0 none, 1 columns (below)
 //  64  zstd frame (content size and checksum set), zero padding to 64,
 //      the data segment, the trailer ("POPFXXH1", XXH64 of all before it).
 //
@@ -107,7 +106,7 @@ void transformAll(uint8_t *schedule, const std::vector<Columns> &vectors, bool f
   parallelFor(
       vectors.size(),
       [&](size_t i) {
-        thread_local std::vector<uint32_t> scratch;
+        std::vector<uint32_t> scratch; // freed with the call (a ViT-sized vector is hundreds of MB)
         transform(schedule + vectors[i].at, vectors[i], forward, scratch);
       },
       threads);
@@ -144,10 +143,13 @@ std::vector<uint8_t> compress(std::vector<uint8_t> sealed, int level) {
 
   std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
   POPC_ASSERT(cctx);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, std::clamp(level, 1, ZSTD_maxCLevel()));
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1);
+  for (auto [parameter, value] : {std::pair{ZSTD_c_compressionLevel, std::clamp(level, 1, ZSTD_maxCLevel())},
+                                   std::pair{ZSTD_c_checksumFlag, 1}, std::pair{ZSTD_c_contentSizeFlag, 1}})
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx.get(), parameter, value)))
+      fail("cannot set up zstd to compress the executable's schedule (parameter {})", int(parameter));
   // Two workers on two cores; zstd's output is the same for any count >= 1.
+  // (A libzstd built without threads refuses it and compresses on this one,
+  // into other bytes: a popef's bytes are those of one build's libraries.)
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_nbWorkers, 2);
   const size_t bound = ZSTD_compressBound(segmentStart);
   std::unique_ptr<uint8_t[]> frameBuffer(new uint8_t[bound]); // not zeroed: only what zstd writes is touched
@@ -226,13 +228,15 @@ void decompressSchedule(const CompressedLayout &layout, std::span<const uint8_t>
 void unfilterSchedule(const CompressedLayout &layout, uint8_t *schedule, unsigned threads, const std::string &label) {
   if (layout.filter == kFilterColumns) {
     const std::vector<Columns> vectors = columnVectors(*::popef::fb::GetExecutable(schedule), schedule);
-    // Vectors the tables share would be undone more than once: bounded here
-    // (the writer's never overlap, so theirs add up to less than the schedule).
-    uint64_t bytes = 0;
+    // The writer's vectors never overlap; a hostile file's shared or
+    // overlapping ones would be rewritten twice, on two threads at once.
+    std::vector<std::pair<uint64_t, uint64_t>> ranges; // [at, end)
     for (const Columns &c : vectors)
-      bytes += uint64_t(c.records) * c.words * 4;
-    if (bytes > layout.scheduleBytes)
-      fail("{}: corrupt compressed popef file (its filtered vectors overlap): recompile the model", label);
+      ranges.emplace_back(c.at, c.at + uint64_t(c.records) * c.words * 4);
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+      if (ranges[i].first < ranges[i - 1].second)
+        fail("{}: corrupt compressed popef file (its filtered vectors overlap): recompile the model", label);
     transformAll(schedule, vectors, false, threads);
   }
   if (checksum({schedule, size_t(layout.scheduleBytes)}) != layout.scheduleXxh64)

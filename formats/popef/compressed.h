@@ -2,6 +2,8 @@
 // schedule, data segment, trailer. For reader.cpp; users call compress() and
 // Executable::open (popef.h).
 #pragma once
+#include "formats/popef/popef.h"
+
 #include <cstdint>
 #include <span>
 #include <string>

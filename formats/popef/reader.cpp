@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <future>
+#include <mutex>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -44,9 +45,13 @@ Executable::~Executable() {
 
 namespace {
 
-std::shared_ptr<ScheduleCache> &scheduleCache() {
-  static std::shared_ptr<ScheduleCache> cache;
-  return cache;
+// Set by sessions on any thread while others open files.
+std::mutex scheduleCacheMutex;
+std::shared_ptr<ScheduleCache> scheduleCacheSlot;
+
+std::shared_ptr<ScheduleCache> scheduleCache() {
+  std::lock_guard lock(scheduleCacheMutex);
+  return scheduleCacheSlot;
 }
 
 // Drops the whole pages of `bytes` that lie inside `within`.
@@ -62,7 +67,10 @@ void dropPages(std::span<const uint8_t> bytes, std::span<const uint8_t> within) 
 
 } // namespace
 
-void setScheduleCache(std::shared_ptr<ScheduleCache> cache) { scheduleCache() = std::move(cache); }
+void setScheduleCache(std::shared_ptr<ScheduleCache> cache) {
+  std::lock_guard lock(scheduleCacheMutex);
+  scheduleCacheSlot = std::move(cache);
+}
 
 void Executable::releaseMappedPages() const {
   if (mapping_)
@@ -145,21 +153,23 @@ void Executable::verify(unsigned threads) {
       schedule_ = content.first(std::min<uint64_t>(contentSize_, kMaxScheduleBytes));
       segment_ = {0, content};
     }
-    flatbuffers::Verifier verifier(schedule_.data(), schedule_.size(), kVerifierMaxDepth, kVerifierMaxTables);
-    if (!::popef::fb::ExecutableBufferHasIdentifier(schedule_.data()) || !::popef::fb::VerifyExecutableBuffer(verifier))
-      fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
-    if (decompressed_) { // the filter's vectors are found through the verified tables
+    auto verifyBuffer = [this] {
+      flatbuffers::Verifier verifier(schedule_.data(), schedule_.size(), kVerifierMaxDepth, kVerifierMaxTables);
+      if (!::popef::fb::ExecutableBufferHasIdentifier(schedule_.data()) ||
+          !::popef::fb::VerifyExecutableBuffer(verifier))
+        fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
+    };
+    verifyBuffer();
+    if (decompressed_) {
+      // The filter's vectors are found through the verified tables; undoing
+      // it rewrites them, so the buffer is verified again (a hostile vector
+      // laid over a table would otherwise slip through).
       unfilterSchedule(*layout_, static_cast<uint8_t *>(decompressed_), std::max(1u, threads), label_);
       ::mprotect(decompressed_, decompressedSize_, PROT_READ);
+      verifyBuffer();
     }
     root_ = ::popef::fb::GetExecutable(schedule_.data());
     verifySemantics(*root_, segment_, label_, threads);
-    // Kept for the next start only once it is known to be a valid schedule;
-    // written beside what follows the open (an entry is fsync'd: ~0.1 s).
-    if (decompressed_)
-      if (std::shared_ptr<ScheduleCache> cache = scheduleCache())
-        storing_ = std::async(std::launch::async, [cache = std::move(cache), key = scheduleKey_,
-                                                   schedule = schedule_] { cache->store(key, schedule); });
   } catch (...) {
     structural = std::current_exception();
   }
@@ -167,6 +177,16 @@ void Executable::verify(unsigned threads) {
     checksumFailure();
   if (structural)
     std::rethrow_exception(structural);
+  // Kept for the next start only once the whole file is known to be valid;
+  // written beside what follows the open (an entry is fsync'd: ~0.1 s).
+  if (decompressed_)
+    if (std::shared_ptr<ScheduleCache> cache = scheduleCache())
+      try {
+        storing_ = std::async(std::launch::async, [cache = std::move(cache), key = scheduleKey_,
+                                                   schedule = schedule_] { cache->store(key, schedule); });
+      } catch (const std::exception &e) { // no thread: the next start decompresses again
+        log::get("popef")->warn("{}: not keeping the decompressed schedule: {}", label_, e.what());
+      }
 }
 
 void Executable::decompress(std::span<const uint8_t> content) {
