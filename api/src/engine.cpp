@@ -153,7 +153,11 @@ void Engine::setPrintHandler(std::function<void(const std::string &)> handler) {
 
 const std::vector<uint8_t> &Engine::getExecutable() const { return impl_->bytes; }
 
-void Engine::saveExecutable(const std::string &path) const { popef::writeFile(path, impl_->bytes); }
+// Written as popc-onnx writes them (the schedule zstd-compressed), so a saved
+// file is as small as a compiled one; getExecutable() keeps the plain bytes.
+void Engine::saveExecutable(const std::string &path) const {
+  popef::writeFile(path, popef::compress(impl_->bytes, popef::kDefaultCompressionLevel));
+}
 
 uint64_t Engine::getCycles() const { return impl_->engine->report().cycles.total(); }
 

@@ -47,8 +47,8 @@ public:
   // PrintTensor output goes here (default: stdout).
   void setPrintHandler(std::function<void(const std::string &)> handler);
 
-  const std::vector<uint8_t> &getExecutable() const; // popef bytes
-  void saveExecutable(const std::string &path) const;
+  const std::vector<uint8_t> &getExecutable() const; // popef bytes (the schedule uncompressed)
+  void saveExecutable(const std::string &path) const;  // as popc-onnx writes popefs: the schedule zstd-compressed
 
   // Simulated cycles of all runs so far, and a profile summary (tut4).
   uint64_t getCycles() const;
