@@ -1,4 +1,5 @@
 #include "compiler/driver/cache_key.h"
+#include "formats/popef/popef.h"
 
 #include "cache/hash.h"
 #include "support/error.h"
@@ -163,6 +164,7 @@ std::optional<ExecutableKey> executableCacheKey(const std::string &modelPath, co
   h.field("key-format", "popc-exe-1");
   h.field("compiler", compilerVersion());
   h.field("build-id", buildId());
+  h.field("compressor", popef::compressorVersion()); // a shared library the build id does not cover
   h.field("onnx", model->bytes);
   const fs::path modelDir = fs::absolute(fs::path(modelPath)).parent_path();
   ExecutableKey key;

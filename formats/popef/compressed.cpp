@@ -119,6 +119,8 @@ uint64_t get64(std::span<const uint8_t> in, size_t at) {
 
 } // namespace
 
+std::string compressorVersion() { return std::string("zstd ") + ZSTD_versionString(); }
+
 bool isCompressed(std::span<const uint8_t> bytes) {
   return bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0;
 }

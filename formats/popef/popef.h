@@ -114,6 +114,8 @@ std::vector<uint8_t> compress(std::vector<uint8_t> sealed, int level);
 constexpr int kDefaultCompressionLevel = 9;
 // True when `bytes` start like a compressed popef.
 bool isCompressed(std::span<const uint8_t> bytes);
+// The zstd library's version: compressed bytes depend on it (a compile cache key).
+std::string compressorVersion();
 
 // Keeps compressed popefs' schedules decompressed between runs, so that a warm
 // start maps its schedule from a file, as it maps an uncompressed popef (no
