@@ -350,10 +350,14 @@ int main(int argc, char **argv) {
       threads = std::max(1u, runtime::defaultThreadCount() / unsigned(mpi->ranksOnThisHost()));
     session::useObjectCache(cacheOptions.open()); // before the open: it keeps decompressed schedules too
     auto t0 = std::chrono::steady_clock::now();
-    auto executable =
-        popc::popef::Executable::open(model, threads ? threads : runtime::defaultThreadCount(), maxMemory);
+    // Collective: every rank reads the same file, and one rank's error must
+    // not become mpirun's kill of the others before they say it too.
+    std::shared_ptr<const popc::popef::Executable> executable;
+    agree([&] {
+      executable = popc::popef::Executable::open(model, threads ? threads : runtime::defaultThreadCount(), maxMemory);
+    });
     double openSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    runtime::checkMemoryBudget(*executable, maxMemory);
+    agree([&] { runtime::checkMemoryBudget(*executable, maxMemory); });
 
     // Profiling records the program trace; without it the engine has no observer.
     std::unique_ptr<profile::TraceRecorder> trace;
@@ -366,9 +370,11 @@ int main(int argc, char **argv) {
         fail("--profile-dir {}: cannot create the directory: {}", profileDir, ec.message());
     }
     runtime::EngineOptions engineOptions{threads, nullptr};
-    if (mpi)
-      engineOptions.replicaLink =
-          distributed::makeMpiReplicaLink(*mpi, executable->root().target()->replication_factor(), model);
+    if (mpi) // collective: every rank finds the same mismatch, and says it
+      agree([&] {
+        engineOptions.replicaLink =
+            distributed::makeMpiReplicaLink(*mpi, executable->root().target()->replication_factor(), model);
+      });
     engineOptions.observer = trace.get();
     engineOptions.stop = watchdog.flag();
     engineOptions.runChecks = !noIndexChecks;
