@@ -1,6 +1,8 @@
 #include "support/allocator.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace popc {
 
@@ -12,5 +14,12 @@ void tuneAllocatorForLargeHeaps() {
 }
 
 void releaseFreedHeap() { malloc_trim(0); }
+
+void releaseWholePages(const uint8_t *begin, const uint8_t *end) {
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (uintptr_t(begin) + page - 1) / page * page, last = uintptr_t(end) / page * page;
+  if (first < last)
+    ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
 
 } // namespace popc

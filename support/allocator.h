@@ -22,6 +22,12 @@ void tuneAllocatorForLargeHeaps();
 // once packed, before the popef file's bytes are assembled.
 void releaseFreedHeap();
 
+// Lets the kernel drop the whole pages inside [begin, end) (MADV_DONTNEED;
+// the partial pages at either end stay). A mapped file's pages read back from
+// the page cache; an anonymous mapping's read back as zeros, so only for bytes
+// that are not read again.
+void releaseWholePages(const uint8_t *begin, const uint8_t *end);
+
 // For a loop that frees a large structure piece by piece while it builds the
 // next: freed memory stays in the heap (see above) while the new structure
 // faults in fresh pages, so both would be resident. Calls releaseFreedHeap()

@@ -3,6 +3,7 @@
 #include "formats/popef/popef.h"
 #include "formats/popef/compressed.h"
 
+#include "support/allocator.h"
 #include "support/error.h"
 #include "support/file_io.h"
 #include "support/log.h"
@@ -54,15 +55,10 @@ std::shared_ptr<ScheduleCache> scheduleCache() {
   return scheduleCacheSlot;
 }
 
-// Drops the whole pages of `bytes` that lie inside `within`.
+// Drops the whole pages of `bytes`, if it lies inside the mapping `within`.
 void dropPages(std::span<const uint8_t> bytes, std::span<const uint8_t> within) {
-  if (bytes.empty() || within.empty())
-    return;
-  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (uintptr_t(bytes.data()) + page - 1) / page * page;
-  const uintptr_t end = uintptr_t(bytes.data() + bytes.size()) / page * page;
-  if (begin < end && begin >= uintptr_t(within.data()) && end <= uintptr_t(within.data() + within.size()))
-    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+  if (!bytes.empty() && bytes.data() >= within.data() && bytes.data() + bytes.size() <= within.data() + within.size())
+    releaseWholePages(bytes.data(), bytes.data() + bytes.size());
 }
 
 } // namespace

@@ -93,7 +93,7 @@ flatbuffers::Offset<::popef::fb::Executable> packConsuming(flatbuffers::FlatBuff
 
 // The builder's buffer as its own anonymous mapping, so that the pages
 // already copied into the file's bytes can be handed back while the rest is
-// copied (dropPages): the schedule is then resident about once, not twice
+// copied (releaseWholePages): the schedule is then resident about once, not twice
 // (ViT-B/16's is 1.2 GB).
 class MappedAllocator : public flatbuffers::Allocator {
 public:
@@ -104,13 +104,6 @@ public:
     return static_cast<uint8_t *>(p);
   }
   void deallocate(uint8_t *p, size_t size) override { ::munmap(p, size); }
-  // Frees the whole pages inside [begin, end); their bytes are not read again.
-  static void dropPages(const uint8_t *begin, const uint8_t *end) {
-    const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
-    const uintptr_t first = (uintptr_t(begin) + page - 1) / page * page, last = uintptr_t(end) / page * page;
-    if (first < last)
-      ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
-  }
 };
 
 // `consumed`: the same tree as `exe`, packed by packConsuming and then freed (or null).
@@ -149,7 +142,7 @@ std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t siz
   for (const uint8_t *from = fbb.GetBufferPointer(), *end = from + fbb.GetSize(); from < end;) {
     const uint8_t *to = std::min(end, from + kCopyChunk);
     bytes.insert(bytes.end(), from, to);
-    MappedAllocator::dropPages(from, to);
+    releaseWholePages(from, to); // copied: not read again
     from = to;
   }
   fbb.Reset(); // its buffer, before the data segment grows the file
