@@ -27,10 +27,9 @@
 #include "formats/popef/compressed.h"
 
 #include "support/error.h"
+#include "support/parallel.h"
 
 #include <zstd.h>
-
-#include "support/parallel.h"
 
 #include <algorithm>
 #include <cstring>
@@ -46,6 +45,11 @@ constexpr size_t kHeaderBytes = 64;
 uint64_t align64(uint64_t n) { return (n + 63) / 64 * 64; }
 
 void put64(std::vector<uint8_t> &out, size_t at, uint64_t v) { std::memcpy(out.data() + at, &v, 8); }
+uint64_t get64(std::span<const uint8_t> in, size_t at) {
+  uint64_t v = 0;
+  std::memcpy(&v, in.data() + at, 8);
+  return v;
+}
 
 constexpr uint32_t kFilterNone = 0, kFilterColumns = 1;
 
@@ -110,11 +114,6 @@ void transformAll(uint8_t *schedule, const std::vector<Columns> &vectors, bool f
         transform(schedule + vectors[i].at, vectors[i], forward, scratch);
       },
       threads);
-}
-uint64_t get64(std::span<const uint8_t> in, size_t at) {
-  uint64_t v = 0;
-  std::memcpy(&v, in.data() + at, 8);
-  return v;
 }
 
 } // namespace

@@ -142,8 +142,6 @@ public:
 // Process-wide (null: none), used by Executable::open for compressed files.
 void setScheduleCache(std::shared_ptr<ScheduleCache> cache);
 
-struct CompressedLayout; // compressed.h
-
 // A verified executable, backed by an mmap of the file or by owned bytes.
 class Executable {
 public:
@@ -183,7 +181,10 @@ public:
 private:
   Executable() = default;
   void verify(unsigned threads);
-  void decompress(std::span<const uint8_t> content);
+  void verifyFlatbuffer() const;
+  // A compressed file's schedule: from the ScheduleCache, or decompressed,
+  // verified and its filter undone.
+  void decompress(std::span<const uint8_t> content, unsigned threads);
   std::string label_;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
@@ -196,7 +197,6 @@ private:
   size_t decompressedSize_ = 0;
   ScheduleCache::Key scheduleKey_;
   uint64_t memoryBudget_ = 0;
-  std::unique_ptr<CompressedLayout> layout_; // a decompressed schedule's header (compressed.h)
   std::future<void> storing_; // the decompressed schedule going into the ScheduleCache
   std::vector<uint8_t> owned_;  // when built from bytes
   const ::popef::fb::Executable *root_ = nullptr;

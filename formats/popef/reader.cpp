@@ -142,28 +142,14 @@ void Executable::verify(unsigned threads) {
     contentSize_ = size_ - kTrailerBytes;
     const std::span<const uint8_t> content(data_, contentSize_);
     if (isCompressed(content)) {
-      decompress(content);
+      decompress(content, threads);
     } else {
       // The flatbuffer lies in the first 2 GiB; a data segment of weights may
       // follow it, to any size (format 4). Its ranges are checked semantically.
       schedule_ = content.first(std::min<uint64_t>(contentSize_, kMaxScheduleBytes));
       segment_ = {0, content};
     }
-    auto verifyBuffer = [this] {
-      flatbuffers::Verifier verifier(schedule_.data(), schedule_.size(), kVerifierMaxDepth, kVerifierMaxTables);
-      if (!::popef::fb::ExecutableBufferHasIdentifier(schedule_.data()) ||
-          !::popef::fb::VerifyExecutableBuffer(verifier))
-        fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
-    };
-    verifyBuffer();
-    if (decompressed_) {
-      // The filter's vectors are found through the verified tables; undoing
-      // it rewrites them, so the buffer is verified again (a hostile vector
-      // laid over a table would otherwise slip through).
-      unfilterSchedule(*layout_, static_cast<uint8_t *>(decompressed_), std::max(1u, threads), label_);
-      ::mprotect(decompressed_, decompressedSize_, PROT_READ);
-      verifyBuffer();
-    }
+    verifyFlatbuffer();
     root_ = ::popef::fb::GetExecutable(schedule_.data());
     verifySemantics(*root_, segment_, label_, threads);
   } catch (...) {
@@ -185,7 +171,13 @@ void Executable::verify(unsigned threads) {
       }
 }
 
-void Executable::decompress(std::span<const uint8_t> content) {
+void Executable::verifyFlatbuffer() const {
+  flatbuffers::Verifier verifier(schedule_.data(), schedule_.size(), kVerifierMaxDepth, kVerifierMaxTables);
+  if (!::popef::fb::ExecutableBufferHasIdentifier(schedule_.data()) || !::popef::fb::VerifyExecutableBuffer(verifier))
+    fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
+}
+
+void Executable::decompress(std::span<const uint8_t> content, unsigned threads) {
   const CompressedLayout layout = readCompressedLayout(content, label_);
   segment_ = layout.segment;
   uint64_t fileXxh64 = 0;
@@ -214,8 +206,13 @@ void Executable::decompress(std::span<const uint8_t> content) {
   decompressed_ = p;
   decompressedSize_ = layout.scheduleBytes;
   decompressSchedule(layout, content, static_cast<uint8_t *>(p), label_);
-  layout_ = std::make_unique<CompressedLayout>(layout); // verify() undoes its filter
   schedule_ = {static_cast<const uint8_t *>(p), layout.scheduleBytes};
+  // The filter's vectors are found through the verified tables; undoing it
+  // rewrites them, so verify() checks the buffer again (a hostile vector laid
+  // over a table would otherwise slip through).
+  verifyFlatbuffer();
+  unfilterSchedule(layout, static_cast<uint8_t *>(p), std::max(1u, threads), label_);
+  ::mprotect(p, layout.scheduleBytes, PROT_READ);
 }
 
 } // namespace popc::popef
