@@ -44,8 +44,12 @@ KernelDesc describe(const ConvSpec &s) {
   d.fields.push_back({"in", fieldBytes("in", {s.inChannels, s.inRows, s.inWidth}, inType), FieldAccess::Input});
   d.fields.push_back({"weights", fieldBytes("weights", {s.outChannels, s.inChannels, s.kernelH, s.kernelW}, wType),
                       FieldAccess::Input});
-  if (s.hasBias)
+  if (s.hasBias) {
+    // Optional: the input-channel slices after a split's first add none, and
+    // pass their weights (at least outChannels elements) in its place.
     d.fields.push_back({"bias", fieldBytes("bias", {s.outChannels}, s.dtype), FieldAccess::Input});
+    d.optionalFields.push_back({2, 1});
+  }
   d.fields.push_back(
       {"out", fieldBytes("out", {s.outChannels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
   const uint64_t outputs = uint64_t(s.outChannels) * s.outRows * s.outWidth;
@@ -227,7 +231,10 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   Emitter::Carried init(size_t(nSets * chains), Constant::getNullValue(vt));
   for (int64_t j = 0; j < ob; ++j) {
     Value *oc = b_.CreateAdd(oc0, em_.i64(j));
-    Value *start = em_.splat(unsigned(V), bias_ ? Operand::of(s_.dtype).load(em_, bias_, oc) : em_.constant(dt, 0));
+    Value *start = em_.constant(dt, 0);
+    if (bias_) // the bias, or none where the vertex passes its weights instead (same +0.0 start as no bias)
+      start = b_.CreateSelect(em_.present(0), Operand::of(s_.dtype).load(em_, bias_, oc), start);
+    start = em_.splat(unsigned(V), start);
     for (int64_t r = 0; r < NR; ++r)
       for (int64_t v = 0; v < NV; ++v)
         init[slot(0, j, r, v)] = start;

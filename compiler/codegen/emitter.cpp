@@ -13,7 +13,8 @@ using namespace llvm;
 
 Emitter::Emitter(Module &module) : module_(module), b_(module.getContext()) {}
 
-void Emitter::beginKernel(const std::string &symbol, size_t numFields) {
+void Emitter::beginKernel(const std::string &symbol, size_t numFields,
+                          const std::vector<std::pair<uint32_t, uint32_t>> &optionalFields) {
   LLVMContext &c = ctx();
   Type *ptrTy = PointerType::getUnqual(c);
   auto *entryTy = FunctionType::get(Type::getVoidTy(c), {ptrTy, ptrTy}, false);
@@ -25,37 +26,45 @@ void Emitter::beginKernel(const std::string &symbol, size_t numFields) {
   offsets->setName("field_offsets");
 
   std::vector<Type *> bodyParams(numFields, ptrTy);
+  bodyParams.insert(bodyParams.end(), optionalFields.size(), b_.getInt1Ty());
   auto *bodyTy = FunctionType::get(Type::getVoidTy(c), bodyParams, false);
   Function *body = Function::Create(bodyTy, GlobalValue::InternalLinkage, symbol + ".body", module_);
   body->addFnAttr(Attribute::AlwaysInline);
   body->addFnAttr(Attribute::NoUnwind);
   for (unsigned i = 0; i < numFields; ++i) {
-    // Valid because no output field overlaps another field (see README).
+    // Valid because no output field overlaps another field (see README); a
+    // stand-in for an absent optional field is read-only, as that field is.
     body->addParamAttr(i, Attribute::NoAlias);
     body->addParamAttr(i, Attribute::NoCapture);
     body->getArg(i)->setName("f" + std::to_string(i));
   }
 
   b_.SetInsertPoint(BasicBlock::Create(c, "entry", entry_));
-  std::vector<Value *> ptrs;
+  std::vector<Value *> ptrs, offs;
   for (unsigned i = 0; i < numFields; ++i) {
     Value *offPtr = b_.CreateInBoundsGEP(b_.getInt32Ty(), offsets, b_.getInt64(i));
     Value *off = b_.CreateAlignedLoad(b_.getInt32Ty(), offPtr, Align(4), "off" + std::to_string(i));
+    offs.push_back(off);
     Value *off64 = b_.CreateZExt(off, b_.getInt64Ty());
     ptrs.push_back(b_.CreateInBoundsGEP(b_.getInt8Ty(), tileBase, off64, "field" + std::to_string(i)));
   }
+  // Compared as offsets here, not as the body's noalias pointers.
+  for (const auto &[field, standIn] : optionalFields)
+    ptrs.push_back(b_.CreateICmpNE(offs.at(field), offs.at(standIn), "present" + std::to_string(field)));
   b_.CreateCall(body, ptrs);
   b_.CreateRetVoid();
 
   b_.SetInsertPoint(BasicBlock::Create(c, "entry", body));
   fields_.clear();
+  present_.clear();
   for (Argument &arg : body->args())
-    fields_.push_back(&arg);
+    (arg.getArgNo() < numFields ? fields_ : present_).push_back(&arg);
 }
 
 void Emitter::endKernel() {
   b_.CreateRetVoid();
   fields_.clear();
+  present_.clear();
   entry_ = nullptr;
 }
 

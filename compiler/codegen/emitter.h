@@ -26,9 +26,13 @@ public:
   // body whose pointer parameters are noalias (fields never overlap), so after
   // inlining every access carries scoped-noalias metadata. The builder is left
   // in the body; fields() are its pointer parameters.
-  void beginKernel(const std::string &symbol, size_t numFields);
+  // optionalFields: KernelDesc's; the body gets an i1 "present" per pair.
+  void beginKernel(const std::string &symbol, size_t numFields,
+                   const std::vector<std::pair<uint32_t, uint32_t>> &optionalFields = {});
   void endKernel();
   Value *field(size_t i) const { return fields_.at(i); }
+  // Whether optional field pair k's field was given (its offset differs from its stand-in's).
+  Value *present(size_t k) const { return present_.at(k); }
 
   llvm::IRBuilder<> &b() { return b_; }
   llvm::LLVMContext &ctx() { return module_.getContext(); }
@@ -115,6 +119,7 @@ private:
   llvm::Module &module_;
   llvm::IRBuilder<> b_;
   std::vector<Value *> fields_;
+  std::vector<Value *> present_;
   llvm::Function *entry_ = nullptr;
 };
 

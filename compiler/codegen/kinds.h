@@ -15,6 +15,12 @@ struct KernelDesc {
   std::string name;               // readable, unique per key
   std::vector<FieldInfo> fields;  // in ABI order
   uint64_t cycles = 0;            // one execution on one worker context
+  // Optional fields: (field, stand-in). A vertex without the field passes the
+  // stand-in's offset in its place; the body gets a flag per pair (present =
+  // the offsets differ, Emitter::present), so one type serves both vertices.
+  // The stand-in must hold at least the field's bytes (the field may be read
+  // before the flag selects the value).
+  std::vector<std::pair<uint32_t, uint32_t>> optionalFields;
 };
 
 // describe() validates the spec completely (throws popc::Error) so emit()

@@ -169,7 +169,7 @@ uint32_t VertexCodegen::getOrCreate(const KernelSpec &spec) {
   info.cycles = desc.cycles;
 
   Batch &batch = *im.open;
-  batch.emitter.beginKernel(info.symbol, info.fields.size());
+  batch.emitter.beginKernel(info.symbol, info.fields.size(), desc.optionalFields);
   try {
     std::visit([&](const auto &s) { emit(batch.emitter, s); }, spec);
   } catch (...) {

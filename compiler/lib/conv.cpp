@@ -209,8 +209,16 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
           in.bytes = uint64_t(vslab.rows * s.w) * xEs;
         }
         std::vector<graph::FieldRef> fields{in, weightFields[v]};
-        if (withBias)
+        if (withBias) {
           fields.push_back(biasFields[v]);
+        } else if (c.bias) {
+          // A slice that adds no bias passes its weights as the vertex's
+          // optional bias field: the first slice's type serves it too (one
+          // JIT-compiled function fewer per layer).
+          graph::FieldRef standIn = weightFields[v];
+          standIn.bytes = uint64_t(oc1 - oc0) * wEs;
+          fields.push_back(standIn);
+        }
         // Output slice inside the tile block [nb][channels][ohb][OW].
         const int64_t channel = (g - b.g0) * ocb + (oc0 - b.oc0);
         const uint64_t outOffset =
@@ -224,7 +232,7 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
         spec.inChannels = uint32_t(icn);
         spec.outChannels = uint32_t(oc1 - oc0);
         setSlabGeometry(spec, w, used.rows, s.w, oh1 - oh0, s.ow, padTopLocal);
-        spec.hasBias = withBias;
+        spec.hasBias = c.bias.has_value();
         spec.relu = relu;
         builder.addVertex(spec, tile, std::move(fields));
       }

@@ -184,6 +184,32 @@ TEST_CASE("conv describes its fields and rejects bad geometry", "[codegen][conv]
   CHECK_THROWS_WITH(cg.getOrCreate(i32), "codegen: Conv not supported for int32");
 }
 
+TEST_CASE("a conv vertex given its weights as the bias field adds no bias, bit for bit", "[codegen][conv]") {
+  // The lowering's input-channel slices after the first pass their weights
+  // as the optional bias field: the same type serves both (one fewer JIT-ed
+  // function). Either way the accumulators start at +0.0, as with a zero bias.
+  for (const ConvCase &c : std::vector<ConvCase>{
+           {5, 3, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false},  // 3x3, relu
+           {7, 2, 4, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, true, false, false}, // flat 1x1
+       }) {
+    uint32_t oh;
+    ConvSpec s = makeSpec(c, oh);
+    VertexCodegen cg;
+    const VertexTypeInfo &vt = cg.vertexTypes()[cg.getOrCreate(s)];
+    JitModule jit(cg);
+    std::mt19937 rng(9);
+    auto in = randomVector<float>(size_t(c.ic) * s.inRows * c.w, rng);
+    auto weights = randomVector<float>(size_t(c.oc) * c.ic * c.kh * c.kw, rng);
+    const Bytes out(size_t(c.oc) * s.outRows * s.outWidth * sizeof(float), 0xFF);
+    const Bytes zeros(c.oc * sizeof(float), 0), bias = toBytes(randomVector<float>(c.oc, rng));
+    const Bytes withZeroBias = jit.run(vt, {toBytes(in), toBytes(weights), zeros, out}).back();
+    const Bytes withBias = jit.run(vt, {toBytes(in), toBytes(weights), bias, out}).back();
+    const Bytes standIn = jit.run(vt, {toBytes(in), toBytes(weights), {}, out}, {{2, 1}}).back();
+    CHECK(standIn == withZeroBias);
+    CHECK(standIn != withBias);
+  }
+}
+
 TEST_CASE("conv and matmul with empty dimensions write nothing and do not crash", "[codegen][conv][matmul]") {
   VertexCodegen cg;
   uint32_t oh;

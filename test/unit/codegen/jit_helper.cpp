@@ -78,7 +78,8 @@ JitModule::VertexFn JitModule::lookup(const std::string &symbol) {
   return nullptr;
 }
 
-std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vector<Bytes> &fields) {
+std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vector<Bytes> &fields,
+                                  const std::vector<std::pair<uint32_t, uint32_t>> &standIns) {
   REQUIRE(fields.size() == vertex.fields.size());
   // All-ones bytes are NaN as f32 and f64: a kernel that reads past its
   // fields (e.g. a vector load over the end) produces NaN and fails the test.
@@ -86,17 +87,29 @@ std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vecto
   constexpr size_t kGap = 64;
   std::vector<uint32_t> offsets;
   size_t pos = kGap;
+  auto standInOf = [&](size_t i) -> const std::pair<uint32_t, uint32_t> * {
+    for (const auto &p : standIns)
+      if (p.first == i)
+        return &p;
+    return nullptr;
+  };
   for (size_t i = 0; i < fields.size(); ++i) {
+    if (standInOf(i)) {
+      offsets.push_back(0); // set below
+      continue;
+    }
     REQUIRE(fields[i].size() == vertex.fields[i].bytes);
     pos = (pos + 63) / 64 * 64;
     offsets.push_back(static_cast<uint32_t>(pos));
     pos += fields[i].size() + kGap;
   }
+  for (const auto &[field, standIn] : standIns)
+    offsets.at(field) = offsets.at(standIn);
   REQUIRE(pos <= kTileBytes);
   uint8_t *tile = impl_->tile();
   std::memset(tile, kCanary, pos);
   for (size_t i = 0; i < fields.size(); ++i)
-    if (!fields[i].empty())
+    if (!fields[i].empty() && !standInOf(i))
       std::memcpy(tile + offsets[i], fields[i].data(), fields[i].size());
   Bytes before(tile, tile + pos);
 
@@ -105,6 +118,10 @@ std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vecto
   std::vector<Bytes> result;
   std::vector<bool> writable(pos, false);
   for (size_t i = 0; i < fields.size(); ++i) {
+    if (standInOf(i)) {
+      result.emplace_back();
+      continue;
+    }
     result.emplace_back(tile + offsets[i], tile + offsets[i] + fields[i].size());
     if (vertex.fields[i].access != FieldAccess::Input)
       for (size_t j = 0; j < fields[i].size(); ++j)

@@ -32,7 +32,10 @@ public:
   // Runs `vertex` with the given field contents (outputs: any bytes of the
   // right size) and returns every field's bytes afterwards. Checks that only
   // Output/InOut fields changed and no byte outside the fields was written.
-  std::vector<Bytes> run(const VertexTypeInfo &vertex, const std::vector<Bytes> &fields);
+  // `standIns` (field, stand-in): the field is absent (its bytes are ignored)
+  // and gets the stand-in's offset, as the lowering passes optional fields.
+  std::vector<Bytes> run(const VertexTypeInfo &vertex, const std::vector<Bytes> &fields,
+                         const std::vector<std::pair<uint32_t, uint32_t>> &standIns = {});
 
 private:
   struct Impl;
