@@ -166,6 +166,10 @@ public:
     std::vector<uint32_t> offsets;
     uint32_t bytes = 0;
     for (const auto &f : vt.fields) {
+      if (f.access == codegen::FieldAccess::Immediate) { // a number (a shape parameter), not memory
+        offsets.push_back(f.value);
+        continue;
+      }
       offsets.push_back(bytes);
       bytes += (f.bytes + 63) / 64 * 64;
     }

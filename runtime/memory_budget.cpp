@@ -48,8 +48,9 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
     popef::forEachStoredVertex(*cs, [&](const fb::Vertex &x, uint64_t times, const fb::VertexRepeat *r) {
       const fb::VertexType *vt = root.vertex_types()->Get(x.type());
       for (uint32_t f = 0; f < len(vt->fields()); ++f) // the last repetition's fields reach furthest
-        touch(x.tile(), cs->field_offsets()->Get(x.fields_begin() + f) + vt->fields()->Get(f)->bytes() +
-                            (r ? (times - 1) * cs->field_strides()->Get(r->strides_begin() + f) : 0));
+        if (!popef::isImmediate(*vt->fields()->Get(f)))
+          touch(x.tile(), cs->field_offsets()->Get(x.fields_begin() + f) + vt->fields()->Get(f)->bytes() +
+                              (r ? (times - 1) * cs->field_strides()->Get(r->strides_begin() + f) : 0));
     });
     e.tables += popef::vertexCount(*cs) * 16 + 16;
   }

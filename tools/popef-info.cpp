@@ -94,6 +94,14 @@ ordered_json programJson(const fb::Executable &exe, const fb::Program &p) {
 
 // The whole description; `withTensors` false leaves out the tensor list (the
 // slow part on a large model) unless the memory figures need the mappings.
+// Distinct entry functions: types that differ only in their immediates share one (popef.fbs).
+uint64_t vertexFunctions(const fb::Executable &exe) {
+  std::set<std::pair<uint32_t, std::string>> functions;
+  for (uint32_t i = 0; i < len(exe.vertex_types()); ++i)
+    functions.emplace(exe.vertex_types()->Get(i)->module_(), str(exe.vertex_types()->Get(i)->symbol()));
+  return functions.size();
+}
+
 ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   const fb::Executable &exe = file.root();
   const fb::Target &t = *exe.target();
@@ -317,6 +325,7 @@ ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   j["contents"] = {{"tensors", len(exe.tensors())},
                    {"constant_bytes", constantBytes},
                    {"vertex_types", len(exe.vertex_types())},
+                   {"vertex_functions", vertexFunctions(exe)},
                    {"compute_sets", len(exe.compute_sets())},
                    {"vertices", vertices},
                    {"exchange_steps", len(exe.exchanges())},
@@ -435,11 +444,12 @@ void printText(const ordered_json &j) {
   }
 
   const auto &c = j["contents"];
-  fmt::print("\ncontents: {} tensors ({} of constants), {} vertex types, {} compute sets with {} vertices, "
+  fmt::print("\ncontents: {} tensors ({} of constants), {} vertex types ({} functions to compile), {} compute sets with {} vertices, "
              "{} exchange steps with {} copy records in {} placements of {} distinct pieces ({} per run, {} once at "
              "load)\n",
              c["tensors"].get<uint64_t>(), human(c["constant_bytes"].get<uint64_t>()),
-             c["vertex_types"].get<uint64_t>(), c["compute_sets"].get<uint64_t>(), c["vertices"].get<uint64_t>(),
+             c["vertex_types"].get<uint64_t>(), c["vertex_functions"].get<uint64_t>(), c["compute_sets"].get<uint64_t>(),
+             c["vertices"].get<uint64_t>(),
              c["exchange_steps"].get<uint64_t>(), c["copy_records"].get<uint64_t>(),
              c["exchange_placements"].get<uint64_t>(), c["exchange_pieces"].get<uint64_t>(), human(c["exchange_bytes_per_run"].get<uint64_t>()), human(c["exchange_bytes_at_load"].get<uint64_t>()));
   std::string bySection;

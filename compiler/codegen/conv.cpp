@@ -15,6 +15,19 @@ namespace popc::codegen::detail {
 
 using namespace llvm;
 
+namespace {
+
+// Input channels at least this many are an immediate field, not part of the
+// code: layers split their input channels into slices of many sizes (GoogLeNet:
+// 270 conv types, 46 functions). Fewer channels than the 1x1 kernel's
+// accumulator sets (at most 4) would change how channels are dealt to the
+// sets, so those stay constants.
+constexpr uint32_t kImmediateChannels = 4;
+
+bool channelsImmediate(const ConvSpec &s) { return s.inChannels >= kImmediateChannels; }
+
+} // namespace
+
 KernelDesc describe(const ConvSpec &s) {
   if (s.integer) {
     validateIntegerOperands("Conv", s.dtype, *s.integer);
@@ -52,6 +65,12 @@ KernelDesc describe(const ConvSpec &s) {
   }
   d.fields.push_back(
       {"out", fieldBytes("out", {s.outChannels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
+  if (channelsImmediate(s)) {
+    d.fields.push_back({"inChannels", 0, FieldAccess::Immediate, s.inChannels});
+    ConvSpec code = s;
+    code.inChannels = 0;
+    d.codeKey = key(code) + ",inChannels=immediate";
+  }
   const uint64_t outputs = uint64_t(s.outChannels) * s.outRows * s.outWidth;
   d.cycles = cycles::conv(outputs, uint64_t(s.inChannels) * s.kernelH * s.kernelW, s.relu, s.dtype == DType::F64,
                           s.integer.has_value(), s.halfPartials);
@@ -117,6 +136,7 @@ private:
   std::vector<Window::ConstRows> rows_;       // per kernel row
   std::vector<Window::ConstColumns> cols_;    // per kernel column
   Value *in_ = nullptr, *weights_ = nullptr, *bias_ = nullptr, *out_ = nullptr;
+  Value *inChannels_ = nullptr; // i64: the immediate field, or the spec's constant
 };
 
 Tiling ConvEmitter::plan() const {
@@ -185,7 +205,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
                        std::optional<int64_t> constStart) {
   const DType dt = accum_.compute;
   const int64_t V = t_.v, NV = t_.nv, NR = t_.nr, KH = s_.kernelH, KW = s_.kernelW, KK = KH * KW;
-  const int64_t IC = s_.inChannels, W = s_.inWidth, SW = s_.strideW;
+  const int64_t W = s_.inWidth, SW = s_.strideW;
   const int64_t inPlane = int64_t(s_.inRows) * W, outPlane = int64_t(s_.outRows) * s_.outWidth;
   Type *vt = em_.vecType(dt, unsigned(V));
   auto acc = [&](int64_t j, int64_t r, int64_t v) { return size_t((j * NR + r) * NV + v); };
@@ -224,7 +244,8 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   const int64_t chains = ob * NR * NV;
   const int64_t sets = std::min<int64_t>((kMinChains + chains - 1) / chains, 4);
   const bool tapSets = KK >= sets;
-  const int64_t icStep = tapSets ? 1 : std::clamp<int64_t>(IC, 1, sets);
+  // (An immediate count is at least kImmediateChannels >= sets.)
+  const int64_t icStep = tapSets ? 1 : channelsImmediate(s_) ? sets : std::clamp<int64_t>(s_.inChannels, 1, sets);
   const int64_t nSets = tapSets ? sets : icStep;
   auto slot = [&](int64_t set, int64_t j, int64_t r, int64_t v) { return size_t(set) * size_t(chains) + acc(j, r, v); };
 
@@ -239,7 +260,8 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
       for (int64_t v = 0; v < NV; ++v)
         init[slot(0, j, r, v)] = start;
   }
-  Value *wBlock = b_.CreateMul(oc0, em_.i64(IC * KK));
+  Value *ocWeights = b_.CreateMul(inChannels_, em_.i64(KK)); // weights per output channel
+  Value *wBlock = b_.CreateMul(oc0, ocWeights);
   // Adds input channel `ic` (all taps) into the accumulators of `set` (or of
   // the tap's set).
   auto channel = [&](Value *ic, Emitter::Carried &next, int64_t set) {
@@ -251,7 +273,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
         std::vector<Value *> wv(size_t(ob), nullptr);
         auto weight = [&](int64_t j) {
           if (!wv[size_t(j)]) {
-            Value *idx = b_.CreateAdd(wChan, em_.i64(j * IC * KK + kh * KW + kw));
+            Value *idx = b_.CreateAdd(wChan, b_.CreateAdd(b_.CreateMul(em_.i64(j), ocWeights), em_.i64(kh * KW + kw)));
             wv[size_t(j)] = em_.splat(unsigned(V), weightsOperand_.load(em_, weights_, idx));
           }
           return wv[size_t(j)];
@@ -279,7 +301,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
         }
       }
   };
-  Emitter::Carried sum = em_.unrolledLoop(IC, icStep, init, channel);
+  Emitter::Carried sum = em_.unrolledLoop(inChannels_, icStep, init, channel);
   for (int64_t set = 1; set < nSets; ++set)
     for (size_t k = 0; k < size_t(chains); ++k)
       sum[k] = accum_.add(em_, sum[k], sum[size_t(set) * size_t(chains) + k]);
@@ -309,6 +331,7 @@ void ConvEmitter::run() {
   weights_ = em_.field(1);
   bias_ = s_.hasBias ? em_.field(2) : nullptr;
   out_ = em_.field(s_.hasBias ? 3 : 2);
+  inChannels_ = channelsImmediate(s_) ? em_.immediate(s_.hasBias ? 4 : 3) : em_.i64(s_.inChannels);
   if (s_.outChannels == 0 || s_.outRows == 0 || s_.outWidth == 0)
     return; // no outputs
   for (int64_t kh = 0; kh < s_.kernelH; ++kh)

@@ -75,6 +75,14 @@ std::string typesSuffix(const ElementwiseSpec &s) {
   return r;
 }
 
+// Element counts at least this large are an immediate field, not part of the
+// code: a layer's vertices split its elements into chunks of many sizes
+// (GoogLeNet: 57 Sum types, one function per arity). Smaller counts stay
+// constants, straight-line code.
+constexpr uint32_t kImmediateElements = 16;
+
+bool elementsImmediate(const ElementwiseSpec &s) { return s.elements >= kImmediateElements; }
+
 } // namespace
 
 KernelDesc describe(const ElementwiseSpec &s) {
@@ -102,6 +110,12 @@ KernelDesc describe(const ElementwiseSpec &s) {
     d.fields.push_back({"in" + std::to_string(i),
                         fieldBytes("in", {s.scalarInput[i] ? 1u : s.elements}, types.in[i]), FieldAccess::Input});
   d.fields.push_back({"out", fieldBytes("out", {s.elements}, types.out), FieldAccess::Output});
+  if (elementsImmediate(s)) {
+    d.fields.push_back({"elements", 0, FieldAccess::Immediate, s.elements});
+    ElementwiseSpec code = s;
+    code.elements = 0;
+    d.codeKey = key(code) + ",elements=immediate";
+  }
 
   // 1 cycle per element for simple ops (the IPU does 2 f32 per cycle on 64-bit
   // vectors but spends about as much on loads/stores), 4 for divide/sqrt,
@@ -128,7 +142,8 @@ void emit(Emitter &em, const ElementwiseSpec &s) {
     if (s.scalarInput[j])
       scalars[j] = load(j, em.i64(0)); // loaded once, outside the loop
   Value *out = em.field(arity);
-  em.forLoop(s.elements, [&](Value *i) {
+  Value *elements = elementsImmediate(s) ? em.immediate(arity + 1) : em.i64(s.elements);
+  em.forLoop(em.i64(0), elements, [&](Value *i) {
     std::vector<Value *> in(arity);
     for (size_t j = 0; j < arity; ++j)
       in[j] = scalars[j] ? scalars[j] : load(j, i);

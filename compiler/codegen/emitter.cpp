@@ -13,8 +13,10 @@ using namespace llvm;
 
 Emitter::Emitter(Module &module) : module_(module), b_(module.getContext()) {}
 
-void Emitter::beginKernel(const std::string &symbol, size_t numFields,
+void Emitter::beginKernel(const std::string &symbol, const std::vector<FieldInfo> &fieldInfos,
                           const std::vector<std::pair<uint32_t, uint32_t>> &optionalFields) {
+  const size_t numFields = fieldInfos.size();
+  auto isImmediate = [&](size_t i) { return fieldInfos[i].access == FieldAccess::Immediate; };
   LLVMContext &c = ctx();
   Type *ptrTy = PointerType::getUnqual(c);
   auto *entryTy = FunctionType::get(Type::getVoidTy(c), {ptrTy, ptrTy}, false);
@@ -25,18 +27,22 @@ void Emitter::beginKernel(const std::string &symbol, size_t numFields,
   tileBase->setName("tile_base");
   offsets->setName("field_offsets");
 
-  std::vector<Type *> bodyParams(numFields, ptrTy);
+  std::vector<Type *> bodyParams;
+  for (size_t i = 0; i < numFields; ++i)
+    bodyParams.push_back(isImmediate(i) ? b_.getInt64Ty() : ptrTy);
   bodyParams.insert(bodyParams.end(), optionalFields.size(), b_.getInt1Ty());
   auto *bodyTy = FunctionType::get(Type::getVoidTy(c), bodyParams, false);
   Function *body = Function::Create(bodyTy, GlobalValue::InternalLinkage, symbol + ".body", module_);
   body->addFnAttr(Attribute::AlwaysInline);
   body->addFnAttr(Attribute::NoUnwind);
   for (unsigned i = 0; i < numFields; ++i) {
+    body->getArg(i)->setName("f" + std::to_string(i));
+    if (isImmediate(i))
+      continue;
     // Valid because no output field overlaps another field (see README); a
     // stand-in for an absent optional field is read-only, as that field is.
     body->addParamAttr(i, Attribute::NoAlias);
     body->addParamAttr(i, Attribute::NoCapture);
-    body->getArg(i)->setName("f" + std::to_string(i));
   }
 
   b_.SetInsertPoint(BasicBlock::Create(c, "entry", entry_));
@@ -46,7 +52,8 @@ void Emitter::beginKernel(const std::string &symbol, size_t numFields,
     Value *off = b_.CreateAlignedLoad(b_.getInt32Ty(), offPtr, Align(4), "off" + std::to_string(i));
     offs.push_back(off);
     Value *off64 = b_.CreateZExt(off, b_.getInt64Ty());
-    ptrs.push_back(b_.CreateInBoundsGEP(b_.getInt8Ty(), tileBase, off64, "field" + std::to_string(i)));
+    ptrs.push_back(isImmediate(i) ? off64
+                                  : b_.CreateInBoundsGEP(b_.getInt8Ty(), tileBase, off64, "field" + std::to_string(i)));
   }
   // Compared as offsets here, not as the body's noalias pointers.
   for (const auto &[field, standIn] : optionalFields)
@@ -315,6 +322,27 @@ Emitter::Carried Emitter::unrolledLoop(int64_t count, int64_t unroll, Carried in
   });
   if (count % unroll)
     sum = forLoop(i64(count / unroll * unroll), i64(count), sum, [&](Value *i, const Carried &cur) {
+      Carried next = cur;
+      body(i, next, 0);
+      return next;
+    });
+  return sum;
+}
+
+Emitter::Carried Emitter::unrolledLoop(Value *count, int64_t unroll, Carried init,
+                                        const std::function<void(Value *i, Carried &acc, int64_t u)> &body) {
+  if (auto *c = dyn_cast<ConstantInt>(count))
+    return unrolledLoop(c->getSExtValue(), unroll, std::move(init), body);
+  Value *groups = unroll == 1 ? count : b_.CreateUDiv(count, i64(unroll));
+  Carried sum = forLoop(i64(0), groups, std::move(init), [&](Value *g, const Carried &cur) {
+    Carried next = cur;
+    Value *first = b_.CreateMul(g, i64(unroll));
+    for (int64_t u = 0; u < unroll; ++u)
+      body(b_.CreateAdd(first, i64(u)), next, u);
+    return next;
+  });
+  if (unroll > 1)
+    sum = forLoop(b_.CreateMul(groups, i64(unroll)), count, sum, [&](Value *i, const Carried &cur) {
       Carried next = cur;
       body(i, next, 0);
       return next;

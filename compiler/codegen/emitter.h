@@ -1,6 +1,7 @@
 // Internal to compiler/codegen: the IRBuilder helpers every kernel kind uses
 // (vertex function frame, counted loops, typed loads/stores, math).
 #pragma once
+#include "compiler/codegen/kernels.h"
 #include "support/dtype.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -27,10 +28,14 @@ public:
   // inlining every access carries scoped-noalias metadata. The builder is left
   // in the body; fields() are its pointer parameters.
   // optionalFields: KernelDesc's; the body gets an i1 "present" per pair.
-  void beginKernel(const std::string &symbol, size_t numFields,
+  // Immediate fields come to the body as i64 numbers (immediate(i)), the
+  // others as pointers (field(i)).
+  void beginKernel(const std::string &symbol, const std::vector<FieldInfo> &fields,
                    const std::vector<std::pair<uint32_t, uint32_t>> &optionalFields = {});
   void endKernel();
   Value *field(size_t i) const { return fields_.at(i); }
+  // The number immediate field i holds, as i64.
+  Value *immediate(size_t i) const { return fields_.at(i); }
   // Whether optional field pair k's field was given (its offset differs from its stand-in's).
   Value *present(size_t k) const { return present_.at(k); }
 
@@ -91,6 +96,9 @@ public:
   // can use separate accumulator sets); a remainder loop runs the last
   // count % unroll indices as copy 0.
   Carried unrolledLoop(int64_t count, int64_t unroll, Carried init,
+                       const std::function<void(Value *i, Carried &acc, int64_t u)> &body);
+  // The same with a count known at run time (i64; a constant takes the path above).
+  Carried unrolledLoop(Value *count, int64_t unroll, Carried init,
                        const std::function<void(Value *i, Carried &acc, int64_t u)> &body);
   // if (cond) { then() }
   void ifThen(Value *cond, const std::function<void()> &then);

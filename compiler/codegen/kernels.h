@@ -19,13 +19,24 @@
 
 namespace popc::codegen {
 
-enum class FieldAccess : uint8_t { Input = 0, Output = 1, InOut = 2 }; // = popef FieldAccess
+// Immediate: a number in the vertex's field table, not memory (bytes 0): a shape
+// parameter the code reads, so types differing only in it share one function.
+enum class FieldAccess : uint8_t { Input = 0, Output = 1, InOut = 2, Immediate = 3 }; // = popef FieldAccess
 
 struct FieldInfo {
   std::string name;
   uint32_t bytes = 0;
   FieldAccess access = FieldAccess::Input;
+  uint32_t value = 0; // Immediate: the number every vertex of the type passes
 };
+
+// Immediates come after the memory fields (the lowering connects only those).
+inline size_t memoryFieldCount(const std::vector<FieldInfo> &fields) {
+  size_t n = 0;
+  while (n < fields.size() && fields[n].access != FieldAccess::Immediate)
+    ++n;
+  return n;
+}
 
 // out[i] = op(in0[i], in1[i], ...). An input marked scalar holds one element
 // that is broadcast to all `elements`. Fields: in0..inN-1, out.

@@ -21,10 +21,16 @@ struct KernelDesc {
   // The stand-in must hold at least the field's bytes (the field may be read
   // before the flag selects the value).
   std::vector<std::pair<uint32_t, uint32_t>> optionalFields;
+  // Key of the code when it differs from the type's key(): specs that differ
+  // only in numbers passed as immediates (FieldAccess::Immediate, after the
+  // memory fields) share one function. Empty: the type's own key.
+  std::string codeKey;
 };
 
 // describe() validates the spec completely (throws popc::Error) so emit()
 // never fails half-way through a function. key() encodes every field of the spec.
+// emit() reads immediates from the fields (Emitter::immediate), never from the
+// spec: one function serves every spec with the same codeKey.
 KernelDesc describe(const ElementwiseSpec &s);
 void emit(Emitter &em, const ElementwiseSpec &s);
 std::string key(const ElementwiseSpec &s);

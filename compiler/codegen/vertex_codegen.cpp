@@ -104,6 +104,7 @@ struct VertexCodegen::Impl {
     open = std::make_unique<Batch>();
   }
   std::map<std::string, uint32_t> byKey;
+  std::map<std::string, std::string> symbolByCodeKey; // KernelDesc::codeKey -> the function emitted for it
   std::set<std::string> names;
   std::vector<VertexTypeInfo> types;
   // The last few convolution and pooling specs and their types: a layer asks
@@ -163,13 +164,24 @@ uint32_t VertexCodegen::getOrCreate(const KernelSpec &spec) {
   KernelDesc desc = std::visit([](const auto &s) { return describe(s); }, spec); // validates; throws
   auto index = static_cast<uint32_t>(im.types.size());
   VertexTypeInfo info;
-  info.symbol = fmt::format("v{}_{}", index, desc.kind);
   info.name = im.names.count(desc.name) ? fmt::format("{}_v{}", desc.name, index) : desc.name;
   info.fields = std::move(desc.fields);
   info.cycles = desc.cycles;
+  if (!desc.codeKey.empty())
+    if (auto it = im.symbolByCodeKey.find(desc.codeKey); it != im.symbolByCodeKey.end()) {
+      // Same code, other immediates: a type of its own (name, cycles, field
+      // sizes), no function of its own.
+      info.symbol = it->second;
+      im.names.insert(info.name);
+      im.byKey.emplace(k, index);
+      im.remember(spec, index);
+      im.types.push_back(std::move(info));
+      return index;
+    }
+  info.symbol = fmt::format("v{}_{}", index, desc.kind);
 
   Batch &batch = *im.open;
-  batch.emitter.beginKernel(info.symbol, info.fields.size(), desc.optionalFields);
+  batch.emitter.beginKernel(info.symbol, info.fields, desc.optionalFields);
   try {
     std::visit([&](const auto &s) { emit(batch.emitter, s); }, spec);
   } catch (...) {
@@ -187,6 +199,8 @@ uint32_t VertexCodegen::getOrCreate(const KernelSpec &spec) {
   im.names.insert(info.name);
   im.byKey.emplace(k, index);
   im.remember(spec, index);
+  if (!desc.codeKey.empty())
+    im.symbolByCodeKey.emplace(desc.codeKey, info.symbol);
   im.types.push_back(std::move(info));
   if (++batch.types == kBatchTypes)
     im.seal();

@@ -386,12 +386,15 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     std::stable_sort(vertices.begin(), vertices.end(),
                      [](const Vertex *a, const Vertex *b) { return a->tile < b->tile; });
     for (const Vertex *v : vertices) {
-      POPC_ASSERT(v->fields.size() == code.vertexTypes.at(v->type).fields.size());
+      const std::vector<codegen::FieldInfo> &declared = code.vertexTypes.at(v->type).fields;
+      POPC_ASSERT(v->fields.size() == codegen::memoryFieldCount(declared));
       out->vertices.emplace_back(v->type, v->tile, uint32_t(out->field_offsets.size()));
       for (const FieldRef &f : v->fields) {
         POPC_ASSERT(f.tile == v->tile);
         out->field_offsets.push_back(uint32_t(plan.base(f.tensor, f.tile) + f.blockOffset));
       }
+      for (size_t i = v->fields.size(); i < declared.size(); ++i) // immediates: numbers in the field table
+        out->field_offsets.push_back(declared[i].value);
     }
     popef::foldVertices(*out, fieldsOfType); // a tile's workers on consecutive slices: one vertex
     exe.compute_sets.push_back(std::move(out));

@@ -31,7 +31,7 @@ void OpBuilder::addVertex(const codegen::KernelSpec &spec, uint32_t tile,
     cs_ = lowering.graph.addComputeSet(name);
   const uint32_t type = lowering.codegen.getOrCreate(spec);
   const auto &info = lowering.codegen.vertexTypes().at(type);
-  POPC_ASSERT(info.fields.size() == fields.size());
+  POPC_ASSERT(codegen::memoryFieldCount(info.fields) == fields.size()); // the immediates: the type's own
   for (size_t i = 0; i < fields.size(); ++i)
     POPC_ASSERT(fields[i].bytes == info.fields[i].bytes && fields[i].tile == tile);
   lowering.graph.computeSet(*cs_).vertices.push_back({type, tile, std::move(fields)});

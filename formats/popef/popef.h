@@ -16,8 +16,11 @@
 namespace popc::popef {
 
 // 2: load program, filled_at_load; 3: checks; 4: data segment; 5: exchange
-// steps as pieces and placements (shared gathers) instead of copy records.
-constexpr uint32_t kFormatVersion = 5;
+// steps as pieces and placements (shared gathers) instead of copy records;
+// 6: immediate fields (FieldAccess::Immediate: a number in the field table).
+// A version 5 file is a version 6 file without immediates, so both are read;
+// a version 5 reader refuses a version 6 file by its version, with the fix.
+constexpr uint32_t kFormatVersion = 6;
 // Older files hold copy records, which this build no longer reads.
 constexpr uint32_t kMinFormatVersion = 5;
 
@@ -34,6 +37,9 @@ constexpr uint64_t kMaxTensorBytes = 1ull << 40;
 // Length of an optional flatbuffer vector (absent = empty): every reader of a
 // popef indexes vectors that a writer may have left out.
 template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
+// A field that is a number in the vertex's field table, not memory (popef.fbs).
+inline bool isImmediate(const ::popef::fb::FieldDecl &f) { return f.access() == ::popef::fb::FieldAccess::Immediate; }
 
 inline uint64_t copyCount(const ::popef::fb::Copy &c) { return uint64_t(c.repeat()) + 1; }
 inline uint64_t copyTotalBytes(const ::popef::fb::Copy &c) { return uint64_t(c.bytes()) * copyCount(c); }

@@ -278,6 +278,9 @@ private:
         if (fd->bytes() > bytesPerTile_)
           bad(where, "field {} has {} bytes, more than bytes_per_tile {}", f, fd->bytes(),
               bytesPerTile_);
+        if (fd->access() == fb::FieldAccess::Immediate && fd->bytes() != 0)
+          bad(where, "field {} is an immediate (a number, not memory) but declares {} bytes; it must declare 0", f,
+              fd->bytes());
       }
     }
   }
@@ -299,8 +302,9 @@ private:
           bad(where, "fields [{}, {}) exceed field_offsets size {}", v->fields_begin(),
               uint64_t(v->fields_begin()) + nf, nOffsets);
         for (uint32_t f = 0; f < nf; ++f)
-          checkRange(where, [f] { return fmt::format("field {}", f); },
-                     cs->field_offsets()->Get(v->fields_begin() + f), vt->fields()->Get(f)->bytes());
+          if (!popef::isImmediate(*vt->fields()->Get(f)))
+            checkRange(where, [f] { return fmt::format("field {}", f); },
+                       cs->field_offsets()->Get(v->fields_begin() + f), vt->fields()->Get(f)->bytes());
       }
       checkVertexRepeats(i, *cs);
     }
@@ -325,10 +329,11 @@ private:
         bad(where, "strides [{}, {}) exceed field_strides size {}", r->strides_begin(),
             uint64_t(r->strides_begin()) + nf, ns);
       for (uint32_t f = 0; f < nf; ++f)
-        checkRange(where, [f] { return fmt::format("field {} of the last repetition", f); },
-                   cs.field_offsets()->Get(v->fields_begin() + f) +
-                       uint64_t(r->repeat()) * cs.field_strides()->Get(r->strides_begin() + f),
-                   vt->fields()->Get(f)->bytes());
+        if (!popef::isImmediate(*vt->fields()->Get(f)))
+          checkRange(where, [f] { return fmt::format("field {} of the last repetition", f); },
+                     cs.field_offsets()->Get(v->fields_begin() + f) +
+                         uint64_t(r->repeat()) * cs.field_strides()->Get(r->strides_begin() + f),
+                     vt->fields()->Get(f)->bytes());
     }
   }
 

@@ -63,11 +63,13 @@ TEST_CASE("finish() is deterministic", "[codegen]") {
 }
 
 TEST_CASE("many vertex types: batches optimised on worker threads link into one deterministic module", "[codegen]") {
-  // More types than several batches hold (kBatchTypes is 32), each its own length.
+  // More functions than several batches hold (kBatchTypes is 32), each its
+  // own length and bound (the bound is code; the length alone would be an
+  // immediate, one function for all).
   constexpr uint32_t kTypes = 80;
   auto addAll = [](VertexCodegen &cg, uint32_t from, uint32_t to) {
     for (uint32_t n = from; n < to; ++n)
-      cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 16 + n, {false, false}, {}});
+      cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Clip, DType::F32, 16 + n, {false}, {-1.0, 0.5 * n}});
   };
   VertexCodegen cg;
   addAll(cg, 0, kTypes);
@@ -81,12 +83,12 @@ TEST_CASE("many vertex types: batches optimised on worker threads link into one 
   for (uint32_t t : {0u, 31u, 32u, 63u, 79u}) {
     const VertexTypeInfo &vt = cg.vertexTypes()[t];
     const uint32_t n = 16 + t;
-    std::vector<float> x(n), y(n);
+    std::vector<float> x(n);
     for (uint32_t i = 0; i < n; ++i)
-      x[i] = float(i), y[i] = float(t) * 0.5f;
-    auto out = fromBytes<float>(jit.run(vt, {toBytes(x), toBytes(y), Bytes(n * sizeof(float))}).back());
+      x[i] = float(i);
+    auto out = fromBytes<float>(jit.run(vt, {toBytes(x), Bytes(n * sizeof(float))}).back());
     for (uint32_t i = 0; i < n; ++i)
-      CHECK(out[i] == x[i] + y[i]);
+      CHECK(out[i] == std::min(x[i], float(t) * 0.5f));
   }
   // Types added after finish() go on being batched.
   addAll(cg, kTypes, kTypes + 40);
@@ -133,11 +135,15 @@ TEST_CASE("elementwise cycle estimates follow the documented model", "[codegen]"
         110);
   CHECK(cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Exp, DType::F32, 100, {false}, {}})).cycles == 1010);
   const VertexTypeInfo &vt = cg.vertexTypes().back();
-  REQUIRE(vt.fields.size() == 2);
+  REQUIRE(vt.fields.size() == 3);
   CHECK(vt.fields[0].name == "in0");
   CHECK(vt.fields[0].access == FieldAccess::Input);
   CHECK(vt.fields[1].name == "out");
   CHECK(vt.fields[1].access == FieldAccess::Output);
+  CHECK(vt.fields[2].name == "elements"); // 100 >= 16: a number in the field table, not code
+  CHECK(vt.fields[2].access == FieldAccess::Immediate);
+  CHECK(vt.fields[2].value == 100);
+  CHECK(vt.fields[2].bytes == 0);
   const VertexTypeInfo &add = cg.vertexTypes().at(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Add, DType::F32, 100, {true, false}, {}}));
   CHECK(add.fields[0].bytes == 4);
   CHECK(add.fields[1].bytes == 400);
@@ -209,4 +215,29 @@ TEST_CASE("getOrCreate gives each conv spec its type however many others come be
       CHECK(cg.getOrCreate(conv(1 + j / 2, j % 2 == 1)) == first[j]);
     }
   CHECK(cg.vertexTypes().size() == 20);
+}
+
+TEST_CASE("elementwise specs differing only in element count share one function", "[codegen]") {
+  VertexCodegen cg;
+  std::vector<uint32_t> counts{16, 77, 126, 1000, 5};
+  std::vector<uint32_t> types;
+  for (uint32_t n : counts)
+    types.push_back(cg.getOrCreate(ElementwiseSpec{ops::Elementwise::Sum, DType::F32, n, {false, false, false}, {}}));
+  const auto &vts = cg.vertexTypes();
+  for (size_t i = 1; i + 1 < counts.size(); ++i)
+    CHECK(vts[types[i]].symbol == vts[types[0]].symbol);
+  CHECK(vts[types.back()].symbol != vts[types[0]].symbol); // 5 < 16 elements: a constant in the code
+  JitModule jit(cg);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const uint32_t n = counts[i];
+    std::vector<float> a(n), b(n), c(n), want(n);
+    for (uint32_t j = 0; j < n; ++j) {
+      a[j] = float(j) * 0.5f, b[j] = 1.0f / float(j + 1), c[j] = -float(j % 7);
+      want[j] = a[j] + b[j] + c[j];
+    }
+    const VertexTypeInfo &vt = vts[types[i]];
+    const std::vector<Bytes> out =
+        jit.run(vt, {toBytes(a), toBytes(b), toBytes(c), Bytes(n * sizeof(float), 0xFF)});
+    CHECK(fromBytes<float>(out[3]) == want);
+  }
 }

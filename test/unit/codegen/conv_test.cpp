@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 
+#include <set>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -257,4 +258,37 @@ TEST_CASE("conv and matmul with empty dimensions write nothing and do not crash"
     for (float v : fromBytes<float>(jit.run(vt, fields).back()))
       CHECK(v == 0.0f);
   }
+}
+
+TEST_CASE("conv specs differing only in input channels share one function, each with its own type", "[codegen][conv]") {
+  // Input channels (>= 4) are an immediate field: one JIT-compiled function,
+  // types of their own (name, cycles, field sizes), each correct.
+  std::vector<ConvCase> cases;
+  for (uint32_t ic : {4u, 7u, 13u, 32u})
+    cases.push_back({ic, 3, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, false, false});
+  for (uint32_t ic : {5u, 9u})
+    cases.push_back({ic, 2, 4, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, false, true, false}); // flat 1x1, 4 sets
+  checkCases<float>(cases, DType::F32, 1e-5);
+  VertexCodegen cg;
+  std::set<std::string> symbols, names;
+  std::set<uint64_t> cycles;
+  for (const ConvCase &c : cases) {
+    uint32_t oh;
+    const VertexTypeInfo &vt = cg.vertexTypes()[cg.getOrCreate(makeSpec(c, oh))];
+    symbols.insert(vt.symbol);
+    names.insert(vt.name);
+    cycles.insert(vt.cycles);
+    REQUIRE(vt.fields.back().access == FieldAccess::Immediate);
+    CHECK(vt.fields.back().value == c.ic);
+    CHECK(vt.fields.back().bytes == 0);
+  }
+  CHECK(symbols.size() == 2); // the 3x3 and the 1x1
+  CHECK(names.size() == cases.size());
+  CHECK(cycles.size() == cases.size());
+  // Fewer channels than the accumulator sets stay in the code.
+  uint32_t oh;
+  const VertexTypeInfo &small = cg.vertexTypes()[cg.getOrCreate(makeSpec(
+      {3, 2, 4, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, false, true, false}, oh))];
+  CHECK(small.fields.back().access != FieldAccess::Immediate);
+  CHECK(symbols.count(small.symbol) == 0);
 }

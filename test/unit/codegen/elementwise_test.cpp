@@ -164,7 +164,7 @@ template <typename T> void runIntOps(DType dtype) {
     const VertexTypeInfo &vt = cg.vertexTypes()[idx[k]];
     INFO("op " << ops[k]);
     std::vector<Bytes> fields = {toBytes(a)};
-    if (vt.fields.size() == 3)
+    if (memoryFieldCount(vt.fields) == 3)
       fields.push_back(toBytes(b));
     fields.push_back(Bytes(n * sizeof(T)));
     auto out = fromBytes<T>(jit.run(vt, fields).back());

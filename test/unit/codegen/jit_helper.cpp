@@ -80,7 +80,8 @@ JitModule::VertexFn JitModule::lookup(const std::string &symbol) {
 
 std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vector<Bytes> &fields,
                                   const std::vector<std::pair<uint32_t, uint32_t>> &standIns) {
-  REQUIRE(fields.size() == vertex.fields.size());
+  // The memory fields; immediates are the type's numbers (FieldInfo::value).
+  REQUIRE(fields.size() == memoryFieldCount(vertex.fields));
   // All-ones bytes are NaN as f32 and f64: a kernel that reads past its
   // fields (e.g. a vector load over the end) produces NaN and fails the test.
   constexpr uint8_t kCanary = 0xFF;
@@ -105,6 +106,8 @@ std::vector<Bytes> JitModule::run(const VertexTypeInfo &vertex, const std::vecto
   }
   for (const auto &[field, standIn] : standIns)
     offsets.at(field) = offsets.at(standIn);
+  for (size_t i = fields.size(); i < vertex.fields.size(); ++i)
+    offsets.push_back(vertex.fields[i].value);
   REQUIRE(pos <= kTileBytes);
   uint8_t *tile = impl_->tile();
   std::memset(tile, kCanary, pos);

@@ -29,7 +29,8 @@ public:
   using VertexFn = void (*)(uint8_t *tileBase, const uint32_t *fieldOffsets);
   VertexFn lookup(const std::string &symbol);
 
-  // Runs `vertex` with the given field contents (outputs: any bytes of the
+  // Runs `vertex` with the given contents of its memory fields (its
+  // immediates are its type's values) (outputs: any bytes of the
   // right size) and returns every field's bytes afterwards. Checks that only
   // Output/InOut fields changed and no byte outside the fields was written.
   // `standIns` (field, stand-in): the field is absent (its bytes are ignored)
