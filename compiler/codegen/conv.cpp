@@ -17,14 +17,18 @@ using namespace llvm;
 
 namespace {
 
-// Input channels at least this many are an immediate field, not part of the
-// code: layers split their input channels into slices of many sizes (GoogLeNet:
-// 270 conv types, 46 functions). Fewer channels than the 1x1 kernel's
-// accumulator sets (at most 4) would change how channels are dealt to the
-// sets, so those stay constants.
-constexpr uint32_t kImmediateChannels = 4;
+// The input channels are an immediate field, not part of the code: layers
+// split their input channels into slices of many sizes (GoogLeNet: 270 conv
+// types, 52 functions), and a constant count lets LLVM unroll the channel loop
+// into code that takes long to compile (ResNet's 7x7 stem: 3 channels x 49
+// taps). Only when the accumulator sets (at most 4) alternate kernel taps or the
+// channels are at least as many as the sets: fewer channels than a 1x1 kernel's
+// sets would be dealt to the sets differently, so those stay constants.
+constexpr uint32_t kMaxAccumulatorSets = 4;
 
-bool channelsImmediate(const ConvSpec &s) { return s.inChannels >= kImmediateChannels; }
+bool channelsImmediate(const ConvSpec &s) {
+  return s.inChannels >= kMaxAccumulatorSets || uint64_t(s.kernelH) * s.kernelW >= kMaxAccumulatorSets;
+}
 
 } // namespace
 
@@ -242,9 +246,9 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   // to hide the FMA latency: kernel taps alternate between the sets or, for
   // 1x1 kernels, input channels do (the loop then runs over channel groups).
   const int64_t chains = ob * NR * NV;
-  const int64_t sets = std::min<int64_t>((kMinChains + chains - 1) / chains, 4);
+  const int64_t sets = std::min<int64_t>((kMinChains + chains - 1) / chains, kMaxAccumulatorSets);
   const bool tapSets = KK >= sets;
-  // (An immediate count is at least kImmediateChannels >= sets.)
+  // (An immediate count with a 1x1 kernel is at least kMaxAccumulatorSets >= sets.)
   const int64_t icStep = tapSets ? 1 : channelsImmediate(s_) ? sets : std::clamp<int64_t>(s_.inChannels, 1, sets);
   const int64_t nSets = tapSets ? sets : icStep;
   auto slot = [&](int64_t set, int64_t j, int64_t r, int64_t v) { return size_t(set) * size_t(chains) + acc(j, r, v); };

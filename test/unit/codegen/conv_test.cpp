@@ -164,7 +164,7 @@ TEST_CASE("conv describes its fields and rejects bad geometry", "[codegen][conv]
   uint32_t oh;
   ConvSpec s = makeSpec({3, 4, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, true, false}, oh);
   const VertexTypeInfo &vt = cg.vertexTypes().at(cg.getOrCreate(s));
-  REQUIRE(vt.fields.size() == 4);
+  REQUIRE(vt.fields.size() == 5);
   CHECK(vt.fields[0].name == "in");
   CHECK(vt.fields[0].bytes == 3 * 9 * 11 * 4);
   CHECK(vt.fields[1].name == "weights");
@@ -172,6 +172,9 @@ TEST_CASE("conv describes its fields and rejects bad geometry", "[codegen][conv]
   CHECK(vt.fields[2].name == "bias");
   CHECK(vt.fields[3].name == "out");
   CHECK(vt.fields[3].bytes == 4 * 9 * 11 * 4);
+  CHECK(vt.fields[4].name == "inChannels"); // 3x3 taps: the channels are a number, not code
+  CHECK(vt.fields[4].access == FieldAccess::Immediate);
+  CHECK(vt.fields[4].value == 3);
   CHECK(vt.cycles == 10 + uint64_t(4 * 9 * 11) * (5 + 28 / 2) + 4 * 9 * 11);
 
   ConvSpec narrow = s;
@@ -239,8 +242,8 @@ TEST_CASE("conv and matmul with empty dimensions write nothing and do not crash"
     const VertexTypeInfo &vt = cg.vertexTypes()[convIndex[i]];
     INFO(vt.name);
     std::vector<Bytes> fields;
-    for (const FieldInfo &f : vt.fields)
-      fields.push_back(Bytes(f.bytes, 0));
+    for (size_t f = 0; f < memoryFieldCount(vt.fields); ++f) // (inChannels: an immediate, 0 here)
+      fields.push_back(Bytes(vt.fields[f].bytes, 0));
     std::vector<float> bias = {0.5f, -1.0f, 2.0f, -3.0f};
     if (vt.fields[2].bytes == bias.size() * 4)
       fields[2] = toBytes(bias);
@@ -285,7 +288,7 @@ TEST_CASE("conv specs differing only in input channels share one function, each 
   CHECK(symbols.size() == 2); // the 3x3 and the 1x1
   CHECK(names.size() == cases.size());
   CHECK(cycles.size() == cases.size());
-  // Fewer channels than the accumulator sets stay in the code.
+  // With a 1x1 kernel, fewer channels than the accumulator sets stay in the code.
   uint32_t oh;
   const VertexTypeInfo &small = cg.vertexTypes()[cg.getOrCreate(makeSpec(
       {3, 2, 4, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, false, true, false}, oh))];
