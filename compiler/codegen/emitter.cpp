@@ -204,7 +204,7 @@ Emitter::Carried Emitter::forLoop(Value *begin, Value *end, Carried init,
   iv->addIncoming(ivNext, latch);
   for (size_t j = 0; j < phis.size(); ++j)
     phis[j]->addIncoming(next[j], latch);
-  b_.CreateCondBr(b_.CreateICmpNE(ivNext, end), header, exit);
+  lastLatch_ = b_.CreateCondBr(b_.CreateICmpNE(ivNext, end), header, exit);
   exit->insertInto(f);
   b_.SetInsertPoint(exit);
   if (!guard)
@@ -327,6 +327,16 @@ Emitter::Carried Emitter::unrolledLoop(int64_t count, int64_t unroll, Carried in
       return next;
     });
   return sum;
+}
+
+void Emitter::keepLastLoopRolled() {
+  if (!lastLatch_)
+    return;
+  LLVMContext &c = ctx();
+  Metadata *args[] = {nullptr, MDNode::get(c, MDString::get(c, "llvm.loop.unroll.disable"))};
+  MDNode *id = MDNode::getDistinct(c, args);
+  id->replaceOperandWith(0, id); // a loop ID refers to itself
+  lastLatch_->setMetadata(LLVMContext::MD_loop, id);
 }
 
 Emitter::Carried Emitter::unrolledLoop(Value *count, int64_t unroll, Carried init,

@@ -100,6 +100,9 @@ public:
   // The same with a count known at run time (i64; a constant takes the path above).
   Carried unrolledLoop(Value *count, int64_t unroll, Carried init,
                        const std::function<void(Value *i, Carried &acc, int64_t u)> &body);
+  // Asks LLVM not to unroll the loop forLoop emitted last (the innermost
+  // one whose end was emitted most recently), whose body is big enough.
+  void keepLastLoopRolled();
   // if (cond) { then() }
   void ifThen(Value *cond, const std::function<void()> &then);
 
@@ -128,6 +131,7 @@ private:
   llvm::IRBuilder<> b_;
   std::vector<Value *> fields_;
   std::vector<Value *> present_;
+  llvm::Instruction *lastLatch_ = nullptr; // the back edge of the loop forLoop emitted last
   llvm::Function *entry_ = nullptr;
 };
 
