@@ -322,6 +322,18 @@ int main(int argc, char **argv) {
     w.exe("field_offset_wraps", e, 1, "field 0 range [4294967280, 4294967288) exceeds tile memory");
   }
   {
+    // An immediate (format 6) is a number, not memory: far past the tile it is
+    // never range-checked, and the vertex, which does not read it, runs.
+    auto e = sample();
+    popc::test::addImmediateField(e, 0, 0xFFFFFFF0u);
+    w.exe("immediate_field_huge_value", e, 0, "expected.npz");
+  }
+  {
+    auto e = sample();
+    popc::test::addImmediateField(e, 8, 0);
+    w.exe("immediate_field_declares_bytes", e, 1, "is an immediate (a number, not memory) but declares 8 bytes");
+  }
+  {
     auto e = sample();
     e.compute_sets[0]->vertices[1] = fb::Vertex(0, 99, 3);
     w.exe("vertex_tile_out_of_range", e, 1, "tile 99 out of range (target has 4 tiles)");

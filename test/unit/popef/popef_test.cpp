@@ -642,15 +642,7 @@ TEST_CASE("popef: exchange steps checked on several threads report the first fai
 TEST_CASE("popef: an immediate field is a number, not memory: never range-checked, declared with 0 bytes", "[popef]") {
   // A fourth field, an immediate: its field_offsets entry is far outside the
   // 1024-byte tiles and still accepted; the memory fields stay checked.
-  auto addImmediate = [](fb::ExecutableT &e, uint32_t bytes) {
-    auto d = std::make_unique<fb::FieldDeclT>();
-    d->name = "elements";
-    d->bytes = bytes;
-    d->access = fb::FieldAccess::Immediate;
-    e.vertex_types[0]->fields.push_back(std::move(d));
-    e.compute_sets[0]->vertices = {{0, 0, 0}, {0, 1, 4}};
-    e.compute_sets[0]->field_offsets = {0, 16, 32, 4000000000u, 0, 16, 32, 7};
-  };
+  auto addImmediate = [](fb::ExecutableT &e, uint32_t bytes) { popc::test::addImmediateField(e, bytes, 4000000000u); };
   auto exe = popc::test::makeSampleExecutable(dummyCode());
   addImmediate(exe, 0);
   const std::vector<uint8_t> bytes = popc::popef::serialize(exe);

@@ -143,6 +143,19 @@ inline fb::ExecutableT makeSampleExecutable(std::vector<uint8_t> bitcode,
 // The sample serialized with its constants in the data segment (format 4);
 // `kept` receives their bytes. `nameBytes`: the first tensor's name that long
 // (a bigger schedule), when given.
+// Gives the sample's vertex type a fourth field, an immediate (format 6)
+// declaring `bytes` (valid: 0), whose value is `value` in both vertices'
+// field tables. The sample's code does not read it.
+inline void addImmediateField(fb::ExecutableT &e, uint32_t bytes, uint32_t value) {
+  auto d = std::make_unique<fb::FieldDeclT>();
+  d->name = "elements";
+  d->bytes = bytes;
+  d->access = fb::FieldAccess::Immediate;
+  e.vertex_types[0]->fields.push_back(std::move(d));
+  e.compute_sets[0]->vertices = {{0, 0, 0}, {0, 1, 4}};
+  e.compute_sets[0]->field_offsets = {0, 16, 32, value, 0, 16, 32, value};
+}
+
 inline std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept, size_t sizeHint = 0,
                                                size_t nameBytes = 0) {
   auto exe = makeSampleExecutable({'B', 'C', 0xC0, 0xDE, 1, 2, 3, 4});
