@@ -169,8 +169,10 @@ Emitter::Carried Emitter::forLoop(Value *begin, Value *end, Carried init,
   auto *cb = dyn_cast<ConstantInt>(begin);
   auto *ce = dyn_cast<ConstantInt>(end);
   bool known = cb && ce;
-  if (known && cb->getSExtValue() >= ce->getSExtValue())
-    return init; // zero-trip loop: nothing to emit
+  if (known && cb->getSExtValue() >= ce->getSExtValue()) {
+    lastLatch_ = nullptr; // no loop to keep rolled
+    return init;          // zero-trip loop: nothing to emit
+  }
   LLVMContext &c = ctx();
   Function *f = b_.GetInsertBlock()->getParent();
   BasicBlock *guard = nullptr;

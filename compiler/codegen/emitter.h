@@ -100,8 +100,9 @@ public:
   // The same with a count known at run time (i64; a constant takes the path above).
   Carried unrolledLoop(Value *count, int64_t unroll, Carried init,
                        const std::function<void(Value *i, Carried &acc, int64_t u)> &body);
-  // Asks LLVM not to unroll the loop forLoop emitted last (the innermost
-  // one whose end was emitted most recently), whose body is big enough.
+  // Asks LLVM not to unroll the loop forLoop emitted last (the one whose end
+  // was emitted most recently; none if that forLoop had zero trips), whose
+  // body is long enough on its own. Unrolling never changes the arithmetic.
   void keepLastLoopRolled();
   // if (cond) { then() }
   void ifThen(Value *cond, const std::function<void()> &then);
