@@ -412,12 +412,21 @@ Json graphProfile(const popef::Executable &file) {
   const fb::Executable &exe = file.root();
   const fb::Target &t = *exe.target();
   const uint32_t numTiles = t.num_ipus() * t.tiles_per_ipu();
+  // Edges: fields connected to tensors (an immediate is a number, not an edge).
+  std::vector<uint64_t> typeEdges;
+  for (uint32_t i = 0; i < len(exe.vertex_types()); ++i) {
+    const fb::VertexType *vt = exe.vertex_types()->Get(i);
+    uint64_t n = 0;
+    for (uint32_t f = 0; f < len(vt->fields()); ++f)
+      n += popef::isImmediate(*vt->fields()->Get(f)) ? 0 : 1;
+    typeEdges.push_back(n);
+  }
   uint64_t vertices = 0, edges = 0;
   for (uint32_t c = 0; c < len(exe.compute_sets()); ++c) {
     const fb::ComputeSet *cs = exe.compute_sets()->Get(c);
     popef::forEachStoredVertex(*cs, [&](const fb::Vertex &v, uint64_t times, const fb::VertexRepeat *) {
       vertices += times;
-      edges += times * len(exe.vertex_types()->Get(v.type())->fields());
+      edges += times * typeEdges[v.type()];
     });
   }
   Json j;

@@ -92,8 +92,6 @@ ordered_json programJson(const fb::Executable &exe, const fb::Program &p) {
   return j;
 }
 
-// The whole description; `withTensors` false leaves out the tensor list (the
-// slow part on a large model) unless the memory figures need the mappings.
 // Distinct entry functions: types that differ only in their immediates share one (popef.fbs).
 uint64_t vertexFunctions(const fb::Executable &exe) {
   std::set<std::pair<uint32_t, std::string>> functions;
@@ -102,6 +100,8 @@ uint64_t vertexFunctions(const fb::Executable &exe) {
   return functions.size();
 }
 
+// The whole description; `withTensors` false leaves out the tensor list (the
+// slow part on a large model) unless the memory figures need the mappings.
 ordered_json describe(const popc::popef::Executable &file, bool withTensors) {
   const fb::Executable &exe = file.root();
   const fb::Target &t = *exe.target();

@@ -182,7 +182,13 @@ void addConvVertices(const ConvOp &c, const Block &b, int64_t ic0, int64_t ic1, 
       if (withBias) {
         RunList bRuns;
         bRuns.add(uint64_t(g * s.mg + oc0) * wEs, uint64_t(oc1 - oc0) * wEs);
-        biasFields.push_back(builder.gather(c.bias->tensor, bRuns, tile, "b"));
+        graph::FieldRef bias = builder.gather(c.bias->tensor, bRuns, tile, "b");
+        // The bias is an optional field, present when its offset differs from
+        // the weights' (below): bias and weights that are one tensor's same
+        // bytes (views of it) would read as "no bias", so the bias gets a copy.
+        if (bias.tensor == weightFields.back().tensor && bias.blockOffset == weightFields.back().blockOffset)
+          bias = builder.gatherCopy(c.bias->tensor, bRuns, tile, "b");
+        biasFields.push_back(bias);
       }
     }
     for (int64_t n = b.n0; n < b.n1; ++n) {

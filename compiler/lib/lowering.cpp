@@ -77,12 +77,12 @@ bool contiguousOnTile(const graph::DeviceGraph &g, graph::TensorId t, const RunL
 // A temporary wholly on `tile` holding `runs` of `t`, filled (pre-exchange) or
 // emptied (post-exchange) by one copy per run.
 graph::FieldRef OpBuilder::tileTemporary(graph::TensorId t, const RunList &runs, uint32_t tile,
-                                         const std::string &what, bool incoming) {
+                                         const std::string &what, bool incoming, bool reuse) {
   auto &g = lowering.graph;
   uint64_t offset = 0;
-  if (contiguousOnTile(g, t, runs, tile, offset))
+  if (reuse && contiguousOnTile(g, t, runs, tile, offset))
     return {t, tile, offset, runs.totalBytes()};
-  if (incoming)
+  if (reuse && incoming)
     if (auto laidOut = constantLaidOut(t, runs, tile, what))
       return *laidOut;
   const DType dtype = g.tensor(t).dtype;
@@ -135,6 +135,11 @@ std::optional<graph::FieldRef> OpBuilder::constantLaidOut(graph::TensorId t, con
 graph::FieldRef OpBuilder::gather(graph::TensorId src, const RunList &runs, uint32_t tile,
                                   const std::string &what) {
   return tileTemporary(src, runs, tile, what, true);
+}
+
+graph::FieldRef OpBuilder::gatherCopy(graph::TensorId src, const RunList &runs, uint32_t tile,
+                                      const std::string &what) {
+  return tileTemporary(src, runs, tile, what, true, /*reuse=*/false);
 }
 
 graph::FieldRef OpBuilder::scatter(graph::TensorId dst, const RunList &runs, uint32_t tile,

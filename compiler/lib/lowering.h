@@ -49,13 +49,16 @@ public:
   // source directly when those bytes already sit contiguously on the tile;
   // otherwise creates a temporary on the tile filled by the pre-exchange.
   graph::FieldRef gather(graph::TensorId src, const RunList &runs, uint32_t tile, const std::string &what);
+  // The same bytes always in a temporary of their own on the tile (filled by
+  // the pre-exchange), never bound in place or shared with another gather.
+  graph::FieldRef gatherCopy(graph::TensorId src, const RunList &runs, uint32_t tile, const std::string &what);
   // Field for a temporary output on `tile` whose bytes the post-exchange then
   // scatters to `runs` of `dst`.
   graph::FieldRef scatter(graph::TensorId dst, const RunList &runs, uint32_t tile, const std::string &what);
 
 private:
   graph::FieldRef tileTemporary(graph::TensorId t, const RunList &runs, uint32_t tile, const std::string &what,
-                                bool incoming);
+                                bool incoming, bool reuse = true);
   // The gathered runs of a constant as a constant of their own on `tile`,
   // filled once at load; nullopt when the tile's budget for them is spent.
   std::optional<graph::FieldRef> constantLaidOut(graph::TensorId t, const RunList &runs, uint32_t tile,

@@ -278,6 +278,9 @@ private:
         if (fd->bytes() > bytesPerTile_)
           bad(where, "field {} has {} bytes, more than bytes_per_tile {}", f, fd->bytes(),
               bytesPerTile_);
+        if (fd->access() == fb::FieldAccess::Immediate && exe_.format_version() < 6)
+          bad(where, "field {} is an immediate, which format_version {} does not have (6 added them)", f,
+              exe_.format_version());
         if (fd->access() == fb::FieldAccess::Immediate && fd->bytes() != 0)
           bad(where, "field {} is an immediate (a number, not memory) but declares {} bytes; it must declare 0", f,
               fd->bytes());

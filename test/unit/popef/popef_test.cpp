@@ -653,6 +653,12 @@ TEST_CASE("popef: an immediate field is a number, not memory: never range-checke
   expectRejected(
       [&](auto &e) {
         addImmediate(e, 0);
+        e.format_version = 5;
+      },
+      "field 3 is an immediate, which format_version 5 does not have (6 added them)");
+  expectRejected(
+      [&](auto &e) {
+        addImmediate(e, 0);
         e.compute_sets[0]->field_offsets[6] = 1020;
       },
       "compute_sets[0].vertices[1]: field 2 range [1020, 1028) exceeds tile memory");

@@ -140,9 +140,6 @@ inline fb::ExecutableT makeSampleExecutable(std::vector<uint8_t> bitcode,
   return exe;
 }
 
-// The sample serialized with its constants in the data segment (format 4);
-// `kept` receives their bytes. `nameBytes`: the first tensor's name that long
-// (a bigger schedule), when given.
 // Gives the sample's vertex type a fourth field, an immediate (format 6)
 // declaring `bytes` (valid: 0), whose value is `value` in both vertices'
 // field tables. The sample's code does not read it.
@@ -156,6 +153,9 @@ inline void addImmediateField(fb::ExecutableT &e, uint32_t bytes, uint32_t value
   e.compute_sets[0]->field_offsets = {0, 16, 32, value, 0, 16, 32, value};
 }
 
+// The sample serialized with its constants in the data segment (format 4);
+// `kept` receives their bytes. `nameBytes`: the first tensor's name that long
+// (a bigger schedule), when given.
 inline std::vector<uint8_t> segmentSampleBytes(std::vector<std::vector<uint8_t>> &kept, size_t sizeHint = 0,
                                                size_t nameBytes = 0) {
   auto exe = makeSampleExecutable({'B', 'C', 0xC0, 0xDE, 1, 2, 3, 4});
