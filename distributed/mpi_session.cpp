@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -158,6 +159,15 @@ void MpiSession::agree(const std::optional<std::string> &problem) {
   if (first == rank_)
     fail("{}", message);
   fail("rank {} of {} reports: {}", first, size_, message);
+}
+
+void MpiSession::reportAgreedError(const std::string &line) {
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+  terminateMessage[0] = '\0'; // said once; mpirun's SIGTERM now ends the rank quietly
+  MPI_Request r;
+  check(MPI_Ibarrier(MPI_COMM_WORLD, &r), "MPI_Ibarrier", "reporting an error");
+  wait(&r, "reporting an error");
 }
 
 void MpiSession::abort(const std::string &message, int exitCode) {

@@ -68,12 +68,18 @@ inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv)
   return std::nullopt;
 }
 
+// Thrown once a tool has printed its one-line error itself (an MPI rank,
+// which prints before waiting for the other ranks to print theirs): exit 1.
+struct ErrorAlreadyReported {};
+
 // Runs a tool's body with popc's exit codes: 0 success, 1 a user error (bad
 // input; one line "<tool>: error: ..."), 2 an internal error (a popc bug).
 inline int runTool(const std::string &tool, const std::function<int()> &body) {
   tuneAllocatorForLargeHeaps();
   try {
     return body();
+  } catch (const ErrorAlreadyReported &) {
+    return 1;
   } catch (const Error &e) {
     fmt::print(stderr, "{}: error: {}\n", tool, e.what());
     return 1;

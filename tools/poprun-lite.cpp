@@ -340,7 +340,12 @@ int main(int argc, char **argv) {
       } catch (const Error &e) {
         problem = e.what();
       }
-      mpi->agree(problem);
+      try {
+        mpi->agree(problem);
+      } catch (const Error &e) {
+        mpi->reportAgreedError(fmt::format("poprun-lite: error: {}\n", e.what()));
+        throw popc::tools::ErrorAlreadyReported{};
+      }
     };
     if (mpi && benchmark)
       fail("--benchmark times one process; under mpirun use --iterations and --report");
