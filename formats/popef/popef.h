@@ -186,11 +186,12 @@ public:
 
 private:
   Executable() = default;
-  void verify(unsigned threads);
+  // `memoryBudget`: as open's (0: none).
+  void verify(unsigned threads, uint64_t memoryBudget = 0);
   void verifyFlatbuffer() const;
   // A compressed file's schedule: from the ScheduleCache, or decompressed,
   // verified and its filter undone.
-  void decompress(std::span<const uint8_t> content, unsigned threads);
+  void decompress(std::span<const uint8_t> content, unsigned threads, uint64_t memoryBudget);
   std::string label_;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
@@ -202,7 +203,6 @@ private:
   void *decompressed_ = nullptr; // a compressed file's schedule (anonymous mapping), munmap on destruction
   size_t decompressedSize_ = 0;
   ScheduleCache::Key scheduleKey_;
-  uint64_t memoryBudget_ = 0;
   std::future<void> storing_; // the decompressed schedule going into the ScheduleCache
   std::vector<uint8_t> owned_;  // when built from bytes
   const ::popef::fb::Executable *root_ = nullptr;

@@ -101,8 +101,7 @@ std::shared_ptr<const Executable> Executable::open(const std::string &path, unsi
     fail("{}: cannot map file: {}", path, std::strerror(errno));
   exe->mapping_ = p;
   exe->data_ = static_cast<const uint8_t *>(p);
-  exe->memoryBudget_ = memoryBudget;
-  exe->verify(threads);
+  exe->verify(threads, memoryBudget);
   return exe;
 }
 
@@ -121,7 +120,7 @@ std::span<const uint8_t> Executable::constant(uint32_t i) const {
   return constantBytes(*root_->constants()->Get(i), segment_);
 }
 
-void Executable::verify(unsigned threads) {
+void Executable::verify(unsigned threads, uint64_t memoryBudget) {
   if (size_ < 8 + kTrailerBytes ||
       !(::popef::fb::ExecutableBufferHasIdentifier(data_) || isCompressed({data_, size_})))
     fail("{}: not a popef file", label_);
@@ -142,7 +141,7 @@ void Executable::verify(unsigned threads) {
     contentSize_ = size_ - kTrailerBytes;
     const std::span<const uint8_t> content(data_, contentSize_);
     if (isCompressed(content)) {
-      decompress(content, threads);
+      decompress(content, threads, memoryBudget);
     } else {
       // The flatbuffer lies in the first 2 GiB; a data segment of weights may
       // follow it, to any size (format 4). Its ranges are checked semantically.
@@ -177,7 +176,7 @@ void Executable::verifyFlatbuffer() const {
     fail("{}: corrupt popef file (flatbuffer verification failed): recompile the model", label_);
 }
 
-void Executable::decompress(std::span<const uint8_t> content, unsigned threads) {
+void Executable::decompress(std::span<const uint8_t> content, unsigned threads, uint64_t memoryBudget) {
   const CompressedLayout layout = readCompressedLayout(content, label_);
   segment_ = layout.segment;
   uint64_t fileXxh64 = 0;
@@ -194,10 +193,10 @@ void Executable::decompress(std::span<const uint8_t> content, unsigned threads) 
     log::get("popef")->debug("{}: schedule ({} bytes) {} the cache: decompressing it", label_,
                              layout.scheduleBytes, hit ? "corrupt in" : "not in");
   }
-  if (memoryBudget_ && layout.scheduleBytes > memoryBudget_)
+  if (memoryBudget && layout.scheduleBytes > memoryBudget)
     fail("{}: its schedule needs {:.2f} GiB once decompressed, more than --max-memory {:.2f} GiB: raise "
          "--max-memory (or POPC_MAX_MEMORY) if the file is trusted",
-         label_, layout.scheduleBytes / double(1ull << 30), memoryBudget_ / double(1ull << 30));
+         label_, layout.scheduleBytes / double(1ull << 30), memoryBudget / double(1ull << 30));
   // Its own mapping: pages are only touched as the frame fills them, and the
   // schedule is read-only once it is in.
   void *p = ::mmap(nullptr, layout.scheduleBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
