@@ -103,6 +103,28 @@ struct VertexCodegen::Impl {
                      }).share());
     open = std::make_unique<Batch>();
   }
+  // Emits the function `info.symbol` for `spec` into the open batch (sealed
+  // once full); on failure the module keeps no part of it.
+  void emitFunction(const VertexTypeInfo &info, const std::vector<std::pair<uint32_t, uint32_t>> &optionalFields,
+                    const KernelSpec &spec) {
+    Batch &batch = *open;
+    batch.emitter.beginKernel(info.symbol, info.fields, optionalFields);
+    try {
+      std::visit([&](const auto &s) { emit(batch.emitter, s); }, spec);
+    } catch (...) {
+      // Keep the module valid: drop the half-built vertex.
+      for (const std::string &sym : {info.symbol, info.symbol + ".body"})
+        if (llvm::Function *f = batch.module->getFunction(sym))
+          f->dropAllReferences();
+      for (const std::string &sym : {info.symbol, info.symbol + ".body"})
+        if (llvm::Function *f = batch.module->getFunction(sym))
+          f->eraseFromParent();
+      throw;
+    }
+    batch.emitter.endKernel();
+    if (++batch.types == kBatchTypes)
+      seal();
+  }
   std::map<std::string, uint32_t> byKey;
   std::map<std::string, std::string> symbolByCodeKey; // KernelDesc::codeKey -> the function emitted for it
   std::set<std::string> names;
@@ -167,43 +189,21 @@ uint32_t VertexCodegen::getOrCreate(const KernelSpec &spec) {
   info.name = im.names.count(desc.name) ? fmt::format("{}_v{}", desc.name, index) : desc.name;
   info.fields = std::move(desc.fields);
   info.cycles = desc.cycles;
-  if (!desc.codeKey.empty())
-    if (auto it = im.symbolByCodeKey.find(desc.codeKey); it != im.symbolByCodeKey.end()) {
-      // Same code, other immediates: a type of its own (name, cycles, field
-      // sizes), no function of its own.
-      info.symbol = it->second;
-      im.names.insert(info.name);
-      im.byKey.emplace(k, index);
-      im.remember(spec, index);
-      im.types.push_back(std::move(info));
-      return index;
-    }
-  info.symbol = fmt::format("v{}_{}", index, desc.kind);
-
-  Batch &batch = *im.open;
-  batch.emitter.beginKernel(info.symbol, info.fields, desc.optionalFields);
-  try {
-    std::visit([&](const auto &s) { emit(batch.emitter, s); }, spec);
-  } catch (...) {
-    // Keep the module valid: drop the half-built vertex.
-    for (const std::string &sym : {info.symbol, info.symbol + ".body"})
-      if (llvm::Function *f = batch.module->getFunction(sym))
-        f->dropAllReferences();
-    for (const std::string &sym : {info.symbol, info.symbol + ".body"})
-      if (llvm::Function *f = batch.module->getFunction(sym))
-        f->eraseFromParent();
-    throw;
+  const auto shared = desc.codeKey.empty() ? im.symbolByCodeKey.end() : im.symbolByCodeKey.find(desc.codeKey);
+  if (shared != im.symbolByCodeKey.end()) {
+    // Same code, other immediates: a type of its own (name, cycles, field
+    // sizes), no function of its own.
+    info.symbol = shared->second;
+  } else {
+    info.symbol = fmt::format("v{}_{}", index, desc.kind);
+    im.emitFunction(info, desc.optionalFields, spec);
+    if (!desc.codeKey.empty())
+      im.symbolByCodeKey.emplace(desc.codeKey, info.symbol);
   }
-  batch.emitter.endKernel();
-
   im.names.insert(info.name);
   im.byKey.emplace(k, index);
   im.remember(spec, index);
-  if (!desc.codeKey.empty())
-    im.symbolByCodeKey.emplace(desc.codeKey, info.symbol);
   im.types.push_back(std::move(info));
-  if (++batch.types == kBatchTypes)
-    im.seal();
   return index;
 }
 
