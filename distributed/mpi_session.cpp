@@ -161,8 +161,8 @@ void MpiSession::agree(const std::optional<std::string> &problem) {
   fail("rank {} of {} reports: {}", first, size_, message);
 }
 
-void MpiSession::reportAgreedError(const std::string &line) {
-  std::fputs(line.c_str(), stderr);
+void MpiSession::reportAgreedError(const std::string &message) {
+  fmt::print(stderr, "{}: error: {}\n", tool_, message);
   std::fflush(stderr);
   terminateMessage[0] = '\0'; // said once; mpirun's SIGTERM now ends the rank quietly
   MPI_Request r;

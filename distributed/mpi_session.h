@@ -41,11 +41,12 @@ public:
   // Collective: if any rank has a problem, every rank throws popc::Error with
   // the first failing rank's message (prefixed by its rank when it is another).
   void agree(const std::optional<std::string> &problem);
-  // Collective, once agree() has failed on every rank: prints `line` (this
-  // rank's one error line, with its newline), then waits until every rank has
-  // printed its own. Otherwise the first rank to exit makes mpirun stop the
-  // others before they say why. A SIGTERM after this ends the rank silently.
-  void reportAgreedError(const std::string &line);
+  // Collective, once agree() has failed on every rank: prints "<tool>: error:
+  // <message>" (the line a tool prints for any error), then waits until every
+  // rank has printed its own. Otherwise the first rank to exit makes mpirun
+  // stop the others before they say why. A SIGTERM after this ends the rank
+  // silently.
+  void reportAgreedError(const std::string &message);
   // Ends every rank (MPI_Abort) with `exitCode`, after printing `message`.
   [[noreturn]] void abort(const std::string &message, int exitCode);
 

@@ -343,7 +343,7 @@ int main(int argc, char **argv) {
       try {
         mpi->agree(problem);
       } catch (const Error &e) {
-        mpi->reportAgreedError(fmt::format("poprun-lite: error: {}\n", e.what()));
+        mpi->reportAgreedError(e.what());
         throw popc::tools::ErrorAlreadyReported{};
       }
     };
