@@ -11,6 +11,7 @@
 #include "compiler/onnx/importer.h"
 #include "compiler/onnx/trained_model.h"
 #include "compiler/passes/pass_manager.h"
+#include "support/allocator.h"
 #include "support/error.h"
 #include "support/log.h"
 
@@ -366,6 +367,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     lowerOptions.anchors = step.anchors;
     lowerOptions.iterations = step.iterations();
     lowerOptions.indexChecks = options.indexChecks;
+    lowerOptions.moveConstantsFrom = &ir.main; // the IR is dropped after lowering
     const std::vector<lib::Segment> segments = lib::lowerIrSegments(ir, dg, codegen, lowerOptions);
     if (step.trivial()) {
       plan = graph::planMemory(dg);
@@ -382,9 +384,11 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
     e.rethrowWithPrefix(modelPath + ": "); // name the model in lowering errors
   }
   st.lowerSeconds = secondsSince(t0);
-  // The device graph holds its own copy of every constant: the IR's copy is
-  // freed now, for the schedule's structures to reuse.
+  // The device graph holds every constant's bytes now (the large ones moved
+  // from the IR): what is left of the IR is freed, and the heap's free pages
+  // handed back, so the schedule's structures do not stand beside them.
   ir = ir::Ir();
+  releaseFreedHeap();
   if (profile)
     profile->liveness = livenessJson(dg, *plan);
   for (const auto &cs : dg.computeSets())

@@ -377,7 +377,8 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   std::vector<uint32_t> fieldsOfType;
   for (const codegen::VertexTypeInfo &vt : code.vertexTypes)
     fieldsOfType.push_back(uint32_t(vt.fields.size()));
-  for (const ComputeSet &cs : g.computeSets()) {
+  for (uint32_t c = 0; c < g.computeSets().size(); ++c) {
+    const ComputeSet &cs = g.computeSets()[c];
     auto out = std::make_unique<fb::ComputeSetT>();
     out->name = cs.name;
     std::vector<const Vertex *> vertices;
@@ -398,7 +399,11 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     }
     popef::foldVertices(*out, fieldsOfType); // a tile's workers on consecutive slices: one vertex
     exe.compute_sets.push_back(std::move(out));
+    if (consumable) // packed: the vertices (a few hundred MB on big models) go before the copies are resolved
+      std::vector<Vertex>().swap(consumable->computeSet(c).vertices);
   }
+  if (consumable)
+    releaseFreedHeap();
 
   std::vector<bool> atLoad(g.exchanges().size(), false);
   for (const Program &p : g.load().children)

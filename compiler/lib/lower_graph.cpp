@@ -25,9 +25,14 @@ void copyWhole(Lowering &L, const std::string &name, graph::TensorId src, graph:
 // Constants and variables: bytes written at load. A variable keeps its own
 // bytes for good (persistent): updates write them, and no laid-out copy may
 // go stale.
-void bindConstant(const ir::Tensor &t, Lowering &L) {
+void bindConstant(const ir::Tensor &t, Lowering &L, ir::Graph *moveFrom) {
   Value v = L.newValue(t.name, t.info, graph::TensorRole::Constant);
-  L.graph.tensor(v.tensor).constData = t.data;
+  std::vector<uint8_t> &bytes = L.graph.tensor(v.tensor).constData;
+  if (moveFrom && t.data.size() >= LowerOptions::kMovedConstantBytes) // a name is bound once
+    bytes = std::move(moveFrom->tensor(t.name).data);
+  else
+    bytes = t.data;
+  POPC_ASSERT(bytes.size() == t.info.bytes());
   if (t.kind == ir::TensorKind::Variable) {
     L.graph.tensor(v.tensor).persistent = true;
     L.graph.variables.push_back({t.name, t.info.dtype, t.info.shape, v.tensor, 0, {}, {}});
@@ -38,14 +43,14 @@ void bindConstant(const ir::Tensor &t, Lowering &L) {
 
 // Graph outputs are streamed from a tensor of their own: an intermediate
 // becomes the output; inputs, constants or a value streamed twice get a copy.
-void streamOutput(const std::string &name, const ir::Graph &g, Lowering &L,
+void streamOutput(const std::string &name, const ir::Graph &g, Lowering &L, ir::Graph *moveFrom,
                   std::set<graph::TensorId> &streamed) {
   auto &dg = L.graph;
   const ir::TensorInfo &info = g.tensor(name).info;
   if (!L.has(name)) {
     if (!ir::hasData(g.tensor(name).kind))
       fail("internal error: graph output '{}' was never computed", name);
-    bindConstant(g.tensor(name), L);
+    bindConstant(g.tensor(name), L, moveFrom);
   }
   Value v = L.value(name);
   graph::DeviceTensor &t = dg.tensor(v.tensor);
@@ -209,7 +214,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
         continue;
       for (const std::string &name : {u.variable, u.value})
         if (!L.has(name))
-          bindConstant(g.tensor(name), L);
+          bindConstant(g.tensor(name), L, options.moveConstantsFrom);
       const Value &var = L.value(u.variable), &value = L.value(u.value);
       copyWhole(L, u.variable + "/update", value.tensor, var.tensor);
       any = true;
@@ -272,7 +277,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
         const ir::Tensor &t = g.tensor(in);
         if (!ir::hasData(t.kind))
           fail("internal error: op '{}' reads '{}' before it is defined", op->name, in);
-        bindConstant(t, L);
+        bindConstant(t, L, options.moveConstantsFrom);
       }
     if (op->phase == 1 && !microUpdatesDone) {
       L.setCurrentIpu(0);
@@ -389,7 +394,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
     auto anchor = options.anchors.find(name);
     if (anchor != options.anchors.end() && anchor->second.kind == Anchor::Kind::Sum && options.iterations > 1) {
       if (!L.has(name))
-        bindConstant(g.tensor(name), L); // a constant output sums like any other
+        bindConstant(g.tensor(name), L, options.moveConstantsFrom); // a constant output sums like any other
       {
         Value acc = sumAccumulator(name, L.value(name), L, cut, stage);
         graph::DeviceTensor &t = dg.tensor(acc.tensor);
@@ -400,7 +405,7 @@ std::vector<Segment> lowerIrSegments(const ir::Ir &ir, graph::DeviceGraph &dg, c
         dg.outputs.push_back({name, info.dtype, info.shape, acc.tensor, stream, {}, {}});
       }
     } else {
-      streamOutput(name, g, L, streamed);
+      streamOutput(name, g, L, options.moveConstantsFrom, streamed);
     }
     cut.cut(stage);
     outputStages.push_back(stage);

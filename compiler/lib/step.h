@@ -53,6 +53,14 @@ struct LowerOptions {
   // a trial's one per op): stash values read two or more stages after the
   // one writing them, and run per-micro-batch updates in their stage.
   bool trainingPipeline = false;
+  // For a caller that drops the IR after lowering: the bytes of large
+  // constants (kMovedConstantBytes and up: weights) move from this graph (the
+  // IR's main) into the device graph as they are bound, instead of being
+  // copied, so a model's weights are held once (ViT-B/16: 330 MB less at the
+  // compile's peak). Smaller ones, which lowerings read as values (shapes,
+  // bounds, zero points), are copied.
+  ir::Graph *moveConstantsFrom = nullptr;
+  static constexpr uint64_t kMovedConstantBytes = 64 << 10;
 };
 
 // lowerIr with the step options; returns the main program cut into segments
