@@ -419,6 +419,12 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     CopyResolver::Cursor from, to;
     for (const Copy &c : ex.copies)
       resolver->resolve(c, copies, from, to);
+    if (consumable) { // resolved: the graph's copies go before the sort and the fold need their memory
+      std::vector<Copy> &done = consumable->exchange(uint32_t(e)).copies;
+      const uint64_t bytes = done.capacity() * sizeof(Copy);
+      std::vector<Copy>().swap(done);
+      release.freed(bytes);
+    }
     copies = foldStrided(coalesce(std::move(copies)));
     auto out = std::make_unique<fb::ExchangeStepT>();
     out->name = ex.name;
@@ -428,12 +434,6 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     for (const fb::Copy &c : copies)
       (atLoad[e] ? stepStats[e].loadBytes : stepStats[e].bytes) += popef::copyTotalBytes(c);
     steps[e] = std::move(out);
-    if (consumable) { // no longer needed: its pages go back to the kernel every so often
-      std::vector<Copy> &done = consumable->exchange(uint32_t(e)).copies;
-      const uint64_t bytes = done.capacity() * sizeof(Copy);
-      std::vector<Copy>().swap(done);
-      release.freed(bytes);
-    }
   });
   resolver.reset();
   if (consumable) // the released copies' pages go back before the file is packed beside the tree
