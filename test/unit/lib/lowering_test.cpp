@@ -1,6 +1,7 @@
 // Each case builds a small IR graph, compiles it for a small target (few
 // tiles, so planners must split), runs it on the simulated IPU and compares
 // with a reference computed here.
+#include "compiler/lib/step.h"
 #include "test/unit/lib/lib_test_util.h"
 
 #include <catch2/catch.hpp>
@@ -314,4 +315,41 @@ TEST_CASE("an input that is also an output is copied to its own tensor", "[lib][
   for (float &v : r)
     v = std::max(v, 0.0f);
   checkClose(out["r"], r);
+}
+
+TEST_CASE("lowering may move large constants out of the IR: the same executable, weights held once",
+          "[lib][constants]") {
+  // A 96 KiB weight (moved) and a 1 KiB bias (copied: lowerings read small
+  // constants as values), lowered both ways for the same few tiles.
+  auto build = [] {
+    Model m;
+    m.input("x", {4, 96}, 1);
+    m.constant("w", {96, 256}, 2);
+    m.constant("b", {256}, 3);
+    m.op("MatMul", {"x", "w"}, "y");
+    m.op("Add", {"y", "b"}, "z");
+    return m;
+  };
+  auto lower = [](Model &m, bool move) {
+    m.ir.main.outputs = {"z"};
+    ir::inferGraph(m.ir.main);
+    graph::Target target = graph::Target::forArch("ipu2");
+    target.tilesPerIpu = 7;
+    graph::DeviceGraph dg(target);
+    codegen::VertexCodegen cg;
+    lib::LowerOptions options;
+    if (move)
+      options.moveConstantsFrom = &m.ir.main;
+    lib::lowerIrSegments(m.ir, dg, cg, options);
+    graph::MemoryPlan plan = graph::planMemory(dg);
+    graph::ExecutableCode code;
+    code.bitcode = cg.finish();
+    code.vertexTypes = cg.vertexTypes();
+    return graph::serializeExecutable(dg, plan, code, {});
+  };
+  Model copied = build(), moved = build();
+  REQUIRE(lower(copied, false) == lower(moved, true));
+  CHECK(copied.ir.main.tensor("w").data.size() == 96 * 256 * 4);
+  CHECK(moved.ir.main.tensor("w").data.empty()); // its bytes are the device graph's now
+  CHECK(moved.ir.main.tensor("b").data.size() == 256 * 4);
 }
