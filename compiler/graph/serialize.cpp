@@ -420,9 +420,9 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
     for (const Copy &c : ex.copies)
       resolver->resolve(c, copies, from, to);
     if (consumable) { // resolved: the graph's copies go before the sort and the fold need their memory
-      std::vector<Copy> &done = consumable->exchange(uint32_t(e)).copies;
-      const uint64_t bytes = done.capacity() * sizeof(Copy);
-      std::vector<Copy>().swap(done);
+      CopyList &done = consumable->exchange(uint32_t(e)).copies;
+      const uint64_t bytes = done.memoryBytes();
+      done.release();
       release.freed(bytes);
     }
     copies = foldStrided(coalesce(std::move(copies)));

@@ -79,3 +79,40 @@ TEST_CASE("a tensor over 4 GiB is refused by name (copies address tensors with 3
                     Catch::Contains("tensor 'table' needs 4294967296 bytes") &&
                         Catch::Contains("at most 4 GiB"));
 }
+
+TEST_CASE("an exchange step's copy list folds strided copies into runs and yields every copy in order", "[graph]") {
+  std::vector<Copy> added;
+  auto add = [&](TensorId src, uint64_t srcByte, TensorId dst, uint64_t dstByte, uint64_t bytes) {
+    added.emplace_back(src, srcByte, dst, dstByte, bytes);
+  };
+  for (uint64_t i = 0; i < 5; ++i) // a column gathered into a row: one run
+    add(1, 64 * i, 2, 4 * i, 4);
+  for (uint64_t i = 0; i < 4; ++i) // backwards through the source: one run (strides modulo 2^32)
+    add(1, 1000 - 8 * i, 2, 100 + 8 * i, 8);
+  add(1, 0, 3, 0, 8);    // another destination: a run of its own
+  add(1, 8, 3, 8, 16);   // another size
+  add(1, 40, 3, 24, 16); // the second copy of a run sets its strides...
+  add(1, 50, 3, 40, 16); // ...and one off them starts the next run
+  add(2, UINT32_MAX - 3, 1, 0, 0); // offsets near the 32-bit limit, empty copies
+  add(2, UINT32_MAX - 3, 1, 0, 0);
+  add(2, UINT32_MAX - 3, 1, 0, 0);
+
+  CopyList list;
+  for (const Copy &c : added)
+    list.push_back(c);
+  CHECK(list.size() == added.size());
+  CHECK(list.runs().size() == 6);
+  std::vector<Copy> seen(list.begin(), list.end());
+  REQUIRE(seen.size() == added.size());
+  for (size_t i = 0; i < added.size(); ++i) {
+    INFO("copy " << i);
+    CHECK(seen[i].src == added[i].src);
+    CHECK(seen[i].dst == added[i].dst);
+    CHECK(seen[i].srcByte == added[i].srcByte);
+    CHECK(seen[i].dstByte == added[i].dstByte);
+    CHECK(seen[i].bytes == added[i].bytes);
+  }
+  list.release();
+  CHECK(list.empty());
+  CHECK(list.begin() == list.end());
+}
