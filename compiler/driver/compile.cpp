@@ -412,6 +412,11 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   t0 = Clock::now();
   graph::ExchangeStats exchange;
   std::vector<uint8_t> bytes = graph::serializeExecutable(std::move(dg), *plan, code, options.describe(), &exchange);
+  // The constants are the file's data segment now: their graph copies go
+  // before compressing needs memory (what else is left waits for the exit).
+  for (graph::TensorId id = 0; id < dg.tensors().size(); ++id)
+    std::vector<uint8_t>().swap(dg.tensor(id).constData);
+  releaseFreedHeap();
   if (options.compression > 0)
     bytes = popef::compress(std::move(bytes), options.compression);
   st.exchangeCopies = exchange.copies;
