@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <deque>
@@ -48,6 +49,9 @@ struct DeviceTensor {
   std::vector<Interval> mapping; // sorted by begin, covers [0, bytes) exactly once
   std::vector<uint64_t> blockOffsets; // per interval: its offset inside its tile block
   std::vector<uint8_t> constData;
+  // Where constData's bytes went if they were spilled (constant_spill.h).
+  std::span<const uint8_t> spilled;
+  std::span<const uint8_t> constantBytes() const { return constData.empty() ? spilled : std::span(constData); }
   bool persistent = false; // keeps its bytes for the whole program and between runs (graph API variables)
   // A constant laid out in its consumer's layout (Poplar's createWeights): no
   // bytes of its own in the executable, filled once at load by the `load`

@@ -1,4 +1,5 @@
 #include "compiler/graph/serialize.h"
+#include "compiler/graph/constant_spill.h"
 
 #include "formats/popef/popef.h"
 #include "support/allocator.h"
@@ -298,6 +299,7 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   exe.metadata = std::move(meta);
   exe.source_model = g.sourceModel;
   std::vector<std::span<const uint8_t>> segment; // per constant: its bytes (popef data segment)
+  std::vector<bool> segmentSpilled;              // ...held in a ConstantSpill's file mapping
 
   // The popef index of each graph tensor. Per-tile temporaries share one popef
   // tensor per lowering and operand (its name without "@<tile>#<id>"), one
@@ -338,7 +340,8 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
         // The bytes go to the data segment, straight from the graph (no copy in the object tree).
         out->constant = int32_t(exe.constants.size());
         exe.constants.push_back(std::make_unique<fb::ConstantDataT>());
-        segment.emplace_back(t.constData);
+        segment.emplace_back(t.constantBytes());
+        segmentSpilled.push_back(t.constData.empty() && !t.spilled.empty());
       }
     }
     for (size_t i = 0; i < t.mapping.size(); ++i) {
@@ -485,7 +488,11 @@ std::vector<uint8_t> serializeGraph(const DeviceGraph &g, const MemoryPlan &plan
   exe.code[0]->bitcode = code.pendingBitcode.valid() ? code.pendingBitcode.get() : code.bitcode;
   sizeHint += exe.code[0]->bitcode.size();
   try {
-    return popef::serialize(std::move(exe), sizeHint, segment);
+    // A spilled constant's pages leave this process as soon as the file's bytes hold it.
+    return popef::serialize(std::move(exe), sizeHint, segment, [&](size_t i) {
+      if (segmentSpilled[i])
+        ConstantSpill::drop(segment[i]);
+    });
   } catch (const Error &e) { // (thrown before the tree is consumed: it still has its counts)
     uint64_t pieces = 0, placements = 0;
     for (const auto &ex : exe.exchanges)

@@ -6,6 +6,7 @@
 #include "support/dtype.h"
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -93,8 +94,11 @@ std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeH
 // the file's bytes are assembled (the compiler's peak memory: the tree, the
 // packed flatbuffer and the file are each hundreds of MB on a large model).
 // When it throws (the schedule is too large), `exe` is left as it was.
+// `copied(i)`, if given, is called once segment entry i is in the file's
+// bytes and will not be read again (a caller may drop its pages).
 std::vector<uint8_t> serialize(::popef::fb::ExecutableT &&exe, size_t sizeHint = 0,
-                               std::span<const std::span<const uint8_t>> segment = {});
+                               std::span<const std::span<const uint8_t>> segment = {},
+                               const std::function<void(size_t)> &copied = {});
 // The checksum stored beside constant data and bitcode (XXH64, seed 0).
 uint64_t checksum(std::span<const uint8_t> bytes);
 

@@ -109,7 +109,7 @@ public:
 // `consumed`: the same tree as `exe`, packed by packConsuming and then freed (or null).
 std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
                                  std::span<const std::span<const uint8_t>> segment,
-                                 ::popef::fb::ExecutableT *consumed) {
+                                 ::popef::fb::ExecutableT *consumed, const std::function<void(size_t)> &copied) {
   auto tooLarge = [](uint64_t bytes) {
     fail("the executable's schedule (tensors, vertices, copy records) needs {:.2f} GiB, over popef's 2 GiB "
          "limit for it (weights do not count: they go in the data segment)",
@@ -153,6 +153,8 @@ std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t siz
     bytes.resize(align64(bytes.size()), 0);
     offsets[i] = bytes.size();
     bytes.insert(bytes.end(), segment[i].begin(), segment[i].end());
+    if (copied)
+      copied(i);
   }
   bytes.resize(align64(bytes.size()), 0);
   auto *packed = ::popef::fb::GetMutableExecutable(bytes.data());
@@ -163,7 +165,7 @@ std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t siz
         POPC_ASSERT(!c->data() || c->data()->size() == 0);
         c->mutate_offset(offsets[i]);
         c->mutate_size(segment[i].size());
-        c->mutate_xxh64(checksum(segment[i]));
+        c->mutate_xxh64(checksum({bytes.data() + offsets[i], segment[i].size()})); // the copy: the caller's may be gone
       } else {
         c->mutate_xxh64(c->data() ? checksum({c->data()->data(), c->data()->size()}) : checksum({}));
       }
@@ -180,12 +182,13 @@ std::vector<uint8_t> packAndSeal(const ::popef::fb::ExecutableT &exe, size_t siz
 
 std::vector<uint8_t> serialize(const ::popef::fb::ExecutableT &exe, size_t sizeHint,
                                std::span<const std::span<const uint8_t>> segment) {
-  return packAndSeal(exe, sizeHint, segment, nullptr);
+  return packAndSeal(exe, sizeHint, segment, nullptr, {});
 }
 
 std::vector<uint8_t> serialize(::popef::fb::ExecutableT &&exe, size_t sizeHint,
-                               std::span<const std::span<const uint8_t>> segment) {
-  return packAndSeal(exe, sizeHint, segment, &exe);
+                               std::span<const std::span<const uint8_t>> segment,
+                               const std::function<void(size_t)> &copied) {
+  return packAndSeal(exe, sizeHint, segment, &exe, copied);
 }
 
 void writeFile(const std::string &path, std::span<const uint8_t> bytes) { writeFileAtomically(path, bytes); }
