@@ -400,8 +400,10 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   ir = ir::Ir();
   releaseFreedHeap();
   std::unique_ptr<graph::ConstantSpill> spill;
-  if (constantBytes(dg) >= graph::ConstantSpill::kMinBytes)
-    spill = graph::ConstantSpill::spill(dg, std::filesystem::temp_directory_path().string());
+  if (constantBytes(dg) >= graph::ConstantSpill::kMinBytes) {
+    const char *tmp = std::getenv("TMPDIR"); // (std::filesystem's lookup throws on a bad TMPDIR)
+    spill = graph::ConstantSpill::spill(dg, tmp && *tmp ? tmp : "/tmp");
+  }
   if (profile)
     profile->liveness = livenessJson(dg, *plan);
   for (const auto &cs : dg.computeSets())

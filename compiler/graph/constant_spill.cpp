@@ -42,11 +42,13 @@ std::unique_ptr<ConstantSpill> ConstantSpill::spill(DeviceGraph &g, const std::s
       return nullptr;
     }
   }
-  if (::ftruncate(fd.get(), off_t(size)) != 0)
+  void *p = ::ftruncate(fd.get(), off_t(size)) == 0 ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0)
+                                                     : MAP_FAILED;
+  if (p == MAP_FAILED) {
+    log->warn("cannot map the model's constants from a temporary file in {} ({}): they stay in memory", dir,
+              std::strerror(errno));
     return nullptr;
-  void *p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
-  if (p == MAP_FAILED)
-    return nullptr;
+  }
   auto *base = static_cast<uint8_t *>(p);
   for (TensorId id = 0; id < g.tensors().size(); ++id) {
     DeviceTensor &t = g.tensor(id);

@@ -142,6 +142,11 @@ public:
         ++run_, k_ = 0;
       return *this;
     }
+    const_iterator operator++(int) {
+      const_iterator before = *this;
+      ++*this;
+      return before;
+    }
     bool operator==(const const_iterator &o) const { return run_ == o.run_ && k_ == o.k_; }
     bool operator!=(const const_iterator &o) const { return !(*this == o); }
 

@@ -25,10 +25,30 @@ void copyWhole(Lowering &L, const std::string &name, graph::TensorId src, graph:
 // Constants and variables: bytes written at load. A variable keeps its own
 // bytes for good (persistent): updates write them, and no laid-out copy may
 // go stale.
+// Whether lowering may move constant `t`'s bytes out of the IR (LowerOptions::
+// moveConstantsFrom): a large constant that only weighs convolutions and
+// matmuls whose other operands include a value computed at run time. Such an
+// op is never evaluated on the host, so no lowering reads the constant's
+// values, directly or through a chain of constant ops (as Gather's indices
+// and Compress's condition are read).
+bool movable(const ir::Tensor &t, const ir::Graph &g) {
+  if (t.kind != ir::TensorKind::Constant || t.data.size() < LowerOptions::kMovedConstantBytes ||
+      std::find(g.outputs.begin(), g.outputs.end(), t.name) != g.outputs.end())
+    return false;
+  const std::vector<size_t> consumers = g.consumers(t.name);
+  return !consumers.empty() && std::all_of(consumers.begin(), consumers.end(), [&](size_t c) {
+    const ir::Op &op = *g.ops()[c];
+    static const std::set<std::string> kWeighed = {"Conv", "ConvTranspose", "MatMul", "Gemm"};
+    return op.domain.empty() && kWeighed.count(op.type) &&
+           std::any_of(op.inputs.begin(), op.inputs.end(),
+                       [&](const std::string &in) { return !in.empty() && !ir::hasData(g.tensor(in).kind); });
+  });
+}
+
 void bindConstant(const ir::Tensor &t, Lowering &L, ir::Graph *moveFrom) {
   Value v = L.newValue(t.name, t.info, graph::TensorRole::Constant);
   std::vector<uint8_t> &bytes = L.graph.tensor(v.tensor).constData;
-  if (moveFrom && t.data.size() >= LowerOptions::kMovedConstantBytes) // a name is bound once
+  if (moveFrom && movable(t, *moveFrom)) // a name is bound once
     bytes = std::move(moveFrom->tensor(t.name).data);
   else
     bytes = t.data;

@@ -53,12 +53,13 @@ struct LowerOptions {
   // a trial's one per op): stash values read two or more stages after the
   // one writing them, and run per-micro-batch updates in their stage.
   bool trainingPipeline = false;
-  // For a caller that drops the IR after lowering: the bytes of large
-  // constants (kMovedConstantBytes and up: weights) move from this graph (the
-  // IR's main) into the device graph as they are bound, instead of being
-  // copied, so a model's weights are held once (ViT-B/16: 330 MB less at the
-  // compile's peak). Smaller ones, which lowerings read as values (shapes,
-  // bounds, zero points), are copied.
+  // For a caller that drops the IR after lowering: the bytes of weights
+  // (constants of kMovedConstantBytes and up that only convolutions and
+  // matmuls with a run-time operand consume) move from this graph (the IR's
+  // main) into the device graph as they are bound, instead of being copied,
+  // so they are held once. Other constants may be read as values by
+  // lowerings (shapes, bounds, zero points, Gather's indices, Compress's
+  // condition, directly or through a chain of constant ops): copied.
   ir::Graph *moveConstantsFrom = nullptr;
   static constexpr uint64_t kMovedConstantBytes = 64 << 10;
 };
