@@ -167,12 +167,14 @@ std::map<std::string, std::string> CompileOptions::describe() const {
   // changing the executable — so the cache key cannot silently miss it.
   const auto &[arch_, numIpus_, tilesPerIpu_, bytesPerTile_, inputShapes_, frozenInputs_, dumpIrDir_, dumpDotDir_,
                dotCheckpoints_, irDumpFile_, autoShard_, pipeline_, batchesPerStep_, accumulationFactor_, replicationFactor_, anchors_, batchSize_,
-               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_, halfPartials_, compression_, training_] = *this;
+               stepSize_, sequenceLengths_, absentOptionals_, indexChecks_, halfPartials_, compression_, training_,
+               spillConstantsAtBytes_] = *this;
   (void)sequenceLengths_, (void)absentOptionals_, (void)indexChecks_, (void)halfPartials_, (void)training_; // below
   (void)compression_; // below
   (void)autoShard_, (void)pipeline_, (void)batchesPerStep_, (void)accumulationFactor_, (void)replicationFactor_;
   (void)anchors_, (void)batchSize_, (void)stepSize_; // described below when not the default
   (void)dumpIrDir_, (void)dumpDotDir_, (void)dotCheckpoints_, (void)irDumpFile_; // debug output only
+  (void)spillConstantsAtBytes_; // where the compiler keeps bytes meanwhile, not what it writes
   (void)arch_, (void)numIpus_, (void)tilesPerIpu_, (void)bytesPerTile_, (void)inputShapes_, (void)frozenInputs_;
   const graph::Target t = makeTarget(*this);
   std::map<std::string, std::string> d{
@@ -400,7 +402,7 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   ir = ir::Ir();
   releaseFreedHeap();
   std::unique_ptr<graph::ConstantSpill> spill;
-  if (constantBytes(dg) >= graph::ConstantSpill::kMinBytes) {
+  if (constantBytes(dg) >= options.spillConstantsAtBytes) {
     const char *tmp = std::getenv("TMPDIR"); // (std::filesystem's lookup throws on a bad TMPDIR)
     spill = graph::ConstantSpill::spill(dg, tmp && *tmp ? tmp : "/tmp");
   }

@@ -51,6 +51,10 @@ struct CompileOptions {
   int compression = 9; // popef::kDefaultCompressionLevel
   // --train: compile one training step (docs/training.md) instead of inference.
   std::optional<ir::TrainingConfig> training;
+  // A model with this many bytes of constants or more keeps them in a
+  // temporary file (TMPDIR) while its schedule is packed (graph::ConstantSpill).
+  // The executable is the same either way, so describe() leaves it out.
+  uint64_t spillConstantsAtBytes = uint64_t(256) << 20;
 
   // Every option that changes the executable, as stable key/value text. Stored
   // in the popef metadata and part of the cache key.

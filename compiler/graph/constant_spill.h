@@ -16,9 +16,6 @@ namespace popc::graph {
 
 class ConstantSpill {
 public:
-  // Models with at least this many bytes of constants spill them.
-  static constexpr uint64_t kMinBytes = uint64_t(256) << 20;
-
   // Writes every constant's bytes of `g` to one temporary file in `dir`, then
   // empties each constData and points its `spilled` span into a read-only
   // mapping of the file. Returns null, with every byte left where it was, if

@@ -85,6 +85,15 @@ TEST_CASE("the second compile of a model comes from the cache", "[session]") {
   CHECK(session::compileModel(kRelu, options, cache).bytes == first.bytes);
 }
 
+TEST_CASE("a compile that keeps its constants in a temporary file writes the same executable", "[session]") {
+  const std::string mlp = std::string(POPC_SOURCE_DIR_FOR_TESTS) + "/samples/mlp/model.onnx"; // 69 KB of weights
+  const session::CacheSettings noCache;
+  driver::CompileOptions options;
+  const std::vector<uint8_t> inMemory = session::compileModel(mlp, options, noCache).bytes;
+  options.spillConstantsAtBytes = 1;
+  CHECK(session::compileModel(mlp, options, noCache).bytes == inMemory);
+}
+
 TEST_CASE("a run session runs steps over a data set", "[session]") {
   const session::CompileResult compiled = session::compileModel(kRelu, {}, {});
   session::RunSession run(popc::popef::Executable::fromBytes(compiled.bytes, "relu"), {}, "relu");
