@@ -12,6 +12,10 @@
 
 namespace popc::graph {
 
+namespace {
+constexpr const char *kStayInMemory = "they stay in memory (set TMPDIR to a writable directory on disk)";
+} // namespace
+
 std::unique_ptr<ConstantSpill> ConstantSpill::spill(DeviceGraph &g, const std::string &dir) {
   auto log = log::get("driver");
   auto align64 = [](uint64_t n) { return (n + 63) / 64 * 64; };
@@ -26,8 +30,8 @@ std::unique_ptr<ConstantSpill> ConstantSpill::spill(DeviceGraph &g, const std::s
   std::string path = dir + "/popc-constants.XXXXXX";
   UniqueFd fd(::mkstemp(path.data()));
   if (!fd.valid()) {
-    log->warn("cannot create a temporary file in {} for the model's constants ({}): they stay in memory (set TMPDIR)",
-              dir, std::strerror(errno));
+    log->warn("cannot create a temporary file in {} for the model's constants ({}): {}", dir, std::strerror(errno),
+              kStayInMemory);
     return nullptr;
   }
   ::unlink(path.c_str()); // the file lives as long as it is open or mapped
@@ -37,16 +41,16 @@ std::unique_ptr<ConstantSpill> ConstantSpill::spill(DeviceGraph &g, const std::s
     if (data.empty())
       continue;
     if (::lseek(fd.get(), off_t(offsets[id]), SEEK_SET) < 0 || !writeAll(fd.get(), data.data(), data.size())) {
-      log->warn("cannot write the model's constants to a temporary file in {} ({}): they stay in memory (set TMPDIR)",
-                dir, std::strerror(errno));
+      log->warn("cannot write the model's constants to a temporary file in {} ({}): {}", dir, std::strerror(errno),
+                kStayInMemory);
       return nullptr;
     }
   }
   void *p = ::ftruncate(fd.get(), off_t(size)) == 0 ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0)
                                                      : MAP_FAILED;
   if (p == MAP_FAILED) {
-    log->warn("cannot map the model's constants from a temporary file in {} ({}): they stay in memory", dir,
-              std::strerror(errno));
+    log->warn("cannot map the model's constants from a temporary file in {} ({}): {}", dir, std::strerror(errno),
+              kStayInMemory);
     return nullptr;
   }
   auto *base = static_cast<uint8_t *>(p);
@@ -62,7 +66,9 @@ std::unique_ptr<ConstantSpill> ConstantSpill::spill(DeviceGraph &g, const std::s
   return std::unique_ptr<ConstantSpill>(new ConstantSpill(base, size));
 }
 
-void ConstantSpill::drop(std::span<const uint8_t> bytes) { releaseWholePages(bytes.data(), bytes.data() + bytes.size()); }
+void ConstantSpill::drop(std::span<const uint8_t> bytes) {
+  releaseWholePages(bytes.data(), bytes.data() + bytes.size());
+}
 
 ConstantSpill::~ConstantSpill() { ::munmap(base_, size_); }
 
