@@ -324,4 +324,23 @@ private:
   Program load_ = Program::sequence("load");
 };
 
+// Calls fn(tensor) for each tensor a compute set or exchange step reads or
+// writes (`p` an Execute or Exchange program; other kinds: none): every
+// vertex field's tensor, and the source and destination of every run of
+// copies (once per run: its copies share both). In stored order; a tensor
+// may come more than once. The one walk the liveness of the memory plan,
+// the pipeline's cross-stage pinning and auto-shard's costs share.
+template <typename Fn> void forEachStepTensor(const DeviceGraph &g, const Program &p, Fn &&fn) {
+  if (p.kind == ProgramKind::Execute) {
+    for (const Vertex &v : g.computeSets()[p.index].vertices)
+      for (const FieldRef &f : v.fields)
+        fn(f.tensor);
+  } else if (p.kind == ProgramKind::Exchange) {
+    for (const CopyList::Run &r : g.exchanges()[p.index].copies.runs()) {
+      fn(r.first.src);
+      fn(r.first.dst);
+    }
+  }
+}
+
 } // namespace popc::graph

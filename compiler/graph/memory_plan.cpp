@@ -82,16 +82,8 @@ private:
       break;
     }
     case ProgramKind::Execute:
-      for (const Vertex &v : g_.computeSets()[p.index].vertices)
-        for (const FieldRef &f : v.fields)
-          ranges_[f.tensor].touch(step_);
-      ++step_;
-      break;
     case ProgramKind::Exchange:
-      for (const Copy &c : g_.exchanges()[p.index].copies) {
-        ranges_[c.src].touch(step_);
-        ranges_[c.dst].touch(step_);
-      }
+      forEachStepTensor(g_, p, [&](TensorId t) { ranges_[t].touch(step_); });
       ++step_;
       break;
     case ProgramKind::StreamCopy:

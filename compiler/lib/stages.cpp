@@ -37,23 +37,16 @@ void measure(const graph::DeviceGraph &g, const codegen::VertexCodegen &cg, cons
     break;
   case graph::ProgramKind::Execute: {
     std::map<uint32_t, uint64_t> perTile;
-    for (const auto &v : g.computeSets()[p.index].vertices) {
+    for (const auto &v : g.computeSets()[p.index].vertices)
       perTile[v.tile] += cg.vertexTypes().at(v.type).cycles;
-      for (const auto &f : v.fields)
-        touch(f.tensor);
-    }
     uint64_t worst = 0;
     for (const auto &[tile, cycles] : perTile)
       worst = std::max(worst, cycles);
     c.cycles += double(worst); // ~ the busiest context's load x workers (round-robin issue)
+    graph::forEachStepTensor(g, p, touch);
     break;
   }
-  case graph::ProgramKind::Exchange:
-    for (const auto &cp : g.exchanges()[p.index].copies) {
-      touch(cp.src);
-      touch(cp.dst);
-    }
-    break;
+  case graph::ProgramKind::Exchange: graph::forEachStepTensor(g, p, touch); break;
   default: break;
   }
 }

@@ -98,14 +98,7 @@ void checkStageTiles(const graph::DeviceGraph &g, const graph::Program &p, uint3
 void touched(const graph::DeviceGraph &g, const graph::Program &p, const std::function<void(graph::TensorId)> &fn) {
   switch (p.kind) {
   case graph::ProgramKind::Execute:
-    for (const auto &v : g.computeSets()[p.index].vertices)
-      for (const auto &f : v.fields)
-        fn(f.tensor);
-    break;
-  case graph::ProgramKind::Exchange:
-    for (const auto &c : g.exchanges()[p.index].copies)
-      fn(c.src), fn(c.dst);
-    break;
+  case graph::ProgramKind::Exchange: graph::forEachStepTensor(g, p, fn); break;
   case graph::ProgramKind::StreamCopy: fn(g.streams()[p.index].tensor); break;
   default:
     for (const auto &c : p.children)
