@@ -283,15 +283,6 @@ template <typename... T> void leaveForExit(T &&...objects) {
 #endif
 }
 
-namespace {
-uint64_t constantBytes(const graph::DeviceGraph &dg) {
-  uint64_t bytes = 0;
-  for (const graph::DeviceTensor &t : dg.tensors())
-    bytes += t.constData.size();
-  return bytes;
-}
-} // namespace
-
 std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOptions &options,
                                  CompileStats *stats, const CompileHooks *hooks) {
   checkTrainingOptions(options);
@@ -401,11 +392,9 @@ std::vector<uint8_t> compileOnnx(const std::string &modelPath, const CompileOpti
   // handed back, so the schedule's structures do not stand beside them.
   ir = ir::Ir();
   releaseFreedHeap();
-  std::unique_ptr<graph::ConstantSpill> spill;
-  if (constantBytes(dg) >= options.spillConstantsAtBytes) {
-    const char *tmp = std::getenv("TMPDIR"); // (std::filesystem's lookup throws on a bad TMPDIR)
-    spill = graph::ConstantSpill::spill(dg, tmp && *tmp ? tmp : "/tmp");
-  }
+  const char *tmp = std::getenv("TMPDIR"); // (std::filesystem's lookup throws on a bad TMPDIR)
+  std::unique_ptr<graph::ConstantSpill> spill =
+      graph::ConstantSpill::spill(dg, tmp && *tmp ? tmp : "/tmp", options.spillConstantsAtBytes);
   if (profile)
     profile->liveness = livenessJson(dg, *plan);
   for (const auto &cs : dg.computeSets())

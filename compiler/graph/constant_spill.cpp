@@ -16,16 +16,17 @@ namespace {
 constexpr const char *kStayInMemory = "they stay in memory (set TMPDIR to a writable directory on disk)";
 } // namespace
 
-std::unique_ptr<ConstantSpill> ConstantSpill::spill(DeviceGraph &g, const std::string &dir) {
+std::unique_ptr<ConstantSpill> ConstantSpill::spill(DeviceGraph &g, const std::string &dir, uint64_t minBytes) {
   auto log = log::get("driver");
   auto align64 = [](uint64_t n) { return (n + 63) / 64 * 64; };
   std::vector<uint64_t> offsets(g.tensors().size(), 0);
-  uint64_t size = 0;
+  uint64_t size = 0, constantBytes = 0;
   for (TensorId id = 0; id < g.tensors().size(); ++id) {
     offsets[id] = size;
     size += align64(g.tensor(id).constData.size());
+    constantBytes += g.tensor(id).constData.size();
   }
-  if (size == 0)
+  if (constantBytes == 0 || constantBytes < minBytes)
     return nullptr;
   std::string path = dir + "/popc-constants.XXXXXX";
   UniqueFd fd(::mkstemp(path.data()));

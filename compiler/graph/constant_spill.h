@@ -19,8 +19,9 @@ public:
   // Writes every constant's bytes of `g` to one temporary file in `dir`, then
   // empties each constData and points its `spilled` span into a read-only
   // mapping of the file. Returns null, with every byte left where it was, if
-  // the file cannot be written (the reason is logged).
-  static std::unique_ptr<ConstantSpill> spill(DeviceGraph &g, const std::string &dir);
+  // `g` holds fewer than `minBytes` (or no) constant bytes, or if the file
+  // cannot be written (the reason is logged).
+  static std::unique_ptr<ConstantSpill> spill(DeviceGraph &g, const std::string &dir, uint64_t minBytes = 1);
   ~ConstantSpill();
   ConstantSpill(const ConstantSpill &) = delete;
   ConstantSpill &operator=(const ConstantSpill &) = delete;

@@ -22,9 +22,6 @@ void copyWhole(Lowering &L, const std::string &name, graph::TensorId src, graph:
   L.graph.exchange(b.preExchange()).copies.push_back({src, 0, dst, 0, L.graph.tensor(dst).bytes});
 }
 
-// Constants and variables: bytes written at load. A variable keeps its own
-// bytes for good (persistent): updates write them, and no laid-out copy may
-// go stale.
 // Whether lowering may move constant `t`'s bytes out of the IR (LowerOptions::
 // moveConstantsFrom): a large constant that only weighs convolutions and
 // matmuls whose other operands include a value computed at run time. Such an
@@ -45,6 +42,9 @@ bool movable(const ir::Tensor &t, const ir::Graph &g) {
   });
 }
 
+// Constants and variables: bytes written at load. A variable keeps its own
+// bytes for good (persistent): updates write them, and no laid-out copy may
+// go stale.
 void bindConstant(const ir::Tensor &t, Lowering &L, ir::Graph *moveFrom) {
   Value v = L.newValue(t.name, t.info, graph::TensorRole::Constant);
   std::vector<uint8_t> &bytes = L.graph.tensor(v.tensor).constData;
