@@ -3,6 +3,7 @@
 #include "compiler/graph/constant_spill.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/serialize.h"
+#include "test/unit/graph/small_target.h"
 
 #include <catch2/catch.hpp>
 
@@ -16,10 +17,7 @@ namespace {
 
 // Two constants (one odd-sized, so the file pads it) copied into an output.
 DeviceGraph twoConstants() {
-  Target t = Target::forArch("ipu2");
-  t.tilesPerIpu = 4;
-  t.bytesPerTile = 1 << 16;
-  DeviceGraph g(t);
+  DeviceGraph g(test::smallTarget(4, 1 << 16));
   const TensorId a = g.addTensor("a", DType::F32, {1000}, TensorRole::Constant);
   const TensorId b = g.addTensor("b", DType::I8, {37}, TensorRole::Constant);
   const TensorId out = g.addTensor("out", DType::F32, {1000}, TensorRole::Output);

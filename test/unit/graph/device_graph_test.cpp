@@ -1,18 +1,11 @@
 #include "compiler/graph/device_graph.h"
+#include "test/unit/graph/small_target.h"
 
 #include <catch2/catch.hpp>
 
 using namespace popc;
 using namespace popc::graph;
-
-namespace {
-Target smallTarget(uint32_t tiles = 8, uint32_t bytes = 4096) {
-  Target t = Target::forArch("ipu2");
-  t.tilesPerIpu = tiles;
-  t.bytesPerTile = bytes;
-  return t;
-}
-} // namespace
+using popc::graph::test::smallTarget;
 
 TEST_CASE("forArch knows ipu1 and ipu2 and rejects others", "[graph]") {
   CHECK(Target::forArch("ipu2").tilesPerIpu == 1472);

@@ -1,4 +1,5 @@
 #include "compiler/graph/memory_plan.h"
+#include "test/unit/graph/small_target.h"
 
 #include "support/error.h"
 
@@ -6,14 +7,9 @@
 
 using namespace popc;
 using namespace popc::graph;
+using popc::graph::test::smallTarget;
 
 namespace {
-Target smallTarget(uint32_t tiles, uint32_t bytes) {
-  Target t = Target::forArch("ipu2");
-  t.tilesPerIpu = tiles;
-  t.bytesPerTile = bytes;
-  return t;
-}
 
 // Adds an exchange step copying all of `src` into `dst` to the main program.
 void copyStep(DeviceGraph &g, TensorId src, TensorId dst) {

@@ -1,4 +1,5 @@
 #include "compiler/graph/serialize.h"
+#include "test/unit/graph/small_target.h"
 
 #include "formats/popef/popef.h"
 
@@ -12,10 +13,7 @@ namespace {
 // 64 floats spread over tiles 0-3 (16 each) gathered, every fourth one, into
 // a temporary on tile 3; the copies come in reverse order.
 DeviceGraph stridedGather() {
-  Target t = Target::forArch("ipu2");
-  t.tilesPerIpu = 4;
-  t.bytesPerTile = 4096;
-  DeviceGraph g(t);
+  DeviceGraph g(test::smallTarget(4, 4096));
   const TensorId src = g.addTensor("src", DType::F32, {64}, TensorRole::Input);
   const TensorId dst = g.addTensor("dst", DType::F32, {16}, TensorRole::Output);
   g.mapLinearly(src, 0, 4, 1, 16);
