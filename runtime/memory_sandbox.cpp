@@ -76,6 +76,8 @@ public:
     std::vector<llvm::Instruction *> work;
     for (llvm::Instruction &inst : llvm::instructions(f_))
       work.push_back(&inst);
+    if (entry_)
+      findAnchors(work);
     uint64_t stackBytes = 0;
     for (llvm::Instruction *inst : work) {
       if (auto *bo = llvm::dyn_cast<llvm::BinaryOperator>(inst)) {
@@ -207,6 +209,55 @@ private:
 
   uint64_t limitOf(const Region &r) const { return r.object ? r.objectSize : half_; }
 
+  // An anchor is an access that valid code makes whenever its block runs, at
+  // an address the sandbox leaves as it is: a load or store, or a masked one
+  // with a constant mask (its first accessed lane lies in the tile, so its
+  // address is at most a vector below it, within the guard). A masked access
+  // with a run-time mask is no anchor: with every lane off, valid code may
+  // point it anywhere (a kernel row in the padding).
+  llvm::Value *anchorPointer(llvm::Instruction &inst) const {
+    if (auto *load = llvm::dyn_cast<llvm::LoadInst>(&inst))
+      return load->getPointerOperand();
+    if (auto *store = llvm::dyn_cast<llvm::StoreInst>(&inst))
+      return store->getPointerOperand();
+    auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst);
+    if (!call)
+      return nullptr;
+    unsigned ptrArg = 0, maskArg = 0;
+    if (call->getIntrinsicID() == llvm::Intrinsic::masked_load) {
+      ptrArg = 0;
+      maskArg = 2;
+    } else if (call->getIntrinsicID() == llvm::Intrinsic::masked_store) {
+      ptrArg = 1;
+      maskArg = 3;
+    } else {
+      return nullptr;
+    }
+    auto *mask = llvm::dyn_cast<llvm::Constant>(call->getArgOperand(maskArg));
+    if (!mask || mask->isNullValue() || mask->containsUndefOrPoisonElement() ||
+        llvm::isa<llvm::ConstantExpr>(mask))
+      return nullptr;
+    return call->getArgOperand(ptrArg);
+  }
+
+  // Per (q, block): the lowest constant offset c of an anchor at q + c. The
+  // accesses of that block at q + c' (c' >= c) then share one confined q + c
+  // and keep c' - c as their addressing mode's displacement (see confine).
+  void findAnchors(const std::vector<llvm::Instruction *> &work) {
+    for (llvm::Instruction *inst : work) {
+      llvm::Value *p = anchorPointer(*inst);
+      if (!p || !p->getType()->isPointerTy() || p->getType()->getPointerAddressSpace() != 0)
+        continue;
+      llvm::APInt c(64, 0);
+      llvm::Value *q = p->stripAndAccumulateConstantOffsets(dl_, c, true);
+      if (q == base() || regionOf(p, false).object)
+        continue; // from tile_base the mask folds to a constant anyway; stack and globals clamp
+      auto [it, added] = anchors_.try_emplace({q, inst->getParent()}, c.getSExtValue(), nullptr);
+      if (!added && c.getSExtValue() < it->second.lowest)
+        it->second.lowest = c.getSExtValue();
+    }
+  }
+
   // Rewrites pointer (or vector of pointers) `p` into `region`, for accesses
   // of `size` bytes (`dynamicSize` when not constant; it is <= limitOf).
   llvm::Value *confine(llvm::Instruction &at, llvm::Value *p, const Region &region, uint64_t size,
@@ -223,6 +274,24 @@ private:
       // around it, and the constant folds into the mask's addend.
       llvm::APInt c(64, 0);
       llvm::Value *q = p->stripAndAccumulateConstantOffsets(dl_, c, true);
+      // In a block with an anchor at q + lowest, valid code has that address
+      // in the unchanged range, so confining it alone and adding d = c -
+      // lowest leaves every access of the block unchanged; any code lands in
+      // [-guard, half - guard) + d + size <= 2 * half - guard: the window.
+      if (auto it = anchors_.find({q, at.getParent()}); it != anchors_.end() && !dynamicSize) {
+        Anchor &a = it->second;
+        int64_t d = 0;
+        if (!__builtin_sub_overflow(c.getSExtValue(), a.lowest, &d) && d >= 0 && uint64_t(d) + size <= half_) {
+          if (!a.confined) {
+            llvm::Value *offset =
+                b_.CreateAdd(offsetFromBase(q), b_.getInt64(uint64_t(a.lowest) + guard_));
+            offset = b_.CreateAnd(offset, b_.getInt64(half_ - 1));
+            offset = b_.CreateSub(offset, b_.getInt64(guard_));
+            a.confined = b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
+          }
+          return d ? b_.CreateGEP(b_.getInt8Ty(), a.confined, b_.getInt64(d), "sfi") : a.confined;
+        }
+      }
       llvm::Value *offset = b_.CreateAdd(offsetFromBase(q), b_.getInt64((c + guard_).getZExtValue()));
       offset = b_.CreateAnd(offset, b_.getInt64(half_ - 1));
       offset = b_.CreateSub(offset, b_.getInt64(guard_));
@@ -382,6 +451,11 @@ private:
   llvm::IRBuilder<> b_;
   llvm::Type *i64_ = nullptr;
   llvm::DenseMap<llvm::Value *, llvm::Value *> offsets_;
+  struct Anchor {
+    int64_t lowest;                 // the lowest anchor's constant offset from q
+    llvm::Value *confined;          // q + lowest confined, made at the block's first access from q
+  };
+  llvm::DenseMap<std::pair<llvm::Value *, llvm::BasicBlock *>, Anchor> anchors_;
 };
 
 } // namespace

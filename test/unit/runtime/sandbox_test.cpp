@@ -202,6 +202,76 @@ TEST_CASE("the sandbox keeps accesses inside the tile's window", "[runtime][sand
   }
 }
 
+// Runs `body` (after the add) as entry "add_f32_2" in a window of kHalf = 1024
+// bytes (guard 256) placed in a larger buffer; returns the floats at field 2
+// (the add's two outputs and one more) and whether every byte outside the
+// window kept its fill.
+struct WindowRun {
+  float out[3];
+  bool outsideIntact;
+};
+WindowRun runInWindow(const Body &body) {
+  constexpr uint64_t kHalf = 1024, kStride = 2 * kHalf, kGuard = 256;
+  auto context = std::make_unique<llvm::LLVMContext>();
+  auto module = makeModule(*context, body);
+  Jit jit;
+  popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, kHalf, kGuard};
+  jit.addModule(std::move(module), std::move(context), "test", &sandbox);
+  auto fn = jit.lookup("add_f32_2", "test");
+  std::vector<uint32_t> memory(6 * kStride / 4, 0xabababab);
+  uint8_t *window = reinterpret_cast<uint8_t *>(memory.data()) + kStride;
+  uint8_t *tile = window + kGuard;
+  std::memset(window, 0, kStride);
+  float in0[2] = {1.5f, -2}, in1[2] = {0.25f, 8};
+  std::memcpy(tile, in0, 8);
+  std::memcpy(tile + 16, in1, 8);
+  alignas(16) uint32_t offsets[3] = {0, 16, 32};
+  fn(tile, offsets);
+  WindowRun r{};
+  std::memcpy(r.out, tile + 32, 12);
+  r.outsideIntact = true;
+  for (size_t i = 0; i < memory.size(); ++i)
+    if ((i < kStride / 4 || i >= 2 * kStride / 4) && memory[i] != 0xabababab)
+      r.outsideIntact = false;
+  return r;
+}
+
+TEST_CASE("accesses from one base in a block are confined together", "[runtime][sandbox]") {
+  // A forged base far outside the tile with accesses at several constant
+  // offsets: those within half a stride of the lowest share its confined
+  // address, the others are confined alone; none leaves the window.
+  WindowRun r = runInWindow([](auto &b, auto &, auto *base, auto *) {
+    llvm::Value *q = forged(b, base, 100 * kMiB + 512);
+    llvm::Value *v = llvm::ConstantFP::get(b.getFloatTy(), 999.0);
+    for (int64_t off : {int64_t(0), int64_t(8), int64_t(1024 - 4), int64_t(1024 + 512), int64_t(-64), int64_t(-5000)})
+      b.CreateStore(v, at(b, q, off));
+    b.CreateMemSet(at(b, q, 16), b.getInt8(0x7f), b.getInt64(1000), llvm::MaybeAlign(4));
+  });
+  CHECK(r.outsideIntact);
+}
+
+TEST_CASE("a masked access with a run-time mask anchors no group", "[runtime][sandbox]") {
+  // Valid code may point a masked load with every lane off anywhere (a kernel
+  // row in the padding): here 512 bytes below field 0. Were it the anchor of
+  // field 0's accesses, they would move with it and the sum would be wrong.
+  WindowRun r = runInWindow([](auto &b, auto &, auto *base, auto *offsets) {
+    llvm::Value *in0 = popc::test::fieldPointer(b, base, offsets, 0);
+    llvm::Value *out = popc::test::fieldPointer(b, base, offsets, 2);
+    // false at run time (offsets[0] is 0), unknown to the optimiser
+    llvm::Value *off0 = b.CreateLoad(b.getInt32Ty(), offsets);
+    llvm::Value *on = b.CreateICmpEQ(off0, b.getInt32(12345));
+    auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), 4);
+    llvm::Value *lanes = b.CreateMaskedLoad(vt, at(b, in0, -512), llvm::Align(4), b.CreateVectorSplat(4, on),
+                                            llvm::Constant::getNullValue(vt));
+    llvm::Value *x = b.CreateLoad(b.getFloatTy(), in0);
+    b.CreateStore(b.CreateFAdd(x, b.CreateExtractElement(lanes, uint64_t(0))), at(b, out, 8));
+  });
+  CHECK(r.out[0] == 1.75f);
+  CHECK(r.out[1] == 6.0f);
+  CHECK(r.out[2] == 1.5f); // in0[0] + 0 (no lane read)
+  CHECK(r.outsideIntact);
+}
+
 TEST_CASE("the sandbox refuses what it cannot confine", "[runtime][sandbox]") {
   auto error = [](const Body &body) -> std::string {
     auto context = std::make_unique<llvm::LLVMContext>();
