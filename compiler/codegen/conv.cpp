@@ -30,6 +30,88 @@ bool channelsImmediate(const ConvSpec &s) {
   return s.inChannels >= kMaxAccumulatorSets || uint64_t(s.kernelH) * s.kernelW >= kMaxAccumulatorSets;
 }
 
+// Host code shape. The band is computed in register tiles of `ob` output
+// channels x `nr` output rows x `nv` vectors of `v` output columns: the tile's
+// accumulators stay in registers over the whole reduction (input channels as a
+// loop, kernel taps unrolled), so each input vector loaded feeds `ob` FMAs and
+// each weight `nr*nv`. Zero padding costs nothing in the loop: columns outside
+// the image are masked lanes of constant-position edge chunks (interior chunks
+// run unmasked in a loop), and kernel rows outside the image are loads with a
+// run-time mask (all lanes off) in the tiles whose rows may need them.
+// A 1x1 stride-1 conv whose rows are contiguous runs as one long row (a small
+// matmul out[oc][p] = sum_ic w[oc][ic] * in[ic][p]).
+struct Tiling {
+  bool flat = false;     // the band as one row of outRows*outWidth outputs
+  int64_t rows = 0;      // output rows of the (virtual) band
+  int64_t width = 0;     // outputs per (virtual) row
+  int64_t v = 16, nv = 1, nr = 1, ob = 1;
+};
+
+// About 16 accumulators per tile: enough independent FMA chains to hide the
+// FMA latency (4 cycles, 2 pipes), few enough to stay in registers with the
+// input vectors. Tiles with fewer than kMinChains add accumulator sets.
+constexpr int64_t kAccumulators = 16;
+constexpr int64_t kMinChains = 8;
+
+Tiling planTiling(const ConvSpec &s) {
+  Tiling t;
+  const int64_t OW = s.outWidth;
+  const Window w = windowOf(s);
+  t.flat = s.kernelH == 1 && s.kernelW == 1 && s.strideH == 1 && s.strideW == 1 && s.inWidth == OW && [&] {
+    const Window::ConstRows r0 = w.rows(0);
+    const Window::ConstColumns c0 = w.columns(0);
+    return c0.offset == 0 && c0.lo == 0 && c0.hi == OW && r0.lo == 0 && r0.hi == int64_t(s.outRows);
+  }();
+  t.rows = t.flat ? 1 : s.outRows;
+  t.width = t.flat ? int64_t(s.outRows) * OW : OW;
+  // One host vector (16 f32 / 8 f64 for AVX-512), narrower for narrow rows.
+  t.v = s.dtype == DType::F64 ? 8 : 16;
+  while (t.v > 4 && t.v / 2 >= t.width)
+    t.v /= 2;
+  // Output channels per tile: all if at most 8, else evenly split blocks of <= 8.
+  const int64_t oc = s.outChannels;
+  const int64_t blocks = (oc + 7) / 8;
+  t.ob = (oc + blocks - 1) / blocks;
+  t.nv = std::min<int64_t>({(t.width + t.v - 1) / t.v, std::max<int64_t>(1, kAccumulators / t.ob), 8});
+  const int64_t rowBudget = std::max<int64_t>(1, kAccumulators / (t.ob * t.nv));
+  t.nr = 1;
+  for (int64_t d = 1; d <= std::min(rowBudget, t.rows); ++d)
+    if (t.rows % d == 0)
+      t.nr = d;
+  return t;
+}
+
+// The band's rows as an immediate field, not part of the code: a layer's
+// row bands differ at the image's edges (which kernel rows fall in the
+// padding), so a 3x3 conv had three functions and ResNet's 7x7 stem four.
+// For a band of one output row, each kernel row is either in the image or
+// not, so the code takes a bit per kernel row and branches around the taps
+// of those outside, as the constant code leaves them out: the same
+// arithmetic in the same order, and as fast (popc-vertex-bench). Bands of
+// several rows keep constant rows: there one row's taps would need a branch
+// per tile row or a select per FMA (40-50 % slower). Packed: bits 0-15 the
+// kernel rows' bits, bits 16-27 the input band's rows (its channel pitch),
+// bits 28-31 the field row of the output row under kernel row 0, plus 8.
+constexpr int64_t kRowBaseBias = 8;
+
+std::optional<uint32_t> rowsImmediate(const ConvSpec &s) {
+  // (With two kernel rows or more the band is not flat: planTiling's tile
+  // rows are its output rows.)
+  if (s.kernelH < 2 || s.outRows != 1 || s.kernelH > 16 || s.inRows > 0xfff)
+    return std::nullopt;
+  const Window w = windowOf(s);
+  const int64_t rowBase = w.rows(0).base - s.inRowBegin;
+  if (rowBase < -kRowBaseBias || rowBase >= 16 - kRowBaseBias)
+    return std::nullopt;
+  uint32_t mask = 0;
+  for (int64_t kh = 0; kh < s.kernelH; ++kh) {
+    const Window::ConstRows rw = w.rows(kh);
+    if (rw.lo == 0 && rw.hi == 1)
+      mask |= 1u << kh;
+  }
+  return mask | uint32_t(s.inRows) << 16 | uint32_t(rowBase + kRowBaseBias) << 28;
+}
+
 } // namespace
 
 KernelDesc describe(const ConvSpec &s) {
@@ -69,12 +151,21 @@ KernelDesc describe(const ConvSpec &s) {
   }
   d.fields.push_back(
       {"out", fieldBytes("out", {s.outChannels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
+  ConvSpec code = s; // what the code depends on: the spec without its immediates
+  std::string immediates;
   if (channelsImmediate(s)) {
     d.fields.push_back({"inChannels", 0, FieldAccess::Immediate, s.inChannels});
-    ConvSpec code = s;
     code.inChannels = 0;
-    d.codeKey = key(code) + ",inChannels=immediate";
+    immediates += ",inChannels=immediate";
   }
+  if (std::optional<uint32_t> rows = rowsImmediate(s)) {
+    d.fields.push_back({"rows", 0, FieldAccess::Immediate, *rows});
+    code.inHeight = code.inRows = code.outRowBegin = 0;
+    code.inRowBegin = code.padTop = 0;
+    immediates += ",rows=immediate";
+  }
+  if (!immediates.empty())
+    d.codeKey = key(code) + immediates;
   const uint64_t outputs = uint64_t(s.outChannels) * s.outRows * s.outWidth;
   d.cycles = cycles::conv(outputs, uint64_t(s.inChannels) * s.kernelH * s.kernelW, s.relu, s.dtype == DType::F64,
                           s.integer.has_value(), s.halfPartials);
@@ -83,35 +174,12 @@ KernelDesc describe(const ConvSpec &s) {
 
 namespace {
 
-// Host code shape. The band is computed in register tiles of `ob` output
-// channels x `nr` output rows x `nv` vectors of `v` output columns: the tile's
-// accumulators stay in registers over the whole reduction (input channels as a
-// loop, kernel taps unrolled), so each input vector loaded feeds `ob` FMAs and
-// each weight `nr*nv`. Zero padding costs nothing in the loop: columns outside
-// the image are masked lanes of constant-position edge chunks (interior chunks
-// run unmasked in a loop), and kernel rows outside the image are loads with a
-// run-time mask (all lanes off) in the tiles whose rows may need them.
-// A 1x1 stride-1 conv whose rows are contiguous runs as one long row (a small
-// matmul out[oc][p] = sum_ic w[oc][ic] * in[ic][p]).
-struct Tiling {
-  bool flat = false;     // the band as one row of outRows*outWidth outputs
-  int64_t rows = 0;      // output rows of the (virtual) band
-  int64_t width = 0;     // outputs per (virtual) row
-  int64_t v = 16, nv = 1, nr = 1, ob = 1;
-};
-
 // A run of `count` column chunks of nv*v outputs starting at `start`,
 // `start + nv*v`, ...; runtime chunks are emitted as a loop and never need masks.
 struct Chunks {
   int64_t start, count;
   bool loop;
 };
-
-// About 16 accumulators per tile: enough independent FMA chains to hide the
-// FMA latency (4 cycles, 2 pipes), few enough to stay in registers with the
-// input vectors. Tiles with fewer than kMinChains add accumulator sets.
-constexpr int64_t kAccumulators = 16;
-constexpr int64_t kMinChains = 8;
 
 class ConvEmitter {
 public:
@@ -122,7 +190,6 @@ public:
   void run();
 
 private:
-  Tiling plan() const;
   std::vector<Chunks> chunks() const;
   bool laneInImage(int64_t kw, int64_t col) const;
   // One register tile: channels [oc0, oc0+ob), rows [ohl0, ohl0+nr), columns
@@ -141,33 +208,8 @@ private:
   std::vector<Window::ConstColumns> cols_;    // per kernel column
   Value *in_ = nullptr, *weights_ = nullptr, *bias_ = nullptr, *out_ = nullptr;
   Value *inChannels_ = nullptr; // i64: the immediate field, or the spec's constant
+  Value *rowsImm_ = nullptr;    // i64: rowsImmediate's packed field, or null (rows_ then)
 };
-
-Tiling ConvEmitter::plan() const {
-  Tiling t;
-  const int64_t OW = s_.outWidth;
-  const Window::ConstRows &r0 = rows_[0];
-  const Window::ConstColumns &c0 = cols_[0];
-  t.flat = s_.kernelH == 1 && s_.kernelW == 1 && s_.strideH == 1 && s_.strideW == 1 && s_.inWidth == OW &&
-           c0.offset == 0 && c0.lo == 0 && c0.hi == OW && r0.lo == 0 && r0.hi == int64_t(s_.outRows);
-  t.rows = t.flat ? 1 : s_.outRows;
-  t.width = t.flat ? int64_t(s_.outRows) * OW : OW;
-  // One host vector (16 f32 / 8 f64 for AVX-512), narrower for narrow rows.
-  t.v = s_.dtype == DType::F64 ? 8 : 16;
-  while (t.v > 4 && t.v / 2 >= t.width)
-    t.v /= 2;
-  // Output channels per tile: all if at most 8, else evenly split blocks of <= 8.
-  const int64_t oc = s_.outChannels;
-  const int64_t blocks = (oc + 7) / 8;
-  t.ob = (oc + blocks - 1) / blocks;
-  t.nv = std::min<int64_t>({(t.width + t.v - 1) / t.v, std::max<int64_t>(1, kAccumulators / t.ob), 8});
-  const int64_t rowBudget = std::max<int64_t>(1, kAccumulators / (t.ob * t.nv));
-  t.nr = 1;
-  for (int64_t d = 1; d <= std::min(rowBudget, t.rows); ++d)
-    if (t.rows % d == 0)
-      t.nr = d;
-  return t;
-}
 
 bool ConvEmitter::laneInImage(int64_t kw, int64_t col) const {
   if (col >= t_.width)
@@ -210,28 +252,46 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   const DType dt = accum_.compute;
   const int64_t V = t_.v, NV = t_.nv, NR = t_.nr, KH = s_.kernelH, KW = s_.kernelW, KK = KH * KW;
   const int64_t W = s_.inWidth, SW = s_.strideW;
-  const int64_t inPlane = int64_t(s_.inRows) * W, outPlane = int64_t(s_.outRows) * s_.outWidth;
+  const int64_t outPlane = int64_t(s_.outRows) * s_.outWidth;
   Type *vt = em_.vecType(dt, unsigned(V));
   auto acc = [&](int64_t j, int64_t r, int64_t v) { return size_t((j * NR + r) * NV + v); };
 
   // Per kernel row and tile row: in the image for all, none or some (runtime
-  // flag) of the row groups this tile runs for; field row offset.
+  // flag) of the row groups this tile runs for; field row offset. With the
+  // rows an immediate (one group), each pair is all or none, by its bit.
   enum class Rows { All, None, Some };
-  std::vector<Rows> rowKind(size_t(KH * NR));
+  std::vector<Rows> rowKind(size_t(KH * NR), Rows::All);
   std::vector<Value *> rowValid(size_t(KH * NR), nullptr), rowOffset(size_t(KH * NR), nullptr);
-  for (int64_t kh = 0; kh < KH; ++kh)
-    for (int64_t r = 0; r < NR; ++r) {
-      const Window::ConstRows &rw = rows_[kh];
-      const int64_t first = group0 * NR + r, last = (group0 + groups - 1) * NR + r;
-      Rows kind = first >= rw.lo && last < rw.hi ? Rows::All : (last < rw.lo || first >= rw.hi ? Rows::None : Rows::Some);
-      const size_t i = size_t(kh * NR + r);
-      rowKind[i] = kind;
-      Value *ohl = b_.CreateAdd(ohl0, em_.i64(r));
-      if (kind == Rows::Some)
-        rowValid[i] = b_.CreateAnd(b_.CreateICmpSGE(ohl, em_.i64(rw.lo)), b_.CreateICmpSLT(ohl, em_.i64(rw.hi)));
-      const int64_t rowOff = rw.base - s_.inRowBegin; // field row of relative output row 0
-      rowOffset[i] = b_.CreateMul(b_.CreateAdd(b_.CreateMul(ohl, em_.i64(s_.strideH)), em_.i64(rowOff)), em_.i64(W));
-    }
+  Value *inPlane = nullptr; // elements per input channel of the field
+  if (rowsImm_) {
+    POPC_ASSERT(groups == 1 && NR == 1);
+    inPlane = b_.CreateMul(b_.CreateAnd(b_.CreateLShr(rowsImm_, 16), em_.i64(0xfff)), em_.i64(W));
+    Value *rowBase = b_.CreateSub(b_.CreateLShr(rowsImm_, 28), em_.i64(kRowBaseBias));
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t r = 0; r < NR; ++r) {
+        const size_t i = size_t(kh * NR + r);
+        Value *ohl = b_.CreateAdd(ohl0, em_.i64(r));
+        rowValid[i] = b_.CreateTrunc(b_.CreateLShr(rowsImm_, uint64_t(i)), b_.getInt1Ty());
+        Value *fieldRow = b_.CreateAdd(b_.CreateMul(ohl, em_.i64(s_.strideH)),
+                                       b_.CreateAdd(rowBase, em_.i64(kh * int64_t(s_.dilationH))));
+        rowOffset[i] = b_.CreateMul(fieldRow, em_.i64(W));
+      }
+  } else {
+    inPlane = em_.i64(int64_t(s_.inRows) * W);
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t r = 0; r < NR; ++r) {
+        const Window::ConstRows &rw = rows_[kh];
+        const int64_t first = group0 * NR + r, last = (group0 + groups - 1) * NR + r;
+        Rows kind = first >= rw.lo && last < rw.hi ? Rows::All : (last < rw.lo || first >= rw.hi ? Rows::None : Rows::Some);
+        const size_t i = size_t(kh * NR + r);
+        rowKind[i] = kind;
+        Value *ohl = b_.CreateAdd(ohl0, em_.i64(r));
+        if (kind == Rows::Some)
+          rowValid[i] = b_.CreateAnd(b_.CreateICmpSGE(ohl, em_.i64(rw.lo)), b_.CreateICmpSLT(ohl, em_.i64(rw.hi)));
+        const int64_t rowOff = rw.base - s_.inRowBegin; // field row of relative output row 0
+        rowOffset[i] = b_.CreateMul(b_.CreateAdd(b_.CreateMul(ohl, em_.i64(s_.strideH)), em_.i64(rowOff)), em_.i64(W));
+      }
+  }
   // Lanes per (kernel column, vector): constant masks for edge chunks.
   auto lanes = [&](int64_t kw, int64_t v) {
     std::vector<bool> on(size_t(V), true);
@@ -269,41 +329,54 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   // Adds input channel `ic` (all taps) into the accumulators of `set` (or of
   // the tap's set).
   auto channel = [&](Value *ic, Emitter::Carried &next, int64_t set) {
-    Value *chan = b_.CreateMul(ic, em_.i64(inPlane));
+    Value *chan = b_.CreateMul(ic, inPlane);
     Value *wChan = b_.CreateAdd(wBlock, b_.CreateMul(ic, em_.i64(KK)));
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        const int64_t tapSet = tapSets ? (kh * KW + kw) % sets : set;
-        std::vector<Value *> wv(size_t(ob), nullptr);
-        auto weight = [&](int64_t j) {
-          if (!wv[size_t(j)]) {
-            Value *idx = b_.CreateAdd(wChan, b_.CreateAdd(b_.CreateMul(em_.i64(j), ocWeights), em_.i64(kh * KW + kw)));
-            wv[size_t(j)] = em_.splat(unsigned(V), weightsOperand_.load(em_, weights_, idx));
-          }
-          return wv[size_t(j)];
-        };
-        const int64_t colOff = t_.flat ? 0 : cols_[kw].offset;
-        for (int64_t r = 0; r < NR; ++r) {
-          const size_t ri = size_t(kh * NR + r);
-          if (rowKind[ri] == Rows::None)
-            continue;
-          // Not inbounds: a kernel row in the padding (all lanes off) may lie outside the field.
-          Value *row = b_.CreateGEP(em_.type(inOperand_.stored), in_, b_.CreateAdd(chan, rowOffset[ri]));
-          Value *enable = rowKind[ri] == Rows::Some ? rowValid[ri] : nullptr;
-          for (int64_t v = 0; v < NV; ++v) {
-            std::vector<bool> on = lanes(kw, v);
-            if (!any(on))
-              continue;
-            Value *col = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(colStart, em_.i64(v * V)), em_.i64(SW)),
-                                      em_.i64(colOff));
-            Value *x = inOperand_.loadLanes(em_, row, col, on, t_.flat ? 1 : SW, enable);
-            for (int64_t j = 0; j < ob; ++j) {
-              const size_t k = slot(tapSet, j, r, v);
-              next[k] = accum_.mulAdd(em_, weight(j), x, next[k]);
-            }
-          }
+    // Tap (kh, kw) of tile row r into `next`; `wv` caches the tap's weights.
+    auto tapRow = [&](int64_t kh, int64_t kw, int64_t r, std::vector<Value *> &wv, Emitter::Carried &next) {
+      const int64_t tapSet = tapSets ? (kh * KW + kw) % sets : set;
+      auto weight = [&](int64_t j) {
+        if (!wv[size_t(j)]) {
+          Value *idx = b_.CreateAdd(wChan, b_.CreateAdd(b_.CreateMul(em_.i64(j), ocWeights), em_.i64(kh * KW + kw)));
+          wv[size_t(j)] = em_.splat(unsigned(V), weightsOperand_.load(em_, weights_, idx));
+        }
+        return wv[size_t(j)];
+      };
+      const int64_t colOff = t_.flat ? 0 : cols_[kw].offset;
+      const size_t ri = size_t(kh * NR + r);
+      // Not inbounds: a kernel row in the padding (all lanes off) may lie outside the field.
+      Value *row = b_.CreateGEP(em_.type(inOperand_.stored), in_, b_.CreateAdd(chan, rowOffset[ri]));
+      Value *enable = rowKind[ri] == Rows::Some ? rowValid[ri] : nullptr;
+      for (int64_t v = 0; v < NV; ++v) {
+        std::vector<bool> on = lanes(kw, v);
+        if (!any(on))
+          continue;
+        Value *col = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(colStart, em_.i64(v * V)), em_.i64(SW)),
+                                  em_.i64(colOff));
+        Value *x = inOperand_.loadLanes(em_, row, col, on, t_.flat ? 1 : SW, enable);
+        for (int64_t j = 0; j < ob; ++j) {
+          const size_t k = slot(tapSet, j, r, v);
+          next[k] = accum_.mulAdd(em_, weight(j), x, next[k]);
         }
       }
+    };
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      if (rowsImm_) {
+        // One tile row (rowsImmediate): a branch around each kernel row's taps.
+        next = em_.ifThen(rowValid[size_t(kh)], next, [&](Emitter::Carried &in) {
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            std::vector<Value *> wv(size_t(ob), nullptr);
+            tapRow(kh, kw, 0, wv, in);
+          }
+        });
+        continue;
+      }
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        std::vector<Value *> wv(size_t(ob), nullptr);
+        for (int64_t r = 0; r < NR; ++r)
+          if (rowKind[size_t(kh * NR + r)] != Rows::None)
+            tapRow(kh, kw, r, wv, next);
+      }
+    }
   };
   Emitter::Carried sum = em_.unrolledLoop(inChannels_, icStep, init, channel);
   // A body of several taps is long enough on its own: unrolling it (at run
@@ -341,14 +414,20 @@ void ConvEmitter::run() {
   weights_ = em_.field(1);
   bias_ = s_.hasBias ? em_.field(2) : nullptr;
   out_ = em_.field(s_.hasBias ? 3 : 2);
-  inChannels_ = channelsImmediate(s_) ? em_.immediate(s_.hasBias ? 4 : 3) : em_.i64(s_.inChannels);
+  size_t nextField = s_.hasBias ? 4 : 3;
+  inChannels_ = channelsImmediate(s_) ? em_.immediate(nextField++) : em_.i64(s_.inChannels);
+  // With the rows an immediate the code must not read the spec's row fields:
+  // the types sharing it differ there.
+  if (rowsImmediate(s_))
+    rowsImm_ = em_.immediate(nextField++);
   if (s_.outChannels == 0 || s_.outRows == 0 || s_.outWidth == 0)
     return; // no outputs
-  for (int64_t kh = 0; kh < s_.kernelH; ++kh)
-    rows_.push_back(w_.rows(kh));
+  if (!rowsImm_)
+    for (int64_t kh = 0; kh < s_.kernelH; ++kh)
+      rows_.push_back(w_.rows(kh));
   for (int64_t kw = 0; kw < s_.kernelW; ++kw)
     cols_.push_back(w_.columns(kw));
-  t_ = plan();
+  t_ = planTiling(s_);
   const int64_t groups = t_.rows / t_.nr;
 
   const std::vector<Chunks> runs = chunks();

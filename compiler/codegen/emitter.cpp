@@ -240,6 +240,31 @@ void Emitter::ifThen(Value *cond, const std::function<void()> &then) {
   b_.SetInsertPoint(merge);
 }
 
+Emitter::Carried Emitter::ifThen(Value *cond, Carried values, const std::function<void(Carried &)> &then) {
+  Function *f = b_.GetInsertBlock()->getParent();
+  BasicBlock *from = b_.GetInsertBlock();
+  BasicBlock *thenBlock = BasicBlock::Create(ctx(), "then", f);
+  BasicBlock *merge = BasicBlock::Create(ctx(), "endif");
+  b_.CreateCondBr(cond, thenBlock, merge);
+  b_.SetInsertPoint(thenBlock);
+  Carried updated = values;
+  then(updated);
+  POPC_ASSERT(updated.size() == values.size());
+  BasicBlock *thenEnd = b_.GetInsertBlock();
+  b_.CreateBr(merge);
+  merge->insertInto(f);
+  b_.SetInsertPoint(merge);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (updated[i] == values[i])
+      continue;
+    PHINode *p = b_.CreatePHI(values[i]->getType(), 2);
+    p->addIncoming(updated[i], thenEnd);
+    p->addIncoming(values[i], from);
+    values[i] = p;
+  }
+  return values;
+}
+
 Value *Emitter::unaryIntrinsic(Intrinsic::ID id, Value *x) {
   return b_.CreateUnaryIntrinsic(id, x);
 }

@@ -106,6 +106,9 @@ public:
   void keepLastLoopRolled();
   // if (cond) { then() }
   void ifThen(Value *cond, const std::function<void()> &then);
+  // The same for values: `then` updates them; the result is its values where
+  // cond holds, `values` where it does not.
+  Carried ifThen(Value *cond, Carried values, const std::function<void(Carried &)> &then);
 
   // Math on float values (float or double). Intrinsics where LLVM has one,
   // otherwise calls to the allow-listed libm functions (tanhf erff, ...).

@@ -295,3 +295,34 @@ TEST_CASE("conv specs differing only in input channels share one function, each 
   CHECK(small.fields.back().access != FieldAccess::Immediate);
   CHECK(symbols.count(small.symbol) == 0);
 }
+
+TEST_CASE("one-row conv bands differing only in their rows share one function", "[codegen][conv]") {
+  // A band of one output row takes its rows as an immediate: which kernel rows
+  // fall in the padding (the image's top and bottom edges), the input band's
+  // rows and its first row. Rows outside the image are NaN in the field, so a
+  // kernel row that should be skipped and is not shows.
+  std::vector<ConvCase> cases;
+  for (uint32_t row = 0; row < 6; ++row) {
+    cases.push_back({5, 3, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, row, 1, true, true, false});
+    cases.push_back({5, 3, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, row, 1, true, true, true}); // band with padded rows
+    cases.push_back({3, 2, 12, 30, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, row, 1, true, false, false}); // a stem
+  }
+  cases.push_back({4, 2, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 2, 1, false, false, false}); // dilated rows
+  checkCases<float>(cases, DType::F32, 1e-5);
+  VertexCodegen cg;
+  std::set<std::string> symbols;
+  for (const ConvCase &c : cases) {
+    uint32_t oh;
+    const VertexTypeInfo &vt = cg.vertexTypes()[cg.getOrCreate(makeSpec(c, oh))];
+    INFO(vt.name);
+    symbols.insert(vt.symbol);
+    REQUIRE(vt.fields.back().access == FieldAccess::Immediate);
+    CHECK(vt.fields.back().name == "rows");
+  }
+  CHECK(symbols.size() == 3); // the 3x3 (the two band kinds share it), the stem, the dilated 3x3
+  // Bands of two rows keep their rows in the code (a branch per tile row would be slower).
+  uint32_t oh;
+  const VertexTypeInfo &two = cg.vertexTypes()[cg.getOrCreate(
+      makeSpec({5, 3, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 2, true, true, false}, oh))];
+  CHECK(two.fields.back().name != "rows");
+}
