@@ -84,33 +84,13 @@ Tiling planTiling(const ConvSpec &s) {
 // The band's rows as an immediate field, not part of the code: a layer's
 // row bands differ at the image's edges (which kernel rows fall in the
 // padding), so a 3x3 conv had three functions and ResNet's 7x7 stem four.
-// For a band of one output row, each kernel row is either in the image or
-// not, so the code takes a bit per kernel row and branches around the taps
-// of those outside, as the constant code leaves them out: the same
-// arithmetic in the same order, and as fast (popc-vertex-bench). Bands of
-// several rows keep constant rows: there one row's taps would need a branch
-// per tile row or a select per FMA (40-50 % slower). Packed: bits 0-15 the
-// kernel rows' bits, bits 16-27 the input band's rows (its channel pitch),
-// bits 28-31 the field row of the output row under kernel row 0, plus 8.
-constexpr int64_t kRowBaseBias = 8;
-
-std::optional<uint32_t> rowsImmediate(const ConvSpec &s) {
-  // (With two kernel rows or more the band is not flat: planTiling's tile
-  // rows are its output rows.)
-  if (s.kernelH < 2 || s.outRows != 1 || s.kernelH > 16 || s.inRows > 0xfff)
-    return std::nullopt;
-  const Window w = windowOf(s);
-  const int64_t rowBase = w.rows(0).base - s.inRowBegin;
-  if (rowBase < -kRowBaseBias || rowBase >= 16 - kRowBaseBias)
-    return std::nullopt;
-  uint32_t mask = 0;
-  for (int64_t kh = 0; kh < s.kernelH; ++kh) {
-    const Window::ConstRows rw = w.rows(kh);
-    if (rw.lo == 0 && rw.hi == 1)
-      mask |= 1u << kh;
-  }
-  return mask | uint32_t(s.inRows) << 16 | uint32_t(rowBase + kRowBaseBias) << 28;
-}
+// For a band of one output row (Window::oneRowImmediate) the code branches
+// around the taps of a kernel row outside the image, as the constant code
+// leaves them out: the same arithmetic in the same order, and as fast
+// (popc-vertex-bench). Bands of several rows keep constant rows: there one
+// row's taps would need a branch per tile row or a select per FMA (40-50 %
+// slower).
+std::optional<uint32_t> rowsImmediate(const ConvSpec &s) { return windowOf(s).oneRowImmediate(); }
 
 } // namespace
 
@@ -265,17 +245,14 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   Value *inPlane = nullptr; // elements per input channel of the field
   if (rowsImm_) {
     POPC_ASSERT(groups == 1 && NR == 1);
-    inPlane = b_.CreateMul(b_.CreateAnd(b_.CreateLShr(rowsImm_, 16), em_.i64(0xfff)), em_.i64(W));
-    Value *rowBase = b_.CreateSub(b_.CreateLShr(rowsImm_, 28), em_.i64(kRowBaseBias));
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t r = 0; r < NR; ++r) {
-        const size_t i = size_t(kh * NR + r);
-        Value *ohl = b_.CreateAdd(ohl0, em_.i64(r));
-        rowValid[i] = b_.CreateTrunc(b_.CreateLShr(rowsImm_, uint64_t(i)), b_.getInt1Ty());
-        Value *fieldRow = b_.CreateAdd(b_.CreateMul(ohl, em_.i64(s_.strideH)),
-                                       b_.CreateAdd(rowBase, em_.i64(kh * int64_t(s_.dilationH))));
-        rowOffset[i] = b_.CreateMul(fieldRow, em_.i64(W));
-      }
+    const Window::OneRow band = w_.decodeOneRow(em_, rowsImm_);
+    inPlane = b_.CreateMul(band.inRows, em_.i64(W));
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      rowValid[size_t(kh)] = band.inImage[size_t(kh)];
+      Value *fieldRow = b_.CreateAdd(b_.CreateMul(ohl0, em_.i64(s_.strideH)),
+                                     b_.CreateAdd(band.rowBase, em_.i64(kh * int64_t(s_.dilationH))));
+      rowOffset[size_t(kh)] = b_.CreateMul(fieldRow, em_.i64(W));
+    }
   } else {
     inPlane = em_.i64(int64_t(s_.inRows) * W);
     for (int64_t kh = 0; kh < KH; ++kh)

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <optional>
 
 namespace popc::codegen::detail {
 
@@ -29,10 +30,61 @@ KernelDesc describe(const PoolSpec &s) {
   d.fields.push_back({"out", fieldBytes("out", {s.channels, s.outRows, s.outWidth}, s.dtype), FieldAccess::Output});
   const uint64_t outputs = uint64_t(s.channels) * s.outRows * s.outWidth;
   d.cycles = cycles::pool(outputs, uint64_t(s.kernelH) * s.kernelW, s.dtype == DType::F64);
+  // A max pool's one-row bands at the image's edges share code with the
+  // others (Window::oneRowImmediate; conv does the same).
+  if (std::optional<uint32_t> rows = s.max ? windowOf(s).oneRowImmediate() : std::nullopt) {
+    d.fields.push_back({"rows", 0, FieldAccess::Immediate, *rows});
+    PoolSpec code = s;
+    code.inHeight = code.inRows = code.outRowBegin = 0;
+    code.inRowBegin = code.padTop = 0;
+    d.codeKey = key(code) + ",rows=immediate";
+  }
   return d;
 }
 
+namespace {
+
+// A max pool of one output row whose rows are an immediate: the taps of
+// Window::forEachTap in the same order (kernel rows, columns, outputs), a
+// branch around each kernel row's; nothing here reads the spec's row fields.
+void emitOneRowMax(Emitter &em, const PoolSpec &s, Value *rowsImmediate) {
+  IRBuilder<> &b = em.b();
+  const DType t = s.dtype;
+  const Window w = windowOf(s);
+  const Window::OneRow band = w.decodeOneRow(em, rowsImmediate);
+  Value *in = em.field(0), *out = em.field(1);
+  const int64_t OW = s.outWidth, W = s.inWidth;
+  Value *init = em.fconst(t, -std::numeric_limits<double>::infinity());
+  em.forLoop(s.channels, [&](Value *c) {
+    Value *outBase = b.CreateMul(c, em.i64(OW));
+    Value *inBase = b.CreateMul(c, b.CreateMul(band.inRows, em.i64(W)));
+    em.forLoop(OW, [&](Value *p) { em.store(t, init, out, b.CreateAdd(outBase, p)); });
+    for (int64_t kh = 0; kh < s.kernelH; ++kh)
+      em.ifThen(band.inImage[size_t(kh)], [&] {
+        Value *fieldRow = b.CreateAdd(band.rowBase, em.i64(kh * int64_t(s.dilationH)));
+        Value *inRow = b.CreateAdd(inBase, b.CreateMul(fieldRow, em.i64(W)));
+        for (int64_t kw = 0; kw < s.kernelW; ++kw) {
+          const Window::ConstColumns col = w.columns(kw);
+          if (col.lo == col.hi)
+            continue;
+          em.forLoop(em.i64(col.lo), em.i64(col.hi), [&](Value *ow) {
+            Value *o = b.CreateAdd(outBase, ow);
+            Value *i = b.CreateAdd(inRow, b.CreateAdd(b.CreateMul(ow, em.i64(s.strideW)), em.i64(col.offset)));
+            Value *acc = em.load(t, out, o), *x = em.load(t, in, i);
+            em.store(t, em.fmax(acc, x), out, o);
+          });
+        }
+      });
+  });
+}
+
+} // namespace
+
 void emit(Emitter &em, const PoolSpec &s) {
+  if (s.max && windowOf(s).oneRowImmediate()) {
+    emitOneRowMax(em, s, em.immediate(2));
+    return;
+  }
   IRBuilder<> &b = em.b();
   DType t = s.dtype;
   Window w = windowOf(s);

@@ -48,6 +48,35 @@ Window::ConstRows Window::rows(int64_t kh) const {
   return {lo, std::max(lo, hi), base};
 }
 
+namespace {
+constexpr int64_t kRowBaseBias = 8;
+} // namespace
+
+std::optional<uint32_t> Window::oneRowImmediate() const {
+  if (kernelH < 2 || kernelH > 16 || outRows != 1 || inRows > 0xfff)
+    return std::nullopt;
+  const int64_t rowBase = rows(0).base - inRowBegin;
+  if (rowBase < -kRowBaseBias || rowBase >= 16 - kRowBaseBias)
+    return std::nullopt;
+  uint32_t mask = 0;
+  for (int64_t kh = 0; kh < kernelH; ++kh) {
+    const ConstRows r = rows(kh);
+    if (r.lo == 0 && r.hi == 1)
+      mask |= 1u << kh;
+  }
+  return mask | inRows << 16 | uint32_t(rowBase + kRowBaseBias) << 28;
+}
+
+Window::OneRow Window::decodeOneRow(Emitter &em, Value *immediate) const {
+  IRBuilder<> &b = em.b();
+  OneRow r;
+  for (uint32_t kh = 0; kh < kernelH; ++kh)
+    r.inImage.push_back(b.CreateTrunc(b.CreateLShr(immediate, uint64_t(kh)), b.getInt1Ty()));
+  r.inRows = b.CreateAnd(b.CreateLShr(immediate, 16), em.i64(0xfff));
+  r.rowBase = b.CreateSub(b.CreateLShr(immediate, 28), em.i64(kRowBaseBias));
+  return r;
+}
+
 void Window::forEachTap(Emitter &em, DType t, Value *out, Value *outBase, Value *inBase,
                         const std::function<void(int64_t, int64_t)> &setup,
                         const std::function<void(Value *, Value *)> &update) const {

@@ -4,6 +4,8 @@
 #include "compiler/codegen/emitter.h"
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace popc::codegen::detail {
 
@@ -32,6 +34,22 @@ struct Window {
     int64_t lo, hi, base;
   };
   ConstRows rows(int64_t kh) const;
+
+  // A band of one output row under a kernel of 2 to 16 rows, described by one
+  // immediate field instead of constants, so that the bands at the image's
+  // edges share code with the others: each kernel row is in the image or not
+  // (bits 0-15), the input band's rows (bits 16-27: its channel pitch) and
+  // the field row the output row reads under kernel row 0, plus 8 (bits
+  // 28-31). nullopt when the band does not fit that.
+  std::optional<uint32_t> oneRowImmediate() const;
+  // That immediate in code (it depends on kernelH alone): per kernel row an
+  // i1, true where it is in the image; the band's rows; the field row of
+  // kernel row kh is rowBase + kh * dilationH.
+  struct OneRow {
+    std::vector<Value *> inImage;
+    Value *inRows, *rowBase;
+  };
+  OneRow decodeOneRow(Emitter &em, Value *immediate) const;
 
   // (Pool only; conv has its own register-tiled loops.)
   // Visits every (output, input) element pair of the window: for each kernel
