@@ -8,7 +8,10 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <type_traits>
+#include <string>
 
 namespace popc::cache {
 
@@ -16,9 +19,55 @@ namespace {
 
 auto logger() { return log::get("cache"); }
 
+// libcurl is loaded when a remote cache is first used, not linked: with the
+// two dozen libraries it depends on (TLS, Kerberos, LDAP, IDN) it cost every
+// poprun-lite and popc-onnx start about 6 ms of dynamic linking, remote cache
+// or not (docs/performance.md, sixteenth round).
+struct Curl {
+  CURLcode (*globalInit)(long) = nullptr;
+  CURL *(*easyInit)() = nullptr;
+  void (*easyCleanup)(CURL *) = nullptr;
+  CURLcode (*easySetopt)(CURL *, CURLoption, ...) = nullptr;
+  CURLcode (*easyPerform)(CURL *) = nullptr;
+  CURLcode (*easyGetinfo)(CURL *, CURLINFO, ...) = nullptr;
+  const char *(*easyStrerror)(CURLcode) = nullptr;
+  std::string error; // why libcurl is not usable; empty when it is
+};
+
+Curl loadCurl() {
+  Curl c;
+  void *lib = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = ::dlerror();
+    c.error = fmt::format("cannot load libcurl.so.4 ({}); install libcurl4", why ? why : "unknown error");
+    return c;
+  }
+  auto bind = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+    if (!fn && c.error.empty())
+      c.error = fmt::format("libcurl.so.4 has no {}", name);
+  };
+  bind(c.globalInit, "curl_global_init");
+  bind(c.easyInit, "curl_easy_init");
+  bind(c.easyCleanup, "curl_easy_cleanup");
+  bind(c.easySetopt, "curl_easy_setopt");
+  bind(c.easyPerform, "curl_easy_perform");
+  bind(c.easyGetinfo, "curl_easy_getinfo");
+  bind(c.easyStrerror, "curl_easy_strerror");
+  if (c.error.empty())
+    c.globalInit(CURL_GLOBAL_DEFAULT);
+  return c; // the library stays loaded for the process
+}
+
+// Loaded (and curl_global_init called) once, on first use.
+const Curl &curl() {
+  static const Curl c = loadCurl();
+  return c;
+}
+
 struct Easy {
-  CURL *h = curl_easy_init();
-  ~Easy() { curl_easy_cleanup(h); }
+  CURL *h = curl().easyInit();
+  ~Easy() { curl().easyCleanup(h); }
 };
 
 size_t appendBody(char *data, size_t size, size_t n, void *user) {
@@ -62,12 +111,14 @@ std::string redact(const std::string &url) {
 } // namespace
 
 RemoteStore::RemoteStore(std::string url, RemoteOptions options) : url_(std::move(url)), options_(options) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   while (!url_.empty() && url_.back() == '/')
     url_.pop_back();
   if (!url_.starts_with("http://") && !url_.starts_with("https://"))
     fail("--remote-cache '{}': expected an http:// or https:// URL (POPC_REMOTE_CACHE)", redact(url_));
+  if (const std::string &why = curl().error; !why.empty()) {
+    logger()->warn("remote cache {}: {}; using the local cache only", redact(url_), why);
+    disabled_ = true;
+  }
 }
 
 std::string RemoteStore::describe() const { return "remote " + redact(url_); }
@@ -84,23 +135,23 @@ std::optional<Blob> RemoteStore::get(std::string_view kind, std::string_view key
   const std::string url = urlFor(kind, key);
   Easy e;
   std::vector<uint8_t> body;
-  curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(e.h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, options_.connectTimeoutMs);
-  curl_easy_setopt(e.h, CURLOPT_TIMEOUT_MS, options_.timeoutMs);
-  curl_easy_setopt(e.h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(e.h, CURLOPT_WRITEFUNCTION, appendBody);
-  curl_easy_setopt(e.h, CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(e.h);
+  curl().easySetopt(e.h, CURLOPT_URL, url.c_str());
+  curl().easySetopt(e.h, CURLOPT_NOSIGNAL, 1L);
+  curl().easySetopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, options_.connectTimeoutMs);
+  curl().easySetopt(e.h, CURLOPT_TIMEOUT_MS, options_.timeoutMs);
+  curl().easySetopt(e.h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl().easySetopt(e.h, CURLOPT_WRITEFUNCTION, appendBody);
+  curl().easySetopt(e.h, CURLOPT_WRITEDATA, &body);
+  CURLcode rc = curl().easyPerform(e.h);
   if (rc != CURLE_OK) {
     logger()->warn("remote cache {}: GET failed: {}; compiling locally and not using the remote cache "
                    "for the rest of this run",
-                   redact(url_), curl_easy_strerror(rc));
+                   redact(url_), curl().easyStrerror(rc));
     disabled_ = true;
     return std::nullopt;
   }
   long status = 0;
-  curl_easy_getinfo(e.h, CURLINFO_RESPONSE_CODE, &status);
+  curl().easyGetinfo(e.h, CURLINFO_RESPONSE_CODE, &status);
   if (status == 404)
     return std::nullopt;
   if (status != 200) {
@@ -127,24 +178,24 @@ void RemoteStore::put(std::string_view kind, std::string_view key, std::span<con
   const auto header = encodeHeader(digest, payload);
   Upload upload{{std::span<const uint8_t>(header), payload}};
   Easy e;
-  curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(e.h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, options_.connectTimeoutMs);
-  curl_easy_setopt(e.h, CURLOPT_TIMEOUT_MS, options_.timeoutMs);
-  curl_easy_setopt(e.h, CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(e.h, CURLOPT_READFUNCTION, readBody);
-  curl_easy_setopt(e.h, CURLOPT_READDATA, &upload);
-  curl_easy_setopt(e.h, CURLOPT_INFILESIZE_LARGE, curl_off_t(header.size() + payload.size()));
-  curl_easy_setopt(e.h, CURLOPT_WRITEFUNCTION, +[](char *, size_t s, size_t n, void *) { return s * n; });
-  CURLcode rc = curl_easy_perform(e.h);
+  curl().easySetopt(e.h, CURLOPT_URL, url.c_str());
+  curl().easySetopt(e.h, CURLOPT_NOSIGNAL, 1L);
+  curl().easySetopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, options_.connectTimeoutMs);
+  curl().easySetopt(e.h, CURLOPT_TIMEOUT_MS, options_.timeoutMs);
+  curl().easySetopt(e.h, CURLOPT_UPLOAD, 1L);
+  curl().easySetopt(e.h, CURLOPT_READFUNCTION, readBody);
+  curl().easySetopt(e.h, CURLOPT_READDATA, &upload);
+  curl().easySetopt(e.h, CURLOPT_INFILESIZE_LARGE, curl_off_t(header.size() + payload.size()));
+  curl().easySetopt(e.h, CURLOPT_WRITEFUNCTION, +[](char *, size_t s, size_t n, void *) { return s * n; });
+  CURLcode rc = curl().easyPerform(e.h);
   if (rc != CURLE_OK) {
     logger()->warn("remote cache {}: PUT failed: {}; the result is cached locally only", redact(url_),
-                   curl_easy_strerror(rc));
+                   curl().easyStrerror(rc));
     disabled_ = true;
     return;
   }
   long status = 0;
-  curl_easy_getinfo(e.h, CURLINFO_RESPONSE_CODE, &status);
+  curl().easyGetinfo(e.h, CURLINFO_RESPONSE_CODE, &status);
   if (status < 200 || status >= 300)
     logger()->warn("remote cache {}: PUT {}/{} returned HTTP {}; the result is cached locally only",
                    redact(url_), kind, key, status);
