@@ -40,6 +40,14 @@ void DeviceMemory::populate(uint32_t t, uint64_t bytes) const {
 #endif
 }
 
+void DeviceMemory::release(size_t part, size_t parts) const {
+  constexpr size_t kPage = 4096;
+  const size_t pages = size_ / kPage;
+  const size_t first = pages * part / parts, last = pages * (part + 1) / parts;
+  if (last > first)
+    ::madvise(base_ + first * kPage, (last - first) * kPage, MADV_DONTNEED);
+}
+
 DeviceMemory::~DeviceMemory() {
   if (base_)
     ::munmap(base_, size_);

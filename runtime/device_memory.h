@@ -30,6 +30,11 @@ public:
   // instead of one page fault per page at first touch (a page fault is dear in
   // a VM). Best effort: kernels before 5.14 leave the pages to fault lazily.
   void populate(uint32_t t, uint64_t bytes) const;
+  // Hands back the pages of part `part` of `parts` equal slices of the arena
+  // (MADV_DONTNEED), so that several threads can free the tiles' memory at
+  // once before the arena is unmapped: freeing its pages is serial in
+  // munmap (GoogLeNet: 26 ms for 289 MiB at exit).
+  void release(size_t part, size_t parts) const;
 
   // How far below its base a tile's window reaches.
   static constexpr uint64_t kGuardBytes = 4096;

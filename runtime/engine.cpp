@@ -92,6 +92,16 @@ struct Engine::Impl {
   std::vector<std::string> moduleKeys;
   std::vector<std::optional<std::vector<std::vector<uint8_t>>>> cachedObjects;
 
+  // The tiles' pages are freed on every host thread before the arena is
+  // unmapped, where the kernel would free them one after the other (a warm
+  // GoogLeNet start 0.253 -> 0.243 s).
+  ~Impl() {
+    if (memory && pool) {
+      const size_t parts = pool->size() * 4;
+      pool->parallelFor(parts, [&](size_t i) { memory->release(i, parts); });
+    }
+  }
+
   Impl(std::shared_ptr<const popef::Executable> e, EngineOptions options)
       : exe(std::move(e)), root(exe->root()), target(*root.target()), label(exe->label()),
         link(options.ipuLink ? options.ipuLink : makeInProcessIpuLink()), replicaLink(options.replicaLink),
