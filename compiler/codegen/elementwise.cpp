@@ -153,6 +153,10 @@ void emit(Emitter &em, const ElementwiseSpec &s) {
     else
       storeValue(em, types.out, v, out, i);
   });
+  // Vertices hold tens to hundreds of elements: one masked vector loop
+  // instead of a vector loop, a vector epilogue and a scalar remainder, each
+  // with every input's loads (GoogLeNet's JIT CPU -7 %, the same run time).
+  em.foldLastLoopTail();
 }
 
 std::string key(const ElementwiseSpec &s) {

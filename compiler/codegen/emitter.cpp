@@ -366,6 +366,18 @@ void Emitter::keepLastLoopRolled() {
   lastLatch_->setMetadata(LLVMContext::MD_loop, id);
 }
 
+void Emitter::foldLastLoopTail() {
+  if (!lastLatch_)
+    return;
+  LLVMContext &c = ctx();
+  Metadata *pred[] = {MDString::get(c, "llvm.loop.vectorize.predicate.enable"),
+                      ConstantAsMetadata::get(ConstantInt::getTrue(c))};
+  Metadata *args[] = {nullptr, MDNode::get(c, pred)};
+  MDNode *id = MDNode::getDistinct(c, args);
+  id->replaceOperandWith(0, id);
+  lastLatch_->setMetadata(LLVMContext::MD_loop, id);
+}
+
 Emitter::Carried Emitter::unrolledLoop(Value *count, int64_t unroll, Carried init,
                                         const std::function<void(Value *i, Carried &acc, int64_t u)> &body) {
   if (auto *c = dyn_cast<ConstantInt>(count))

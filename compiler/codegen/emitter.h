@@ -104,6 +104,11 @@ public:
   // was emitted most recently; none if that forLoop had zero trips), whose
   // body is long enough on its own. Unrolling never changes the arithmetic.
   void keepLastLoopRolled();
+  // Asks LLVM to vectorise the loop forLoop emitted last with its tail
+  // folded into masked iterations (llvm.loop.vectorize.predicate.enable):
+  // one vector loop instead of a vector loop, an epilogue and a scalar
+  // remainder, where the target can mask. Lane-wise loops compute the same.
+  void foldLastLoopTail();
   // if (cond) { then() }
   void ifThen(Value *cond, const std::function<void()> &then);
   // The same for values: `then` updates them; the result is its values where
