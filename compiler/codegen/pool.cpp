@@ -73,6 +73,7 @@ void emitOneRowMax(Emitter &em, const PoolSpec &s, Value *rowsImmediate) {
             Value *acc = em.load(t, out, o), *x = em.load(t, in, i);
             em.store(t, em.fmax(acc, x), out, o);
           });
+          em.foldLastLoopTail(); // lane-wise: one masked vector loop, no epilogues
         }
       });
   });

@@ -126,6 +126,7 @@ void Window::forEachTap(Emitter &em, DType t, Value *out, Value *outBase, Value 
         em.forLoop(em.i64(r.lo * OW + c.lo), em.i64((r.hi - 1) * OW + c.hi), [&](Value *p) {
           update(b.CreateAdd(outBase, p), b.CreateAdd(inBase, b.CreateAdd(b.CreateMul(p, em.i64(strideW)), em.i64(k))));
         });
+        em.foldLastLoopTail(); // lane-wise: one masked vector loop, no epilogues
         if (saved > 0)
           em.forLoop(em.i64(r.lo), em.i64(r.hi - 1), [&](Value *row) {
             Value *slot = b.CreateMul(b.CreateSub(row, em.i64(r.lo)), em.i64(gap));
@@ -142,6 +143,7 @@ void Window::forEachTap(Emitter &em, DType t, Value *out, Value *outBase, Value 
           update(b.CreateAdd(outRow, ow),
                  b.CreateAdd(inRow, b.CreateAdd(b.CreateMul(ow, em.i64(strideW)), em.i64(c.offset))));
         });
+        em.foldLastLoopTail(); // lane-wise: one masked vector loop, no epilogues
       });
     }
   }
