@@ -65,9 +65,18 @@ const Curl &curl() {
   return c;
 }
 
+// One transfer: its URL, no signals, the remote's timeouts.
 struct Easy {
   CURL *h = curl().easyInit();
+  Easy(const std::string &url, const RemoteOptions &options) {
+    curl().easySetopt(h, CURLOPT_URL, url.c_str());
+    curl().easySetopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl().easySetopt(h, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMs);
+    curl().easySetopt(h, CURLOPT_TIMEOUT_MS, options.timeoutMs);
+  }
   ~Easy() { curl().easyCleanup(h); }
+  Easy(const Easy &) = delete;
+  Easy &operator=(const Easy &) = delete;
 };
 
 size_t appendBody(char *data, size_t size, size_t n, void *user) {
@@ -133,12 +142,8 @@ std::optional<Blob> RemoteStore::get(std::string_view kind, std::string_view key
   if (!parseKey(key, digest) || disabled_)
     return std::nullopt;
   const std::string url = urlFor(kind, key);
-  Easy e;
+  Easy e(url, options_);
   std::vector<uint8_t> body;
-  curl().easySetopt(e.h, CURLOPT_URL, url.c_str());
-  curl().easySetopt(e.h, CURLOPT_NOSIGNAL, 1L);
-  curl().easySetopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, options_.connectTimeoutMs);
-  curl().easySetopt(e.h, CURLOPT_TIMEOUT_MS, options_.timeoutMs);
   curl().easySetopt(e.h, CURLOPT_FOLLOWLOCATION, 1L);
   curl().easySetopt(e.h, CURLOPT_WRITEFUNCTION, appendBody);
   curl().easySetopt(e.h, CURLOPT_WRITEDATA, &body);
@@ -177,11 +182,7 @@ void RemoteStore::put(std::string_view kind, std::string_view key, std::span<con
   const std::string url = urlFor(kind, key);
   const auto header = encodeHeader(digest, payload);
   Upload upload{{std::span<const uint8_t>(header), payload}};
-  Easy e;
-  curl().easySetopt(e.h, CURLOPT_URL, url.c_str());
-  curl().easySetopt(e.h, CURLOPT_NOSIGNAL, 1L);
-  curl().easySetopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, options_.connectTimeoutMs);
-  curl().easySetopt(e.h, CURLOPT_TIMEOUT_MS, options_.timeoutMs);
+  Easy e(url, options_);
   curl().easySetopt(e.h, CURLOPT_UPLOAD, 1L);
   curl().easySetopt(e.h, CURLOPT_READFUNCTION, readBody);
   curl().easySetopt(e.h, CURLOPT_READDATA, &upload);

@@ -149,112 +149,97 @@ TEST_CASE("a vertex writing outside its tile does not touch other tiles", "[runt
   }
 }
 
-TEST_CASE("the sandbox keeps accesses inside the tile's window", "[runtime][sandbox]") {
-  constexpr uint64_t kHalf = 1024, kStride = 2 * kHalf, kGuard = 256;
-  auto context = std::make_unique<llvm::LLVMContext>();
-  // Entry: the add, the rogue writes, and a load past the 3-entry field table
-  // (offsets[3]) stored to tile_base + 40.
-  auto module = makeModule(*context, [&](auto &b, auto &m, auto *base, auto *offsets) {
-    rogueWrites(b, m, base, offsets, kStride);
-    llvm::Value *beyond = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, 3));
-    b.CreateStore(beyond, at(b, base, 40));
-  });
-  Jit jit;
-  popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, kHalf, kGuard};
-  jit.addModule(std::move(module), std::move(context), "test", &sandbox);
-  auto fn = jit.lookup("add_f32_2", "test");
-
-  // Memory: [stride][window: guard | tile ...][4 strides]; window words hold their index.
-  std::vector<uint32_t> memory(6 * kStride / 4, 0xabababab);
+// Entry "add_f32_2" (the add, then `body`) confined to a window of kHalf =
+// 1024 bytes (guard 256) in a larger buffer that is filled with 0xab: the
+// tile holds in0 = {1.5, -2} at 0 and in1 = {0.25, 8} at 16, field 2 is at
+// 32, and the field table has a fourth word, 0xdeadbeef, past its three.
+struct WindowRun {
+  static constexpr uint64_t kHalf = 1024, kStride = 2 * kHalf, kGuard = 256;
+  std::vector<uint32_t> memory = std::vector<uint32_t>(6 * kStride / 4, 0xabababab);
   uint8_t *window = reinterpret_cast<uint8_t *>(memory.data()) + kStride;
   uint8_t *tile = window + kGuard;
-  for (uint32_t w = 0; w < kStride / 4; ++w)
-    std::memcpy(window + 4 * w, &w, 4);
-  float in0[2] = {1.5f, -2}, in1[2] = {0.25f, 8};
-  std::memcpy(tile, in0, 8);
-  std::memcpy(tile + 16, in1, 8);
   alignas(16) uint32_t offsets[4] = {0, 16, 32, 0xdeadbeef};
-  fn(tile, offsets);
 
-  float out[2];
-  std::memcpy(out, tile + 32, 8);
-  CHECK(out[0] == 1.75f);
-  CHECK(out[1] == 6.0f);
-  for (size_t i = 0; i < memory.size(); ++i) {
-    if (i >= kStride / 4 && i < 2 * kStride / 4)
-      continue; // the window
-
-    CAPTURE(i);
-    REQUIRE(memory[i] == 0xabababab);
+  // `fillWindow(word index)` gives each window word its value before the run.
+  WindowRun(const Body &body, const std::function<uint32_t(uint32_t)> &fillWindow) {
+    auto context = std::make_unique<llvm::LLVMContext>();
+    auto module = makeModule(*context, body);
+    Jit jit;
+    popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, kHalf, kGuard};
+    jit.addModule(std::move(module), std::move(context), "test", &sandbox);
+    auto fn = jit.lookup("add_f32_2", "test");
+    for (uint32_t w = 0; w < kStride / 4; ++w) {
+      const uint32_t v = fillWindow(w);
+      std::memcpy(window + 4 * w, &v, 4);
+    }
+    const float in0[2] = {1.5f, -2}, in1[2] = {0.25f, 8};
+    std::memcpy(tile, in0, 8);
+    std::memcpy(tile + 16, in1, 8);
+    fn(tile, offsets);
   }
+  float out(size_t i) const {
+    float v;
+    std::memcpy(&v, tile + 32 + 4 * i, 4);
+    return v;
+  }
+  // Every word outside the window still holds the fill.
+  bool outsideIntact() const {
+    for (size_t i = 0; i < memory.size(); ++i)
+      if ((i < kStride / 4 || i >= 2 * kStride / 4) && memory[i] != 0xabababab)
+        return false;
+    return true;
+  }
+};
+
+TEST_CASE("the sandbox keeps accesses inside the tile's window", "[runtime][sandbox]") {
+  constexpr uint64_t kHalf = WindowRun::kHalf, kGuard = WindowRun::kGuard;
+  // Entry: the add, the rogue writes, and a load past the 3-entry field table
+  // (offsets[3]) stored to tile_base + 40. Window words hold their index.
+  WindowRun r(
+      [&](auto &b, auto &m, auto *base, auto *offsets) {
+        rogueWrites(b, m, base, offsets, WindowRun::kStride);
+        llvm::Value *beyond = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, 3));
+        b.CreateStore(beyond, at(b, base, 40));
+      },
+      [](uint32_t w) { return w; });
+  CHECK(r.out(0) == 1.75f);
+  CHECK(r.out(1) == 6.0f);
+  CHECK(r.outsideIntact());
   // The load past the table came from the tile, not from offsets[3].
   uint32_t beyond;
-  std::memcpy(&beyond, tile + 40, 4);
+  std::memcpy(&beyond, r.tile + 40, 4);
   CHECK(beyond != 0xdeadbeef);
-  int64_t redirected =
-      int64_t(((reinterpret_cast<uintptr_t>(offsets + 3) - reinterpret_cast<uintptr_t>(tile) + kGuard) & (kHalf - 1))) -
-      int64_t(kGuard);
+  int64_t redirected = int64_t(((reinterpret_cast<uintptr_t>(r.offsets + 3) - reinterpret_cast<uintptr_t>(r.tile) +
+                                 kGuard) &
+                                (kHalf - 1))) -
+                       int64_t(kGuard);
   CHECK(redirected % 4 == 0);
   if (redirected != 40) { // nothing but the store to +40 writes after the load
     uint32_t word;
-    std::memcpy(&word, tile + redirected, 4);
+    std::memcpy(&word, r.tile + redirected, 4);
     CHECK(beyond == word);
   }
-}
-
-// Runs `body` (after the add) as entry "add_f32_2" in a window of kHalf = 1024
-// bytes (guard 256) placed in a larger buffer; returns the floats at field 2
-// (the add's two outputs and one more) and whether every byte outside the
-// window kept its fill.
-struct WindowRun {
-  float out[3];
-  bool outsideIntact;
-};
-WindowRun runInWindow(const Body &body) {
-  constexpr uint64_t kHalf = 1024, kStride = 2 * kHalf, kGuard = 256;
-  auto context = std::make_unique<llvm::LLVMContext>();
-  auto module = makeModule(*context, body);
-  Jit jit;
-  popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, kHalf, kGuard};
-  jit.addModule(std::move(module), std::move(context), "test", &sandbox);
-  auto fn = jit.lookup("add_f32_2", "test");
-  std::vector<uint32_t> memory(6 * kStride / 4, 0xabababab);
-  uint8_t *window = reinterpret_cast<uint8_t *>(memory.data()) + kStride;
-  uint8_t *tile = window + kGuard;
-  std::memset(window, 0, kStride);
-  float in0[2] = {1.5f, -2}, in1[2] = {0.25f, 8};
-  std::memcpy(tile, in0, 8);
-  std::memcpy(tile + 16, in1, 8);
-  alignas(16) uint32_t offsets[3] = {0, 16, 32};
-  fn(tile, offsets);
-  WindowRun r{};
-  std::memcpy(r.out, tile + 32, 12);
-  r.outsideIntact = true;
-  for (size_t i = 0; i < memory.size(); ++i)
-    if ((i < kStride / 4 || i >= 2 * kStride / 4) && memory[i] != 0xabababab)
-      r.outsideIntact = false;
-  return r;
 }
 
 TEST_CASE("accesses from one base in a block are confined together", "[runtime][sandbox]") {
   // A forged base far outside the tile with accesses at several constant
   // offsets: those within half a stride of the lowest share its confined
   // address, the others are confined alone; none leaves the window.
-  WindowRun r = runInWindow([](auto &b, auto &, auto *base, auto *) {
+  WindowRun r([](auto &b, auto &, auto *base, auto *) {
     llvm::Value *q = forged(b, base, 100 * kMiB + 512);
     llvm::Value *v = llvm::ConstantFP::get(b.getFloatTy(), 999.0);
     for (int64_t off : {int64_t(0), int64_t(8), int64_t(1024 - 4), int64_t(1024 + 512), int64_t(-64), int64_t(-5000)})
       b.CreateStore(v, at(b, q, off));
     b.CreateMemSet(at(b, q, 16), b.getInt8(0x7f), b.getInt64(1000), llvm::MaybeAlign(4));
-  });
-  CHECK(r.outsideIntact);
+  }, [](uint32_t) { return 0u; });
+  CHECK(r.outsideIntact());
 }
 
 TEST_CASE("a masked access with a run-time mask anchors no group", "[runtime][sandbox]") {
   // Valid code may point a masked load with every lane off anywhere (a kernel
   // row in the padding): here 512 bytes below field 0. Were it the anchor of
   // field 0's accesses, they would move with it and the sum would be wrong.
-  WindowRun r = runInWindow([](auto &b, auto &, auto *base, auto *offsets) {
+  WindowRun r([](auto &b, auto &, auto *base, auto *offsets) {
     llvm::Value *in0 = popc::test::fieldPointer(b, base, offsets, 0);
     llvm::Value *out = popc::test::fieldPointer(b, base, offsets, 2);
     // false at run time (offsets[0] is 0), unknown to the optimiser
@@ -265,11 +250,11 @@ TEST_CASE("a masked access with a run-time mask anchors no group", "[runtime][sa
                                             llvm::Constant::getNullValue(vt));
     llvm::Value *x = b.CreateLoad(b.getFloatTy(), in0);
     b.CreateStore(b.CreateFAdd(x, b.CreateExtractElement(lanes, uint64_t(0))), at(b, out, 8));
-  });
-  CHECK(r.out[0] == 1.75f);
-  CHECK(r.out[1] == 6.0f);
-  CHECK(r.out[2] == 1.5f); // in0[0] + 0 (no lane read)
-  CHECK(r.outsideIntact);
+  }, [](uint32_t) { return 0u; });
+  CHECK(r.out(0) == 1.75f);
+  CHECK(r.out(1) == 6.0f);
+  CHECK(r.out(2) == 1.5f); // in0[0] + 0 (no lane read)
+  CHECK(r.outsideIntact());
 }
 
 TEST_CASE("the sandbox refuses what it cannot confine", "[runtime][sandbox]") {
