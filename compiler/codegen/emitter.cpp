@@ -390,12 +390,16 @@ Emitter::Carried Emitter::unrolledLoop(Value *count, int64_t unroll, Carried ini
       body(b_.CreateAdd(first, i64(u)), next, u);
     return next;
   });
-  if (unroll > 1)
+  if (unroll > 1) {
     sum = forLoop(b_.CreateMul(groups, i64(unroll)), count, sum, [&](Value *i, const Carried &cur) {
       Carried next = cur;
       body(i, next, 0);
       return next;
     });
+    // At most unroll - 1 trips: LLVM's run-time unrolling of it (a prologue
+    // and an unrolled copy) is only code to compile.
+    keepLastLoopRolled();
+  }
   return sum;
 }
 
