@@ -250,8 +250,11 @@ private:
         continue;
       llvm::APInt c(64, 0);
       llvm::Value *q = p->stripAndAccumulateConstantOffsets(dl_, c, true);
-      if (q == base() || regionOf(p, false).object)
-        continue; // from tile_base the mask folds to a constant anyway; stack and globals clamp
+      // From tile_base the mask folds to a constant anyway; the field-offset
+      // table is not tile memory (its in-bounds loads are left alone, the
+      // others confined one by one); stack objects and globals are clamped.
+      if (q == base() || q == f_.getArg(1) || regionOf(p, false).object)
+        continue;
       auto [it, added] = anchors_.try_emplace({q, inst->getParent()}, c.getSExtValue(), nullptr);
       if (!added && c.getSExtValue() < it->second.lowest)
         it->second.lowest = c.getSExtValue();
