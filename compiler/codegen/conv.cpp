@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 namespace popc::codegen::detail {
@@ -243,9 +244,11 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   std::vector<Rows> rowKind(size_t(KH * NR), Rows::All);
   std::vector<Value *> rowValid(size_t(KH * NR), nullptr), rowOffset(size_t(KH * NR), nullptr);
   Value *inPlane = nullptr; // elements per input channel of the field
+  Value *rowBase = nullptr; // with the rows an immediate: the field row of kernel row 0
   if (rowsImm_) {
     POPC_ASSERT(groups == 1 && NR == 1);
     const Window::OneRow band = w_.decodeOneRow(em_, rowsImm_);
+    rowBase = band.rowBase;
     inPlane = b_.CreateMul(band.inRows, em_.i64(W));
     for (int64_t kh = 0; kh < KH; ++kh) {
       rowValid[size_t(kh)] = band.inImage[size_t(kh)];
@@ -289,6 +292,16 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   const int64_t icStep = tapSets ? 1 : channelsImmediate(s_) ? sets : std::clamp<int64_t>(s_.inChannels, 1, sets);
   const int64_t nSets = tapSets ? sets : icStep;
   auto slot = [&](int64_t set, int64_t j, int64_t r, int64_t v) { return size_t(set) * size_t(chains) + acc(j, r, v); };
+  // Kernel rows per group of the rolled kernel-row loop (0: unrolled): for
+  // kernels of 25 taps or more with the rows an immediate, and at least two
+  // groups. Taps alternate sets by their index kh * KW + kw, so a group is
+  // the fewest rows whose taps are a multiple of the sets.
+  int64_t rollRows = 0;
+  if (rowsImm_ && KK >= 25) {
+    const int64_t u = tapSets ? sets / std::gcd(KW, sets) : 1;
+    if (KH / u >= 2)
+      rollRows = u;
+  }
 
   Emitter::Carried init(size_t(nSets * chains), Constant::getNullValue(vt));
   for (int64_t j = 0; j < ob; ++j) {
@@ -309,20 +322,24 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
     Value *chan = b_.CreateMul(ic, inPlane);
     Value *wChan = b_.CreateAdd(wBlock, b_.CreateMul(ic, em_.i64(KK)));
     // Tap (kh, kw) of tile row r into `next`; `wv` caches the tap's weights.
-    auto tapRow = [&](int64_t kh, int64_t kw, int64_t r, std::vector<Value *> &wv, Emitter::Carried &next) {
-      const int64_t tapSet = tapSets ? (kh * KW + kw) % sets : set;
+    // Tap (kh, kw) of tile row r into `next`: `rowTaps` is kh * KW (a
+    // constant, or a value in a rolled kernel-row loop), `setTap` the tap's
+    // index as far as its accumulator set goes, `rowOff` and `enable` its
+    // row's field offset and run-time flag; `wv` caches the tap's weights.
+    auto tap = [&](Value *rowTaps, int64_t kw, int64_t setTap, int64_t r, Value *rowOff, Value *enable,
+                   std::vector<Value *> &wv, Emitter::Carried &next) {
+      const int64_t tapSet = tapSets ? setTap % sets : set;
       auto weight = [&](int64_t j) {
         if (!wv[size_t(j)]) {
-          Value *idx = b_.CreateAdd(wChan, b_.CreateAdd(b_.CreateMul(em_.i64(j), ocWeights), em_.i64(kh * KW + kw)));
+          Value *idx = b_.CreateAdd(
+              wChan, b_.CreateAdd(b_.CreateMul(em_.i64(j), ocWeights), b_.CreateAdd(rowTaps, em_.i64(kw))));
           wv[size_t(j)] = em_.splat(unsigned(V), weightsOperand_.load(em_, weights_, idx));
         }
         return wv[size_t(j)];
       };
       const int64_t colOff = t_.flat ? 0 : cols_[kw].offset;
-      const size_t ri = size_t(kh * NR + r);
       // Not inbounds: a kernel row in the padding (all lanes off) may lie outside the field.
-      Value *row = b_.CreateGEP(em_.type(inOperand_.stored), in_, b_.CreateAdd(chan, rowOffset[ri]));
-      Value *enable = rowKind[ri] == Rows::Some ? rowValid[ri] : nullptr;
+      Value *row = b_.CreateGEP(em_.type(inOperand_.stored), in_, b_.CreateAdd(chan, rowOff));
       for (int64_t v = 0; v < NV; ++v) {
         std::vector<bool> on = lanes(kw, v);
         if (!any(on))
@@ -336,15 +353,44 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
         }
       }
     };
-    for (int64_t kh = 0; kh < KH; ++kh) {
+    auto tapRow = [&](int64_t kh, int64_t kw, int64_t r, std::vector<Value *> &wv, Emitter::Carried &next) {
+      const size_t ri = size_t(kh * NR + r);
+      tap(em_.i64(kh * KW), kw, kh * KW + kw, r, rowOffset[ri], rowKind[ri] == Rows::Some ? rowValid[ri] : nullptr,
+          wv, next);
+    };
+    // One tile row (rowsImmediate): a branch around each kernel row's taps.
+    auto oneRow = [&](Value *valid, Value *rowTaps, int64_t setRow, Value *rowOff, Emitter::Carried &acc) {
+      acc = em_.ifThen(valid, acc, [&](Emitter::Carried &in) {
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          std::vector<Value *> wv(size_t(ob), nullptr);
+          tap(rowTaps, kw, setRow + kw, 0, rowOff, nullptr, wv, in);
+        }
+      });
+    };
+    int64_t firstUnrolled = 0; // kernel rows before it ran in the rolled loop
+    if (rowsImm_ && rollRows) {
+      // A big kernel's rows as a loop over groups of `rollRows` rows (a
+      // group's taps cover the accumulator sets a whole number of times, so
+      // each tap keeps its set): the same taps in the same order, in code a
+      // group long instead of a kernel long (ResNet's 7x7 stem).
+      const int64_t groups = KH / rollRows;
+      next = em_.forLoop(groups, next, [&](Value *g, const Emitter::Carried &cur) {
+        Emitter::Carried acc = cur;
+        for (int64_t i = 0; i < rollRows; ++i) {
+          Value *kh = b_.CreateAdd(b_.CreateMul(g, em_.i64(rollRows)), em_.i64(i));
+          Value *valid = b_.CreateTrunc(b_.CreateLShr(rowsImm_, kh), b_.getInt1Ty());
+          Value *fieldRow = b_.CreateAdd(b_.CreateMul(ohl0, em_.i64(s_.strideH)),
+                                         b_.CreateAdd(rowBase, b_.CreateMul(kh, em_.i64(s_.dilationH))));
+          oneRow(valid, b_.CreateMul(kh, em_.i64(KW)), i * KW, b_.CreateMul(fieldRow, em_.i64(W)), acc);
+        }
+        return acc;
+      });
+      em_.keepLastLoopRolled();
+      firstUnrolled = groups * rollRows;
+    }
+    for (int64_t kh = firstUnrolled; kh < KH; ++kh) {
       if (rowsImm_) {
-        // One tile row (rowsImmediate): a branch around each kernel row's taps.
-        next = em_.ifThen(rowValid[size_t(kh)], next, [&](Emitter::Carried &in) {
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            std::vector<Value *> wv(size_t(ob), nullptr);
-            tapRow(kh, kw, 0, wv, in);
-          }
-        });
+        oneRow(rowValid[size_t(kh)], em_.i64(kh * KW), kh * KW, rowOffset[size_t(kh)], next);
         continue;
       }
       for (int64_t kw = 0; kw < KW; ++kw) {

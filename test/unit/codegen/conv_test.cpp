@@ -326,3 +326,16 @@ TEST_CASE("one-row conv bands differing only in their rows share one function", 
       makeSpec({5, 3, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 2, true, true, false}, oh))];
   CHECK(two.fields.back().name != "rows");
 }
+
+TEST_CASE("a big kernel's rows run as a loop over groups of rows with the same taps", "[codegen][conv]") {
+  // One-row bands of 7x7 and 5x5 kernels: a stem-like 7x7 whose tile has 7
+  // chains (two accumulator sets: rows in pairs, the seventh unrolled) and a
+  // 5x5 with 8 chains (one set: rows one at a time). Rows outside the image
+  // are NaN in the field: a skipped row that is read shows.
+  std::vector<ConvCase> cases;
+  for (uint32_t row : {0u, 1u, 2u, 5u, 9u, 11u}) {
+    cases.push_back({3, 1, 24, 224, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, row, 1, true, true, false});
+    cases.push_back({4, 1, 12, 130, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, row, 1, false, false, false});
+  }
+  checkCases<float>(cases, DType::F32, 1e-5);
+}
