@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <optional>
 
@@ -141,8 +142,7 @@ KernelDesc describe(const ConvSpec &s) {
   }
   if (std::optional<uint32_t> rows = rowsImmediate(s)) {
     d.fields.push_back({"rows", 0, FieldAccess::Immediate, *rows});
-    code.inHeight = code.inRows = code.outRowBegin = 0;
-    code.inRowBegin = code.padTop = 0;
+    code = withoutOneRowFields(code);
     immediates += ",rows=immediate";
   }
   if (!immediates.empty())
@@ -244,17 +244,20 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   std::vector<Rows> rowKind(size_t(KH * NR), Rows::All);
   std::vector<Value *> rowValid(size_t(KH * NR), nullptr), rowOffset(size_t(KH * NR), nullptr);
   Value *inPlane = nullptr; // elements per input channel of the field
-  Value *rowBase = nullptr; // with the rows an immediate: the field row of kernel row 0
+  // With the rows an immediate: the field offset of kernel row kh (i64).
+  std::function<Value *(Value *)> oneRowOffset;
   if (rowsImm_) {
     POPC_ASSERT(groups == 1 && NR == 1);
     const Window::OneRow band = w_.decodeOneRow(em_, rowsImm_);
-    rowBase = band.rowBase;
     inPlane = b_.CreateMul(band.inRows, em_.i64(W));
+    oneRowOffset = [this, band, ohl0, W](Value *kh) {
+      Value *fieldRow = b_.CreateAdd(b_.CreateMul(ohl0, em_.i64(s_.strideH)),
+                                     b_.CreateAdd(band.rowBase, b_.CreateMul(kh, em_.i64(s_.dilationH))));
+      return b_.CreateMul(fieldRow, em_.i64(W));
+    };
     for (int64_t kh = 0; kh < KH; ++kh) {
       rowValid[size_t(kh)] = band.inImage[size_t(kh)];
-      Value *fieldRow = b_.CreateAdd(b_.CreateMul(ohl0, em_.i64(s_.strideH)),
-                                     b_.CreateAdd(band.rowBase, em_.i64(kh * int64_t(s_.dilationH))));
-      rowOffset[size_t(kh)] = b_.CreateMul(fieldRow, em_.i64(W));
+      rowOffset[size_t(kh)] = oneRowOffset(em_.i64(kh));
     }
   } else {
     inPlane = em_.i64(int64_t(s_.inRows) * W);
@@ -321,7 +324,6 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
   auto channel = [&](Value *ic, Emitter::Carried &next, int64_t set) {
     Value *chan = b_.CreateMul(ic, inPlane);
     Value *wChan = b_.CreateAdd(wBlock, b_.CreateMul(ic, em_.i64(KK)));
-    // Tap (kh, kw) of tile row r into `next`; `wv` caches the tap's weights.
     // Tap (kh, kw) of tile row r into `next`: `rowTaps` is kh * KW (a
     // constant, or a value in a rolled kernel-row loop), `setTap` the tap's
     // index as far as its accumulator set goes, `rowOff` and `enable` its
@@ -368,7 +370,7 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
       });
     };
     int64_t firstUnrolled = 0; // kernel rows before it ran in the rolled loop
-    if (rowsImm_ && rollRows) {
+    if (rollRows) {
       // A big kernel's rows as a loop over groups of `rollRows` rows (a
       // group's taps cover the accumulator sets a whole number of times, so
       // each tap keeps its set): the same taps in the same order, in code a
@@ -378,10 +380,8 @@ void ConvEmitter::tile(Value *oc0, int64_t ob, Value *ohl0, int64_t group0, int6
         Emitter::Carried acc = cur;
         for (int64_t i = 0; i < rollRows; ++i) {
           Value *kh = b_.CreateAdd(b_.CreateMul(g, em_.i64(rollRows)), em_.i64(i));
-          Value *valid = b_.CreateTrunc(b_.CreateLShr(rowsImm_, kh), b_.getInt1Ty());
-          Value *fieldRow = b_.CreateAdd(b_.CreateMul(ohl0, em_.i64(s_.strideH)),
-                                         b_.CreateAdd(rowBase, b_.CreateMul(kh, em_.i64(s_.dilationH))));
-          oneRow(valid, b_.CreateMul(kh, em_.i64(KW)), i * KW, b_.CreateMul(fieldRow, em_.i64(W)), acc);
+          oneRow(Window::oneRowInImage(em_, rowsImm_, kh), b_.CreateMul(kh, em_.i64(KW)), i * KW, oneRowOffset(kh),
+                 acc);
         }
         return acc;
       });

@@ -229,15 +229,7 @@ void Emitter::forLoop(Value *begin, Value *end, const std::function<void(Value *
 }
 
 void Emitter::ifThen(Value *cond, const std::function<void()> &then) {
-  Function *f = b_.GetInsertBlock()->getParent();
-  BasicBlock *thenBlock = BasicBlock::Create(ctx(), "then", f);
-  BasicBlock *merge = BasicBlock::Create(ctx(), "endif");
-  b_.CreateCondBr(cond, thenBlock, merge);
-  b_.SetInsertPoint(thenBlock);
-  then();
-  b_.CreateBr(merge);
-  merge->insertInto(f);
-  b_.SetInsertPoint(merge);
+  ifThen(cond, {}, [&](Carried &) { then(); });
 }
 
 Emitter::Carried Emitter::ifThen(Value *cond, Carried values, const std::function<void(Carried &)> &then) {
@@ -356,26 +348,21 @@ Emitter::Carried Emitter::unrolledLoop(int64_t count, int64_t unroll, Carried in
   return sum;
 }
 
-void Emitter::keepLastLoopRolled() {
+void Emitter::setLastLoopHint(llvm::ArrayRef<Metadata *> hint) {
   if (!lastLatch_)
     return;
   LLVMContext &c = ctx();
-  Metadata *args[] = {nullptr, MDNode::get(c, MDString::get(c, "llvm.loop.unroll.disable"))};
+  Metadata *args[] = {nullptr, MDNode::get(c, hint)};
   MDNode *id = MDNode::getDistinct(c, args);
   id->replaceOperandWith(0, id); // a loop ID refers to itself
   lastLatch_->setMetadata(LLVMContext::MD_loop, id);
 }
 
+void Emitter::keepLastLoopRolled() { setLastLoopHint({MDString::get(ctx(), "llvm.loop.unroll.disable")}); }
+
 void Emitter::foldLastLoopTail() {
-  if (!lastLatch_)
-    return;
-  LLVMContext &c = ctx();
-  Metadata *pred[] = {MDString::get(c, "llvm.loop.vectorize.predicate.enable"),
-                      ConstantAsMetadata::get(ConstantInt::getTrue(c))};
-  Metadata *args[] = {nullptr, MDNode::get(c, pred)};
-  MDNode *id = MDNode::getDistinct(c, args);
-  id->replaceOperandWith(0, id);
-  lastLatch_->setMetadata(LLVMContext::MD_loop, id);
+  setLastLoopHint({MDString::get(ctx(), "llvm.loop.vectorize.predicate.enable"),
+                   ConstantAsMetadata::get(ConstantInt::getTrue(ctx()))});
 }
 
 Emitter::Carried Emitter::unrolledLoop(Value *count, int64_t unroll, Carried init,

@@ -141,6 +141,8 @@ private:
   std::vector<Value *> fields_;
   std::vector<Value *> present_;
   llvm::Instruction *lastLatch_ = nullptr; // the back edge of the loop forLoop emitted last
+  // Gives that loop the ID !{self, !{hint...}} (replacing any it had).
+  void setLastLoopHint(llvm::ArrayRef<llvm::Metadata *> hint);
   llvm::Function *entry_ = nullptr;
 };
 

@@ -34,10 +34,7 @@ KernelDesc describe(const PoolSpec &s) {
   // others (Window::oneRowImmediate; conv does the same).
   if (std::optional<uint32_t> rows = s.max ? windowOf(s).oneRowImmediate() : std::nullopt) {
     d.fields.push_back({"rows", 0, FieldAccess::Immediate, *rows});
-    PoolSpec code = s;
-    code.inHeight = code.inRows = code.outRowBegin = 0;
-    code.inRowBegin = code.padTop = 0;
-    d.codeKey = key(code) + ",rows=immediate";
+    d.codeKey = key(withoutOneRowFields(s)) + ",rows=immediate";
   }
   return d;
 }

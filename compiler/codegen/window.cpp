@@ -71,10 +71,14 @@ Window::OneRow Window::decodeOneRow(Emitter &em, Value *immediate) const {
   IRBuilder<> &b = em.b();
   OneRow r;
   for (uint32_t kh = 0; kh < kernelH; ++kh)
-    r.inImage.push_back(b.CreateTrunc(b.CreateLShr(immediate, uint64_t(kh)), b.getInt1Ty()));
+    r.inImage.push_back(oneRowInImage(em, immediate, em.i64(kh)));
   r.inRows = b.CreateAnd(b.CreateLShr(immediate, 16), em.i64(0xfff));
   r.rowBase = b.CreateSub(b.CreateLShr(immediate, 28), em.i64(kRowBaseBias));
   return r;
+}
+
+Value *Window::oneRowInImage(Emitter &em, Value *immediate, Value *kh) {
+  return em.b().CreateTrunc(em.b().CreateLShr(immediate, kh), em.b().getInt1Ty());
 }
 
 void Window::forEachTap(Emitter &em, DType t, Value *out, Value *outBase, Value *inBase,

@@ -50,6 +50,8 @@ struct Window {
     Value *inRows, *rowBase;
   };
   OneRow decodeOneRow(Emitter &em, Value *immediate) const;
+  // Whether kernel row `kh` (i64, constant or not) is in the image, from that immediate.
+  static Value *oneRowInImage(Emitter &em, Value *immediate, Value *kh);
 
   // (Pool only; conv has its own register-tiled loops.)
   // Visits every (output, input) element pair of the window: for each kernel
@@ -70,6 +72,14 @@ struct Window {
 template <typename Spec> Window windowOf(const Spec &s) {
   return {s.inHeight, s.inWidth,   s.inRowBegin, s.inRows,    s.outRowBegin, s.outRows, s.outWidth, s.kernelH,
           s.kernelW,  s.strideH,   s.strideW,    s.dilationH, s.dilationW,   s.padTop,  s.padLeft};
+}
+
+// The spec without the row fields Window::oneRowImmediate carries, for the
+// code key of a spec that passes them as that immediate.
+template <typename Spec> Spec withoutOneRowFields(Spec s) {
+  s.inHeight = s.inRows = s.outRowBegin = 0;
+  s.inRowBegin = s.padTop = 0;
+  return s;
 }
 
 } // namespace popc::codegen::detail
