@@ -1,5 +1,6 @@
 #include "runtime/device_memory.h"
 
+#include "support/allocator.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -41,11 +42,10 @@ void DeviceMemory::populate(uint32_t t, uint64_t bytes) const {
 }
 
 void DeviceMemory::release(size_t part, size_t parts) const {
+  // Slices end on whole pages, so no page lies between two of them.
   constexpr size_t kPage = 4096;
   const size_t pages = size_ / kPage;
-  const size_t first = pages * part / parts, last = pages * (part + 1) / parts;
-  if (last > first)
-    ::madvise(base_ + first * kPage, (last - first) * kPage, MADV_DONTNEED);
+  releaseWholePages(base_ + pages * part / parts * kPage, base_ + pages * (part + 1) / parts * kPage);
 }
 
 DeviceMemory::~DeviceMemory() {
