@@ -254,10 +254,10 @@ StepCosts measureSteps(runtime::ThreadPool &pool, uint32_t tiles, uint32_t perTi
   const double sync = medianSeconds(trials, [&] { pool.parallelFor(pool.size(), [](size_t) {}); });
   runtime::DeviceMemory memory(tiles, 64);
   runtime::ComputeSetPlan plan;
+  plan.fieldTables.assign(perTile, nullptr);
   for (uint32_t t = 0; t < tiles; ++t) {
-    plan.tiles.push_back({memory.tile(t), uint32_t(plan.calls.size()), uint32_t(plan.calls.size()) + perTile});
-    for (uint32_t v = 0; v < perTile; ++v)
-      plan.calls.push_back({emptyVertex, nullptr});
+    plan.tiles.push_back({memory.tile(t), t, t + 1});
+    plan.runs.push_back({emptyVertex, nullptr, 0, perTile, 0});
   }
   // A few chunks per thread, as planComputeSet cuts a large step.
   const uint32_t chunks = 4 * pool.size();

@@ -96,13 +96,8 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
   // by (tile, type); a repeated vertex's repetitions follow it, as in the
   // order the compiler wrote them.
   std::vector<const fb::VertexRepeat *> repeatOf(nv, nullptr);
-  uint64_t repeatedOffsets = 0;
-  for (uint32_t r = 0; r < len(cs->vertex_repeats()); ++r) {
-    const fb::VertexRepeat *rep = cs->vertex_repeats()->Get(r);
-    repeatOf[rep->vertex()] = rep;
-    repeatedOffsets += uint64_t(rep->repeat()) *
-                       len(root.vertex_types()->Get(cs->vertices()->Get(rep->vertex())->type())->fields());
-  }
+  for (uint32_t r = 0; r < len(cs->vertex_repeats()); ++r)
+    repeatOf[cs->vertex_repeats()->Get(r)->vertex()] = cs->vertex_repeats()->Get(r);
   std::vector<uint32_t> order(nv);
   std::iota(order.begin(), order.end(), 0u);
   auto key = [&](uint32_t v) {
@@ -110,33 +105,48 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
     return std::pair(x->tile(), x->type());
   };
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-  const uint64_t calls = popef::vertexCount(*cs);
-  plan.calls.reserve(calls);
-  plan.fieldOffsets.reserve(repeatedOffsets); // never reallocated: calls point into it
-  std::vector<uint32_t> callType, callTile;
-  callType.reserve(calls);
-  callTile.reserve(calls);
+  uint64_t stored = 0; // field offsets of repetitions kept in the plan
+  for (uint32_t v : order)
+    if (const uint32_t nf = len(root.vertex_types()->Get(cs->vertices()->Get(v)->type())->fields());
+        repeatOf[v] && nf > kMaxRunFields)
+      stored += uint64_t(repeatOf[v]->repeat()) * nf;
+  plan.storedFields.reserve(stored); // never reallocated: fieldTables point into it
+  // Per run: its vertex type and tile, for the costs below.
+  std::vector<uint32_t> runType, runTile;
+  auto addRun = [&](const fb::Vertex &x, const uint32_t *strides, uint32_t count, uint32_t nf) {
+    const uint32_t k = uint32_t(plan.runs.size());
+    if (plan.tiles.empty() || runTile.back() != x.tile())
+      plan.tiles.push_back({tiles.base(x.tile()), k, k});
+    plan.tiles.back().end = k + 1;
+    plan.runs.push_back({typeFns[x.type()], strides, uint32_t(plan.fieldTables.size()), count, nf});
+    runType.push_back(x.type());
+    runTile.push_back(x.tile());
+  };
   for (uint32_t v : order) {
     const fb::Vertex *x = cs->vertices()->Get(v);
     const uint32_t nf = len(root.vertex_types()->Get(x->type())->fields());
-    const uint64_t times = repeatOf[v] ? uint64_t(repeatOf[v]->repeat()) + 1 : 1;
+    // Vertices without fields may come with no field_offsets vector.
+    const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + x->fields_begin() : nullptr;
+    const fb::VertexRepeat *rep = repeatOf[v];
+    if (rep && nf <= kMaxRunFields) {
+      // (A vertex without fields steps nothing: any non-null strides do.)
+      static constexpr uint32_t kNoFields[1] = {0};
+      addRun(*x, nf ? cs->field_strides()->data() + rep->strides_begin() : kNoFields, rep->repeat() + 1, nf);
+      plan.fieldTables.push_back(offsets);
+      continue;
+    }
+    const VertexRun *last = plan.runs.empty() ? nullptr : &plan.runs.back();
+    if (!last || last->strides || runTile.back() != x->tile() || runType.back() != x->type())
+      addRun(*x, nullptr, 0, nf);
+    const uint64_t times = rep ? uint64_t(rep->repeat()) + 1 : 1;
     for (uint64_t i = 0; i < times; ++i) {
-      const uint32_t k = uint32_t(plan.calls.size());
-      if (plan.tiles.empty() || callTile.back() != x->tile()) {
-        if (!plan.tiles.empty())
-          plan.tiles.back().end = k;
-        plan.tiles.push_back({tiles.base(x->tile()), k, uint32_t(calls)});
-      }
-      // Vertices without fields may come with no field_offsets vector.
-      const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + x->fields_begin() : nullptr;
       if (i > 0) {
-        plan.fieldOffsets.resize(plan.fieldOffsets.size() + nf);
-        popef::repeatedFieldOffsets(*cs, *x, *repeatOf[v], nf, i, plan.fieldOffsets.data() + plan.fieldOffsets.size() - nf);
-        offsets = plan.fieldOffsets.data() + plan.fieldOffsets.size() - nf;
+        plan.storedFields.resize(plan.storedFields.size() + nf);
+        popef::repeatedFieldOffsets(*cs, *x, *rep, nf, i, plan.storedFields.data() + plan.storedFields.size() - nf);
+        offsets = plan.storedFields.data() + plan.storedFields.size() - nf;
       }
-      plan.calls.push_back({typeFns[x->type()], offsets});
-      callType.push_back(x->type());
-      callTile.push_back(x->tile());
+      plan.fieldTables.push_back(offsets);
+      ++plan.runs.back().count;
     }
   }
   std::vector<uint64_t> tileWork, costs;
@@ -144,10 +154,10 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
   for (const TileWork &tw : plan.tiles) {
     costs.clear();
     for (uint32_t k = tw.begin; k < tw.end; ++k)
-      costs.push_back(root.vertex_types()->Get(callType[k])->cycles());
+      costs.insert(costs.end(), plan.runs[k].count, root.vertex_types()->Get(runType[k])->cycles());
     const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
     plan.cycles = std::max(plan.cycles, tileCycles);
-    const uint32_t ipu = callTile[tw.begin] / target.tiles_per_ipu();
+    const uint32_t ipu = runTile[tw.begin] / target.tiles_per_ipu();
     if (plan.ipuCycles.empty() || plan.ipuCycles.back().first != ipu)
       plan.ipuCycles.push_back({ipu, 0}); // vertices are in tile order, so IPUs come in order
     plan.ipuCycles.back().second = std::max(plan.ipuCycles.back().second, tileCycles);
@@ -160,7 +170,7 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
   for (uint32_t r = 1; r < tiles.replicas; ++r)
     for (size_t i = 0; i < oneReplica; ++i) {
       const TileWork &tw = plan.tiles[i];
-      const uint32_t tile = callTile[tw.begin];
+      const uint32_t tile = runTile[tw.begin];
       plan.tiles.push_back({tiles.base(tile, r), tw.begin, tw.end});
       tileWork.push_back(tileWork[i]);
       work += tileWork[i];
@@ -173,14 +183,10 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
 }
 
 void runComputeSet(const ComputeSetPlan &plan, ThreadPool &pool) {
-  const TileWork *tiles = plan.tiles.data();
-  const VertexCall *calls = plan.calls.data();
-  const uint32_t *chunks = plan.chunks.data();
-  pool.parallelFor(plan.chunks.size() - 1, [tiles, calls, chunks](size_t c) {
-    for (uint32_t t = chunks[c]; t < chunks[c + 1]; ++t) {
-      const TileWork &tw = tiles[t];
-      for (uint32_t k = tw.begin; k < tw.end; ++k)
-        calls[k].fn(tw.base, calls[k].fields);
+  pool.parallelFor(plan.chunks.size() - 1, [&plan](size_t c) {
+    for (uint32_t t = plan.chunks[c]; t < plan.chunks[c + 1]; ++t) {
+      uint8_t *base = plan.tiles[t].base;
+      plan.forEachCall(plan.tiles[t], [base](VertexFn fn, const uint32_t *fields) { fn(base, fields); });
     }
   });
 }

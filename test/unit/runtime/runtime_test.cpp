@@ -507,8 +507,8 @@ TEST_CASE("a repeated vertex plans the same calls and cycles as its repetitions 
     const std::vector<popc::runtime::VertexFn> fns(1, nullptr);
     auto p = popc::runtime::planComputeSet(*root, 0, tiles, fns, 1);
     std::vector<std::vector<uint32_t>> fields;
-    for (const auto &call : p.calls)
-      fields.push_back({call.fields[0], call.fields[1], call.fields[2]});
+    for (const auto &tw : p.tiles)
+      p.forEachCall(tw, [&](popc::runtime::VertexFn, const uint32_t *f) { fields.push_back({f[0], f[1], f[2]}); });
     return std::pair(fields, p.cycles);
   };
   const auto [written, writtenCycles] = plan(exe);
