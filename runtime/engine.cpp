@@ -342,7 +342,25 @@ struct Engine::Impl {
     markExchanges(root.main());
     for (uint32_t f = 0; f < len(root.functions()); ++f)
       markExchanges(root.functions()->Get(f));
-    pool->parallelFor(n, [this](size_t e) { planExchange(uint32_t(e)); });
+    // The load program's own steps are planned as it runs them, one at a
+    // time, and dropped after (runLoadProgram): their tables are not held
+    // beside the runs' (peak RSS).
+    std::vector<uint32_t> planned;
+    std::vector<bool> loadOnly = loadOnlySteps();
+    for (uint32_t e = 0; e < n; ++e)
+      if (!loadOnly[e])
+        planned.push_back(e);
+    pool->parallelFor(planned.size(), [&](size_t i) { planExchange(planned[i]); });
+  }
+
+  // Exchange steps that only the load program runs.
+  std::vector<bool> loadOnlySteps() const {
+    std::vector<bool> loadOnly(runInMain.size(), false);
+    if (const fb::Program *load = root.load(); load && load->children())
+      for (const fb::Program *step : *load->children())
+        if (!runInMain[step->index()])
+          loadOnly[step->index()] = true;
+    return loadOnly;
   }
 
   void markExchanges(const fb::Program *p) {
@@ -358,15 +376,12 @@ struct Engine::Impl {
     const fb::ExchangeStep *step = root.exchanges()->Get(e);
     exchanges[e] = runtime::planExchange(root, e, replicaTiles(), runInMain[e], replicaLink != nullptr, pool->size());
     describeExchange(e, *step, exchanges[e].broadcastFrom >= 0);
-    // The plan holds the step now: its records' file pages go, so the file's
-    // schedule is not resident beside the tiles' memory (peak RSS).
-    releaseVector(step->pieces());
-    releaseVector(step->placements());
-  }
-
-  template <typename Vector> void releaseVector(const Vector *v) {
-    if (v)
-      exe->releaseMappedPages({reinterpret_cast<const uint8_t *>(v->Data()), size_t(v->size()) * sizeof(*v->data())});
+    // The plan holds the step now: the file's pages go, so the schedule is
+    // not resident beside the tiles' memory (peak RSS). All of them, not just
+    // the step's records: reading those faulted their neighbours in too
+    // (ResNet-50: 20 MB of them after the last step). Pages another thread
+    // still reads come back from the page cache.
+    exe->releaseMappedPages();
   }
 
   void describeExchange(uint32_t e, const fb::ExchangeStep &step, bool hostLink) {
@@ -501,10 +516,23 @@ struct Engine::Impl {
     const fb::Program *load = root.load();
     if (!load || !load->children())
       return;
-    for (const fb::Program *step : *load->children()) {
-      ExchangePlan &plan = exchanges[step->index()];
-      performCopies(plan);
-      report.loadExchangeBytes += plan.cost.bytes * replicas;
+    // A load-only step is planned before its first run here and dropped
+    // after its last.
+    const std::vector<bool> loadOnly = loadOnlySteps();
+    std::vector<uint32_t> lastRun(loadOnly.size(), 0);
+    for (uint32_t i = 0; i < load->children()->size(); ++i)
+      lastRun[load->children()->Get(i)->index()] = i;
+    std::vector<bool> planned(loadOnly.size(), false);
+    for (uint32_t i = 0; i < load->children()->size(); ++i) {
+      const uint32_t e = load->children()->Get(i)->index();
+      if (loadOnly[e] && !planned[e]) {
+        planExchange(e);
+        planned[e] = true;
+      }
+      performCopies(exchanges[e]);
+      report.loadExchangeBytes += exchanges[e].cost.bytes * replicas;
+      if (loadOnly[e] && lastRun[e] == i)
+        exchanges[e] = ExchangePlan{};
     }
   }
 
