@@ -239,11 +239,21 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   if (nat == 0)
     return plan;
   const fb::Piece *pieces = reinterpret_cast<const fb::Piece *>(step->pieces()->Data());
-  plan.pieces.reserve(size_t(np) * replicas);
+  plan.packedOrigin = tiles.base(0);
+  auto source = [&](const fb::Piece &p, uint32_t r) { return tiles.base(p.src_tile(), r) + p.src_offset(); };
+  bool packed = true;
+  for (uint32_t r = 0; r < replicas && packed; ++r)
+    for (const fb::Piece *p = pieces; p != pieces + np && packed; ++p)
+      packed = PackedPieceOp::fits(uint64_t(source(*p, r) - plan.packedOrigin), p->bytes(), uint64_t(p->repeat()) + 1);
+  (packed ? plan.packedPieces.reserve(size_t(np) * replicas) : plan.pieces.reserve(size_t(np) * replicas));
   for (uint32_t r = 0; r < replicas; ++r)
-    for (const fb::Piece *p = pieces; p != pieces + np; ++p)
-      plan.pieces.push_back(
-          {tiles.base(p->src_tile(), r) + p->src_offset(), p->bytes(), p->repeat() + 1, p->src_stride(), p->dst_stride()});
+    for (const fb::Piece *p = pieces; p != pieces + np; ++p) {
+      if (packed)
+        plan.packedPieces.push_back({uint32_t(source(*p, r) - plan.packedOrigin), uint16_t(p->bytes()),
+                                     uint16_t(p->repeat() + 1), p->src_stride(), p->dst_stride()});
+      else
+        plan.pieces.push_back({source(*p, r), p->bytes(), p->repeat() + 1, p->src_stride(), p->dst_stride()});
+    }
   // The compiler writes placements sorted by destination (popef.fbs); any other order is sorted here.
   std::vector<uint32_t> order(nat);
   std::iota(order.begin(), order.end(), 0u);
@@ -296,24 +306,45 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   return plan;
 }
 
-void performLocalCopies(const ExchangePlan &plan, ThreadPool &pool) {
-  if (plan.local.empty())
-    return;
+namespace {
+
+struct Piece {
+  const uint8_t *src;
+  uint32_t bytes, count, srcStride, dstStride;
+};
+inline Piece unpack(const PieceOp &p, const uint8_t *) { return {p.src, p.bytes, p.count, p.srcStride, p.dstStride}; }
+inline Piece unpack(const PackedPieceOp &p, const uint8_t *origin) {
+  return {origin + p.srcOffset, p.bytes, p.count, p.srcStride, p.dstStride};
+}
+
+template <typename Op> void copyPlacements(const ExchangePlan &plan, const Op *pieces, ThreadPool &pool) {
   const PlacementOp *ops = plan.local.data();
-  const PieceOp *pieces = plan.pieces.data();
   const uint32_t *chunks = plan.chunks.data();
-  pool.parallelFor(plan.chunks.size() - 1, [ops, pieces, chunks](size_t k) {
+  const uint8_t *origin = plan.packedOrigin;
+  pool.parallelFor(plan.chunks.size() - 1, [ops, pieces, chunks, origin](size_t k) {
     for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i) {
       uint8_t *dst = ops[i].dst;
-      for (const PieceOp *p = pieces + ops[i].firstPiece, *end = p + ops[i].pieces; p != end; ++p) {
+      for (const Op *op = pieces + ops[i].firstPiece, *end = op + ops[i].pieces; op != end; ++op) {
+        const Piece p = unpack(*op, origin);
         uint8_t *d = dst;
-        const uint8_t *src = p->src;
-        for (uint32_t n = 0; n < p->count; ++n, d += p->dstStride, src += p->srcStride)
-          copyBytes(d, src, p->bytes);
-        dst += uint64_t(p->count - 1) * p->dstStride + p->bytes; // the piece's extent
+        const uint8_t *src = p.src;
+        for (uint32_t n = 0; n < p.count; ++n, d += p.dstStride, src += p.srcStride)
+          copyBytes(d, src, p.bytes);
+        dst += uint64_t(p.count - 1) * p.dstStride + p.bytes; // the piece's extent
       }
     }
   });
+}
+
+} // namespace
+
+void performLocalCopies(const ExchangePlan &plan, ThreadPool &pool) {
+  if (plan.local.empty())
+    return;
+  if (!plan.packedPieces.empty())
+    copyPlacements(plan, plan.packedPieces.data(), pool);
+  else
+    copyPlacements(plan, plan.pieces.data(), pool);
 }
 
 } // namespace popc::runtime
