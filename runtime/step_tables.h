@@ -62,19 +62,23 @@ struct ComputeSetPlan {
     const VertexRun *run = runs.data() + tw.begin, *end = runs.data() + tw.end;
     const uint32_t *const *tables = fieldTables.data();
     for (; run != end; ++run) {
+      // Locals, not loads through `run` after every (opaque) call.
+      const VertexFn fn = run->fn;
+      const uint32_t first = run->first, count = run->count;
       if (!run->strides) {
-        for (uint32_t k = run->first; k != run->first + run->count; ++k)
-          f(run->fn, tables[k]);
+        for (uint32_t k = first; k != first + count; ++k)
+          f(fn, tables[k]);
         continue;
       }
       uint32_t fields[kMaxRunFields];
       const uint32_t nf = run->fields;
+      const uint32_t *strides = run->strides;
       for (uint32_t i = 0; i < nf; ++i)
-        fields[i] = tables[run->first][i];
-      for (uint32_t n = 0; n < run->count; ++n) {
-        f(run->fn, const_cast<const uint32_t *>(fields));
+        fields[i] = tables[first][i];
+      for (uint32_t n = 0; n < count; ++n) {
+        f(fn, const_cast<const uint32_t *>(fields));
         for (uint32_t i = 0; i < nf; ++i)
-          fields[i] += run->strides[i]; // the file's offset + n * stride, modulo 2^32
+          fields[i] += strides[i]; // the file's offset + n * stride, modulo 2^32
       }
     }
   }
