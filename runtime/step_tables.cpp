@@ -244,13 +244,15 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   bool packed = true;
   for (uint32_t r = 0; r < replicas && packed; ++r)
     for (const fb::Piece *p = pieces; p != pieces + np && packed; ++p)
-      packed = PackedPieceOp::fits(uint64_t(source(*p, r) - plan.packedOrigin), p->bytes(), uint64_t(p->repeat()) + 1);
+      packed = PackedPieceOp::fits(uint64_t(source(*p, r) - plan.packedOrigin), p->bytes(), uint64_t(p->repeat()) + 1,
+                                   p->src_stride(), p->dst_stride());
   (packed ? plan.packedPieces.reserve(size_t(np) * replicas) : plan.pieces.reserve(size_t(np) * replicas));
   for (uint32_t r = 0; r < replicas; ++r)
     for (const fb::Piece *p = pieces; p != pieces + np; ++p) {
       if (packed)
         plan.packedPieces.push_back({uint32_t(source(*p, r) - plan.packedOrigin), uint16_t(p->bytes()),
-                                     uint16_t(p->repeat() + 1), p->src_stride(), p->dst_stride()});
+                                     uint16_t(p->repeat() + 1), uint16_t(p->src_stride()),
+                                     uint16_t(p->dst_stride())});
       else
         plan.pieces.push_back({source(*p, r), p->bytes(), p->repeat() + 1, p->src_stride(), p->dst_stride()});
     }

@@ -98,19 +98,20 @@ struct PieceOp {
   uint32_t count;
   uint32_t srcStride, dstStride;
 };
-// The same in 16 bytes, as a step's pieces are held when they all fit (a
+// The same in 12 bytes, as a step's pieces are held when they all fit (a
 // source less than 4 GiB into the arena: one IPU of 1,472 tiles; fewer than
-// 64 Ki copies of less than 64 KiB): ResNet-50 holds 1.4 M pieces. Plain
-// loads, no bit fields: the copy loop reads one per piece.
+// 64 Ki copies of less than 64 KiB, strided by less than 64 KiB): every
+// step of the bench models. ResNet-50 holds 1.4 M pieces. Plain loads, no
+// bit fields: the copy loop reads one per piece.
 struct PackedPieceOp {
   uint32_t srcOffset; // from ExchangePlan::packedOrigin
-  uint16_t bytes, count;
-  uint32_t srcStride, dstStride;
-  static bool fits(uint64_t srcOffset, uint64_t bytes, uint64_t count) {
-    return srcOffset <= UINT32_MAX && bytes <= UINT16_MAX && count <= UINT16_MAX;
+  uint16_t bytes, count, srcStride, dstStride;
+  static bool fits(uint64_t srcOffset, uint64_t bytes, uint64_t count, uint64_t srcStride, uint64_t dstStride) {
+    return srcOffset <= UINT32_MAX && bytes <= UINT16_MAX && count <= UINT16_MAX && srcStride <= UINT16_MAX &&
+           dstStride <= UINT16_MAX;
   }
 };
-static_assert(sizeof(PackedPieceOp) == 16);
+static_assert(sizeof(PackedPieceOp) == 12);
 // Pieces laid one after the other from `dst` on (a stored placement, or the
 // on-IPU part of one), each starting where the previous one's extent ends.
 struct PlacementOp {

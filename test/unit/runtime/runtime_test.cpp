@@ -524,50 +524,45 @@ TEST_CASE("a repeated vertex plans the same calls and cycles as its repetitions 
 }
 
 TEST_CASE("an exchange step copies the same bytes whether its pieces are held packed or wide", "[runtime]") {
-  // One IPU of 4 tiles. Pieces of under 64 KiB are held in 16 bytes; a step
-  // with one of 70,000 bytes keeps them all in the 24-byte form.
-  auto run = [](uint32_t bigBytes) {
+  // One IPU of 4 tiles. Pieces of under 64 KiB, strided by under 64 KiB, are
+  // held in 12 bytes; a step with one of 70,000 bytes, or strided by 70,000,
+  // keeps them all in the 24-byte form.
+  constexpr uint32_t kTileBytes = 300000;
+  auto initial = [](uint32_t t, uint32_t i) { return uint8_t(t * 31 + i * 7 + i / 251); };
+  auto run = [&](uint32_t bigBytes, uint32_t dstStride) {
     auto exe = popc::test::makeSampleExecutable({1});
     exe.target->num_ipus = 1;
     exe.target->tiles_per_ipu = 4;
-    exe.target->bytes_per_tile = 200000;
-    fb::ExchangeStepT &step = *exe.exchanges[0];
-    popc::popef::setCopies(step, {popc::popef::singleCopy(0, 0, 1, 0, 24),
-                                  ::popef::fb::Copy(0, 100, 1, 1000, 8, 3, 12, 16), // 4 strided copies
-                                  popc::popef::singleCopy(2, 0, 3, 0, bigBytes)});
+    exe.target->bytes_per_tile = kTileBytes;
+    popc::popef::setCopies(*exe.exchanges[0], {popc::popef::singleCopy(0, 0, 1, 0, 24),
+                                               ::popef::fb::Copy(0, 100, 1, 1000, 8, 3, 12, dstStride),
+                                               popc::popef::singleCopy(2, 0, 3, 0, bigBytes)});
     const auto bytes = popc::popef::serialize(exe);
     const auto *root = fb::GetExecutable(bytes.data());
-    popc::runtime::DeviceMemory memory(4, exe.target->bytes_per_tile);
+    popc::runtime::DeviceMemory memory(4, kTileBytes);
     for (uint32_t t = 0; t < 4; ++t)
-      for (uint32_t i = 0; i < exe.target->bytes_per_tile; ++i)
-        memory.tile(t)[i] = uint8_t(t * 31 + i * 7 + i / 251);
+      for (uint32_t i = 0; i < kTileBytes; ++i)
+        memory.tile(t)[i] = initial(t, i);
     popc::runtime::ReplicaTiles tiles{memory, 1, 4};
     popc::runtime::ThreadPool pool(2);
     const auto plan = popc::runtime::planExchange(*root, 0, tiles, true, false, pool.size());
     popc::runtime::performLocalCopies(plan, pool);
-    std::vector<uint8_t> after(memory.tile(1), memory.tile(1) + 2000);
-    after.insert(after.end(), memory.tile(3), memory.tile(3) + bigBytes);
-    return std::tuple(plan.packedPieces.size(), plan.pieces.size(), after);
-  };
-  const auto [packedSmall, wideSmall, small] = run(60000);
-  CHECK(packedSmall == 3);
-  CHECK(wideSmall == 0);
-  const auto [packedBig, wideBig, big] = run(70000);
-  CHECK(packedBig == 0);
-  CHECK(wideBig == 3);
-  // Against the copies done by hand on the same initial bytes.
-  auto initial = [](uint32_t t, uint32_t i) { return uint8_t(t * 31 + i * 7 + i / 251); };
-  for (const auto &[after, bigBytes] : {std::pair(small, 60000u), std::pair(big, 70000u)}) {
-    std::vector<uint8_t> expected;
-    for (uint32_t i = 0; i < 2000; ++i)
-      expected.push_back(initial(1, i));
+    // Against the copies done by hand on the same initial bytes.
+    std::vector<uint8_t> expected(kTileBytes);
+    for (uint32_t i = 0; i < kTileBytes; ++i)
+      expected[i] = initial(1, i);
     for (uint32_t i = 0; i < 24; ++i)
       expected[i] = initial(0, i);
     for (uint32_t k = 0; k < 4; ++k)
       for (uint32_t i = 0; i < 8; ++i)
-        expected[1000 + k * 16 + i] = initial(0, 100 + k * 12 + i);
+        expected[1000 + k * dstStride + i] = initial(0, 100 + k * 12 + i);
+    CHECK(std::equal(expected.begin(), expected.end(), memory.tile(1)));
     for (uint32_t i = 0; i < bigBytes; ++i)
-      expected.push_back(initial(2, i));
-    CHECK(after == expected);
-  }
+      expected[i] = initial(2, i);
+    CHECK(std::equal(expected.begin(), expected.begin() + bigBytes, memory.tile(3)));
+    return std::pair(plan.packedPieces.size(), plan.pieces.size());
+  };
+  CHECK(run(60000, 16) == std::pair<size_t, size_t>(3, 0));
+  CHECK(run(70000, 16) == std::pair<size_t, size_t>(0, 3));
+  CHECK(run(60000, 70000) == std::pair<size_t, size_t>(0, 3));
 }
