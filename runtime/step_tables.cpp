@@ -111,14 +111,23 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
         repeatOf[v] && nf > kMaxRunFields)
       stored += uint64_t(repeatOf[v]->repeat()) * nf;
   plan.storedFields.reserve(stored); // never reallocated: fieldTables point into it
+  plan.fieldStrides = cs->field_strides() ? cs->field_strides()->data() : nullptr;
   // Per run: its vertex type and tile, for the costs below.
-  std::vector<uint32_t> runType, runTile;
-  auto addRun = [&](const fb::Vertex &x, const uint32_t *strides, uint32_t count, uint32_t nf) {
+  std::vector<uint32_t> runType, runTile, kindTypes;
+  auto kindOf = [&](uint32_t type, uint32_t nf) {
+    auto it = std::find(kindTypes.begin(), kindTypes.end(), type);
+    if (it != kindTypes.end())
+      return uint32_t(it - kindTypes.begin());
+    kindTypes.push_back(type);
+    plan.kinds.push_back({typeFns[type], nf});
+    return uint32_t(plan.kinds.size() - 1);
+  };
+  auto addRun = [&](const fb::Vertex &x, uint32_t strides, uint32_t count, uint32_t nf) {
     const uint32_t k = uint32_t(plan.runs.size());
     if (plan.tiles.empty() || runTile.back() != x.tile())
       plan.tiles.push_back({tiles.base(x.tile()), k, k});
     plan.tiles.back().end = k + 1;
-    plan.runs.push_back({typeFns[x.type()], strides, uint32_t(plan.fieldTables.size()), count, nf});
+    plan.runs.push_back({kindOf(x.type(), nf), strides, uint32_t(plan.fieldTables.size()), count});
     runType.push_back(x.type());
     runTile.push_back(x.tile());
   };
@@ -129,15 +138,14 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
     const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + x->fields_begin() : nullptr;
     const fb::VertexRepeat *rep = repeatOf[v];
     if (rep && nf <= kMaxRunFields) {
-      // (A vertex without fields steps nothing: any non-null strides do.)
-      static constexpr uint32_t kNoFields[1] = {0};
-      addRun(*x, nf ? cs->field_strides()->data() + rep->strides_begin() : kNoFields, rep->repeat() + 1, nf);
+      addRun(*x, nf ? rep->strides_begin() : 0, rep->repeat() + 1, nf); // (no fields: no strides read)
       plan.fieldTables.push_back(offsets);
       continue;
     }
     const VertexRun *last = plan.runs.empty() ? nullptr : &plan.runs.back();
-    if (!last || last->strides || runTile.back() != x->tile() || runType.back() != x->type())
-      addRun(*x, nullptr, 0, nf);
+    if (!last || last->strides != VertexRun::kNotRepeated || runTile.back() != x->tile() ||
+        runType.back() != x->type())
+      addRun(*x, VertexRun::kNotRepeated, 0, nf);
     const uint64_t times = rep ? uint64_t(rep->repeat()) + 1 : 1;
     for (uint64_t i = 0; i < times; ++i) {
       if (i > 0) {

@@ -29,17 +29,22 @@ struct ReplicaTiles {
   uint8_t *base(uint32_t tile, uint32_t r = 0) const { return memory.tile(tileOf(tile, r)); }
 };
 
+// A vertex type as a compute set's runs call it.
+struct VertexKind {
+  VertexFn fn;
+  uint32_t fields;
+};
 // Vertices of one type on one tile, run one after the other: `count` calls
 // with the field tables fieldTables[first, first + count), or a repeated
 // vertex (popef.fbs VertexRepeat): call i with field f at
-// fieldTables[first][f] + i * strides[f], computed as it runs so that a
-// repetition's fields need no table of their own (ResNet-50: 0.5 M of its
-// 0.65 M calls, 12 MB of tables).
+// fieldTables[first][f] + i * fieldStrides[strides + f], computed as it runs
+// so that a repetition's fields need no table of their own (ResNet-50: 0.5 M
+// of its 0.65 M calls, 12 MB of tables). 16 bytes: 0.24 M runs.
 struct VertexRun {
-  VertexFn fn;
-  const uint32_t *strides; // a repeated vertex; nullptr otherwise
+  uint32_t kind;    // in ComputeSetPlan::kinds
+  uint32_t strides; // a repeated vertex's first stride, or kNotRepeated
   uint32_t first, count;
-  uint32_t fields; // per call (a repeated vertex's)
+  static constexpr uint32_t kNotRepeated = UINT32_MAX;
 };
 struct TileWork {
   uint8_t *base;
@@ -48,9 +53,11 @@ struct TileWork {
 // A repeated vertex with more fields has its repetitions' tables stored.
 constexpr uint32_t kMaxRunFields = 64;
 struct ComputeSetPlan {
+  std::vector<VertexKind> kinds;                // the types the compute set runs
   std::vector<VertexRun> runs;                  // grouped by tile, one type after another
   std::vector<const uint32_t *> fieldTables;    // into the file's field_offsets or storedFields
   std::vector<uint32_t> storedFields;           // repetitions of vertices of over kMaxRunFields fields
+  const uint32_t *fieldStrides = nullptr;       // the file's field_strides
   std::vector<TileWork> tiles;                  // every replica's tiles
   std::vector<uint32_t> chunks;  // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
   uint64_t cycles = 0;           // the busiest tile (tileComputeCycles)
@@ -63,20 +70,20 @@ struct ComputeSetPlan {
     const uint32_t *const *tables = fieldTables.data();
     for (; run != end; ++run) {
       // Locals, not loads through `run` after every (opaque) call.
-      const VertexFn fn = run->fn;
+      const VertexKind kind = kinds[run->kind];
       const uint32_t first = run->first, count = run->count;
-      if (!run->strides) {
+      if (run->strides == VertexRun::kNotRepeated) {
         for (uint32_t k = first; k != first + count; ++k)
-          f(fn, tables[k]);
+          f(kind.fn, tables[k]);
         continue;
       }
       uint32_t fields[kMaxRunFields];
-      const uint32_t nf = run->fields;
-      const uint32_t *strides = run->strides;
+      const uint32_t nf = kind.fields;
+      const uint32_t *strides = fieldStrides + run->strides;
       for (uint32_t i = 0; i < nf; ++i)
         fields[i] = tables[first][i];
       for (uint32_t n = 0; n < count; ++n) {
-        f(fn, const_cast<const uint32_t *>(fields));
+        f(kind.fn, const_cast<const uint32_t *>(fields));
         for (uint32_t i = 0; i < nf; ++i)
           fields[i] += strides[i]; // the file's offset + n * stride, modulo 2^32
       }
