@@ -255,7 +255,6 @@ StepCosts measureSteps(runtime::ThreadPool &pool, uint32_t tiles, uint32_t perTi
   runtime::DeviceMemory memory(tiles, 64);
   runtime::ComputeSetPlan plan;
   plan.kinds.push_back({emptyVertex, 0});
-  plan.fieldTables.assign(perTile, nullptr);
   for (uint32_t t = 0; t < tiles; ++t) {
     plan.tiles.push_back({memory.tile(t), t, t + 1});
     plan.runs.push_back({0, runtime::VertexRun::kNotRepeated, 0, perTile});

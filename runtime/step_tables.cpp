@@ -105,12 +105,7 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
     return std::pair(x->tile(), x->type());
   };
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-  uint64_t stored = 0; // field offsets of repetitions kept in the plan
-  for (uint32_t v : order)
-    if (const uint32_t nf = len(root.vertex_types()->Get(cs->vertices()->Get(v)->type())->fields());
-        repeatOf[v] && nf > kMaxRunFields)
-      stored += uint64_t(repeatOf[v]->repeat()) * nf;
-  plan.storedFields.reserve(stored); // never reallocated: fieldTables point into it
+  plan.fieldOffsets = cs->field_offsets() ? cs->field_offsets()->data() : nullptr;
   plan.fieldStrides = cs->field_strides() ? cs->field_strides()->data() : nullptr;
   // Per run: its vertex type and tile, for the costs below.
   std::vector<uint32_t> runType, runTile, kindTypes;
@@ -127,35 +122,24 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
     if (plan.tiles.empty() || runTile.back() != x.tile())
       plan.tiles.push_back({tiles.base(x.tile()), k, k});
     plan.tiles.back().end = k + 1;
-    plan.runs.push_back({kindOf(x.type(), nf), strides, uint32_t(plan.fieldTables.size()), count});
+    plan.runs.push_back({kindOf(x.type(), nf), strides, x.fields_begin(), count});
     runType.push_back(x.type());
     runTile.push_back(x.tile());
   };
   for (uint32_t v : order) {
     const fb::Vertex *x = cs->vertices()->Get(v);
     const uint32_t nf = len(root.vertex_types()->Get(x->type())->fields());
-    // Vertices without fields may come with no field_offsets vector.
-    const uint32_t *offsets = cs->field_offsets() ? cs->field_offsets()->data() + x->fields_begin() : nullptr;
-    const fb::VertexRepeat *rep = repeatOf[v];
-    if (rep && nf <= kMaxRunFields) {
+    if (const fb::VertexRepeat *rep = repeatOf[v]) {
       addRun(*x, nf ? rep->strides_begin() : 0, rep->repeat() + 1, nf); // (no fields: no strides read)
-      plan.fieldTables.push_back(offsets);
       continue;
     }
+    // A plain vertex joins the run before it when its field table follows that run's last.
     const VertexRun *last = plan.runs.empty() ? nullptr : &plan.runs.back();
-    if (!last || last->strides != VertexRun::kNotRepeated || runTile.back() != x->tile() ||
-        runType.back() != x->type())
-      addRun(*x, VertexRun::kNotRepeated, 0, nf);
-    const uint64_t times = rep ? uint64_t(rep->repeat()) + 1 : 1;
-    for (uint64_t i = 0; i < times; ++i) {
-      if (i > 0) {
-        plan.storedFields.resize(plan.storedFields.size() + nf);
-        popef::repeatedFieldOffsets(*cs, *x, *rep, nf, i, plan.storedFields.data() + plan.storedFields.size() - nf);
-        offsets = plan.storedFields.data() + plan.storedFields.size() - nf;
-      }
-      plan.fieldTables.push_back(offsets);
+    if (last && last->strides == VertexRun::kNotRepeated && runTile.back() == x->tile() &&
+        runType.back() == x->type() && uint64_t(last->fields) + uint64_t(last->count) * nf == x->fields_begin())
       ++plan.runs.back().count;
-    }
+    else
+      addRun(*x, VertexRun::kNotRepeated, 1, nf);
   }
   std::vector<uint64_t> tileWork, costs;
   uint64_t work = 0;

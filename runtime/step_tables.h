@@ -34,31 +34,29 @@ struct VertexKind {
   VertexFn fn;
   uint32_t fields;
 };
-// Vertices of one type on one tile, run one after the other: `count` calls
-// with the field tables fieldTables[first, first + count), or a repeated
-// vertex (popef.fbs VertexRepeat): call i with field f at
-// fieldTables[first][f] + i * fieldStrides[strides + f], computed as it runs
-// so that a repetition's fields need no table of their own (ResNet-50: 0.5 M
-// of its 0.65 M calls, 12 MB of tables). 16 bytes: 0.24 M runs.
+// Vertices of one type on one tile, run one after the other, their field
+// tables in the file's field_offsets: `count` calls whose tables follow
+// each other from index `fields` on, or a repeated vertex (popef.fbs
+// VertexRepeat): call i with field f at field_offsets[fields + f] +
+// i * field_strides[strides + f], computed as it runs, so that no call needs
+// a table of its own in the plan. 16 bytes: ResNet-50 has 0.24 M runs for
+// its 0.65 M vertex calls.
 struct VertexRun {
   uint32_t kind;    // in ComputeSetPlan::kinds
   uint32_t strides; // a repeated vertex's first stride, or kNotRepeated
-  uint32_t first, count;
+  uint32_t fields, count;
   static constexpr uint32_t kNotRepeated = UINT32_MAX;
 };
 struct TileWork {
   uint8_t *base;
   uint32_t begin, end; // range in ComputeSetPlan::runs
 };
-// A repeated vertex with more fields has its repetitions' tables stored.
-constexpr uint32_t kMaxRunFields = 64;
 struct ComputeSetPlan {
-  std::vector<VertexKind> kinds;                // the types the compute set runs
-  std::vector<VertexRun> runs;                  // grouped by tile, one type after another
-  std::vector<const uint32_t *> fieldTables;    // into the file's field_offsets or storedFields
-  std::vector<uint32_t> storedFields;           // repetitions of vertices of over kMaxRunFields fields
-  const uint32_t *fieldStrides = nullptr;       // the file's field_strides
-  std::vector<TileWork> tiles;                  // every replica's tiles
+  std::vector<VertexKind> kinds;           // the types the compute set runs
+  std::vector<VertexRun> runs;             // grouped by tile, one type after another
+  const uint32_t *fieldOffsets = nullptr;  // the file's field_offsets (none when no vertex has fields)
+  const uint32_t *fieldStrides = nullptr;  // and field_strides
+  std::vector<TileWork> tiles;             // every replica's tiles
   std::vector<uint32_t> chunks;  // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
   uint64_t cycles = 0;           // the busiest tile (tileComputeCycles)
   uint32_t tilesPerReplica = 0;
@@ -66,22 +64,22 @@ struct ComputeSetPlan {
 
   // f(fn, fieldOffsets) for each vertex of tile work `tw`, in order.
   template <typename F> void forEachCall(const TileWork &tw, F &&f) const {
-    const VertexRun *run = runs.data() + tw.begin, *end = runs.data() + tw.end;
-    const uint32_t *const *tables = fieldTables.data();
-    for (; run != end; ++run) {
+    for (const VertexRun *run = runs.data() + tw.begin, *end = runs.data() + tw.end; run != end; ++run) {
       // Locals, not loads through `run` after every (opaque) call.
       const VertexKind kind = kinds[run->kind];
-      const uint32_t first = run->first, count = run->count;
+      const uint32_t nf = kind.fields, count = run->count;
+      const uint32_t *first = fieldOffsets ? fieldOffsets + run->fields : nullptr;
       if (run->strides == VertexRun::kNotRepeated) {
-        for (uint32_t k = first; k != first + count; ++k)
-          f(kind.fn, tables[k]);
+        for (uint32_t k = 0; k != count; ++k)
+          f(kind.fn, first + size_t(k) * nf);
         continue;
       }
-      uint32_t fields[kMaxRunFields];
-      const uint32_t nf = kind.fields;
+      uint32_t small[kRunFieldsOnStack];
+      std::vector<uint32_t> large(nf > kRunFieldsOnStack ? nf : 0);
+      uint32_t *fields = nf > kRunFieldsOnStack ? large.data() : small;
       const uint32_t *strides = fieldStrides + run->strides;
       for (uint32_t i = 0; i < nf; ++i)
-        fields[i] = tables[first][i];
+        fields[i] = first[i];
       for (uint32_t n = 0; n < count; ++n) {
         f(kind.fn, const_cast<const uint32_t *>(fields));
         for (uint32_t i = 0; i < nf; ++i)
@@ -89,6 +87,7 @@ struct ComputeSetPlan {
       }
     }
   }
+  static constexpr uint32_t kRunFieldsOnStack = 64;
 };
 
 // Compute set `c` of `root`; typeFns[i] runs vertex type i.

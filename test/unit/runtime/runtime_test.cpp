@@ -496,10 +496,17 @@ TEST_CASE("an engine holding some replicas exchanges across instances through it
 TEST_CASE("a repeated vertex plans the same calls and cycles as its repetitions written out", "[runtime]") {
   // Tile 0 runs four vertices of one type on consecutive 8-byte slices (the
   // first field shared), tile 1 one: folded, tile 0's four are one vertex.
+  // With 3 fields, and with 70 (more than a run keeps on the stack).
+  const uint32_t nf = GENERATE(3u, 70u);
   auto exe = popc::test::makeSampleExecutable({1});
+  while (exe.vertex_types[0]->fields.size() < nf)
+    exe.vertex_types[0]->fields.push_back(std::make_unique<fb::FieldDeclT>(*exe.vertex_types[0]->fields[1]));
   fb::ComputeSetT &cs = *exe.compute_sets[0];
-  cs.vertices = {{0, 0, 0}, {0, 0, 3}, {0, 0, 6}, {0, 0, 9}, {0, 1, 12}};
-  cs.field_offsets = {0, 16, 32, 0, 24, 40, 0, 32, 48, 0, 40, 56, 0, 16, 32};
+  cs.vertices = {{0, 0, 0}, {0, 0, nf}, {0, 0, 2 * nf}, {0, 0, 3 * nf}, {0, 1, 4 * nf}};
+  cs.field_offsets.clear();
+  for (uint32_t v = 0; v < 5; ++v)
+    for (uint32_t f = 0; f < nf; ++f)
+      cs.field_offsets.push_back(f == 0 ? 0 : 16 * f + (v < 4 ? 8 * v : 0));
   auto plan = [&](const fb::ExecutableT &e) {
     const auto bytes = popc::popef::serialize(e);
     const auto *root = fb::GetExecutable(bytes.data());
@@ -509,16 +516,20 @@ TEST_CASE("a repeated vertex plans the same calls and cycles as its repetitions 
     auto p = popc::runtime::planComputeSet(*root, 0, tiles, fns, 1);
     std::vector<std::vector<uint32_t>> fields;
     for (const auto &tw : p.tiles)
-      p.forEachCall(tw, [&](popc::runtime::VertexFn, const uint32_t *f) { fields.push_back({f[0], f[1], f[2]}); });
-    return std::pair(fields, p.cycles);
+      p.forEachCall(tw, [&](popc::runtime::VertexFn, const uint32_t *f) { fields.emplace_back(f, f + nf); });
+    return std::tuple(fields, p.cycles, p.runs.size());
   };
-  const auto [written, writtenCycles] = plan(exe);
-  popc::popef::foldVertices(cs, {3});
+  const auto [written, writtenCycles, writtenRuns] = plan(exe);
+  CHECK(written.size() == 5);
+  CHECK(writtenRuns == 2); // the four on tile 0 are one run: their field tables follow each other
+  popc::popef::foldVertices(cs, {nf});
   REQUIRE(cs.vertices.size() == 2);
   REQUIRE(cs.vertex_repeats.size() == 1);
   CHECK(cs.vertex_repeats[0].repeat() == 3);
-  CHECK(cs.field_strides == std::vector<uint32_t>{0, 8, 8});
-  const auto [folded, foldedCycles] = plan(exe);
+  std::vector<uint32_t> strides(nf, 8);
+  strides[0] = 0;
+  CHECK(cs.field_strides == strides);
+  const auto [folded, foldedCycles, foldedRuns] = plan(exe);
   CHECK(folded == written);
   CHECK(foldedCycles == writtenCycles);
 }
