@@ -233,11 +233,12 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   const fb::Piece *pieces = reinterpret_cast<const fb::Piece *>(step->pieces()->Data());
   plan.packedOrigin = tiles.base(0);
   auto source = [&](const fb::Piece &p, uint32_t r) { return tiles.base(p.src_tile(), r) + p.src_offset(); };
-  bool packed = true;
+  // Every source and destination is then a 32-bit offset from the origin.
+  const DeviceMemory &arena = tiles.memory;
+  bool packed = uint64_t(arena.tile(arena.numTiles() - 1) - plan.packedOrigin) + arena.bytesPerTile() <= UINT32_MAX;
   for (uint32_t r = 0; r < replicas && packed; ++r)
     for (const fb::Piece *p = pieces; p != pieces + np && packed; ++p)
-      packed = PackedPieceOp::fits(uint64_t(source(*p, r) - plan.packedOrigin), p->bytes(), uint64_t(p->repeat()) + 1,
-                                   p->src_stride(), p->dst_stride());
+      packed = PackedPieceOp::fits(p->bytes(), uint64_t(p->repeat()) + 1, p->src_stride(), p->dst_stride());
   (packed ? plan.packedPieces.reserve(size_t(np) * replicas) : plan.pieces.reserve(size_t(np) * replicas));
   for (uint32_t r = 0; r < replicas; ++r)
     for (const fb::Piece *p = pieces; p != pieces + np; ++p) {
@@ -260,11 +261,15 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   const std::vector<uint64_t> bytesBefore = popef::pieceBytesBefore(*step);
   std::vector<uint64_t> bytes;  // per local placement
   std::vector<uint32_t> dstTiles;
-  plan.local.reserve(size_t(nat) * replicas);
+  (packed ? plan.packedLocal.reserve(size_t(nat) * replicas) : plan.local.reserve(size_t(nat) * replicas));
   bytes.reserve(size_t(nat) * replicas);
   dstTiles.reserve(size_t(nat) * replicas);
   auto addLocal = [&](uint32_t dstTile, uint32_t r, uint64_t dstOffset, uint32_t first, uint32_t count) {
-    plan.local.push_back({tiles.base(dstTile, r) + dstOffset, r * np + first, count});
+    uint8_t *dst = tiles.base(dstTile, r) + dstOffset;
+    if (packed)
+      plan.packedLocal.push_back({uint32_t(dst - plan.packedOrigin), r * np + first, count});
+    else
+      plan.local.push_back({dst, r * np + first, count});
     bytes.push_back(bytesBefore[first + count] - bytesBefore[first]);
     dstTiles.push_back(tiles.tileOf(dstTile, r));
   };
@@ -310,14 +315,16 @@ inline Piece unpack(const PieceOp &p, const uint8_t *) { return {p.src, p.bytes,
 inline Piece unpack(const PackedPieceOp &p, const uint8_t *origin) {
   return {origin + p.srcOffset, p.bytes, p.count, p.srcStride, p.dstStride};
 }
+inline uint8_t *destination(const PlacementOp &at, uint8_t *) { return at.dst; }
+inline uint8_t *destination(const PackedPlacementOp &at, uint8_t *origin) { return origin + at.dstOffset; }
 
-template <typename Op> void copyPlacements(const ExchangePlan &plan, const Op *pieces, ThreadPool &pool) {
-  const PlacementOp *ops = plan.local.data();
+template <typename Op, typename At>
+void copyPlacements(const ExchangePlan &plan, const Op *pieces, const At *ops, ThreadPool &pool) {
   const uint32_t *chunks = plan.chunks.data();
-  const uint8_t *origin = plan.packedOrigin;
+  uint8_t *origin = plan.packedOrigin;
   pool.parallelFor(plan.chunks.size() - 1, [ops, pieces, chunks, origin](size_t k) {
     for (uint32_t i = chunks[k]; i < chunks[k + 1]; ++i) {
-      uint8_t *dst = ops[i].dst;
+      uint8_t *dst = destination(ops[i], origin);
       for (const Op *op = pieces + ops[i].firstPiece, *end = op + ops[i].pieces; op != end; ++op) {
         const Piece p = unpack(*op, origin);
         uint8_t *d = dst;
@@ -333,12 +340,10 @@ template <typename Op> void copyPlacements(const ExchangePlan &plan, const Op *p
 } // namespace
 
 void performLocalCopies(const ExchangePlan &plan, ThreadPool &pool) {
-  if (plan.local.empty())
-    return;
-  if (!plan.packedPieces.empty())
-    copyPlacements(plan, plan.packedPieces.data(), pool);
-  else
-    copyPlacements(plan, plan.pieces.data(), pool);
+  if (!plan.packedLocal.empty())
+    copyPlacements(plan, plan.packedPieces.data(), plan.packedLocal.data(), pool);
+  else if (!plan.local.empty())
+    copyPlacements(plan, plan.pieces.data(), plan.local.data(), pool);
 }
 
 } // namespace popc::runtime

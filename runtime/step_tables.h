@@ -104,17 +104,16 @@ struct PieceOp {
   uint32_t count;
   uint32_t srcStride, dstStride;
 };
-// The same in 12 bytes, as a step's pieces are held when they all fit (a
-// source less than 4 GiB into the arena: one IPU of 1,472 tiles; fewer than
+// The same in 12 bytes, as a step's pieces are held when they all fit (an
+// arena of less than 4 GiB: one IPU of 1,472 tiles; fewer than
 // 64 Ki copies of less than 64 KiB, strided by less than 64 KiB): every
 // step of the bench models. ResNet-50 holds 1.4 M pieces. Plain loads, no
 // bit fields: the copy loop reads one per piece.
 struct PackedPieceOp {
   uint32_t srcOffset; // from ExchangePlan::packedOrigin
   uint16_t bytes, count, srcStride, dstStride;
-  static bool fits(uint64_t srcOffset, uint64_t bytes, uint64_t count, uint64_t srcStride, uint64_t dstStride) {
-    return srcOffset <= UINT32_MAX && bytes <= UINT16_MAX && count <= UINT16_MAX && srcStride <= UINT16_MAX &&
-           dstStride <= UINT16_MAX;
+  static bool fits(uint64_t bytes, uint64_t count, uint64_t srcStride, uint64_t dstStride) {
+    return bytes <= UINT16_MAX && count <= UINT16_MAX && srcStride <= UINT16_MAX && dstStride <= UINT16_MAX;
   }
 };
 static_assert(sizeof(PackedPieceOp) == 12);
@@ -122,17 +121,25 @@ static_assert(sizeof(PackedPieceOp) == 12);
 // on-IPU part of one), each starting where the previous one's extent ends.
 struct PlacementOp {
   uint8_t *dst;
-  uint32_t firstPiece, pieces; // in ExchangePlan::pieces or packedPieces
+  uint32_t firstPiece, pieces; // in ExchangePlan::pieces
+};
+// The same in 12 bytes, beside packed pieces: the destination from
+// ExchangePlan::packedOrigin.
+struct PackedPlacementOp {
+  uint32_t dstOffset;
+  uint32_t firstPiece, pieces; // in ExchangePlan::packedPieces
 };
 struct ExchangePlan {
   // The on-IPU copies as the file stores them, so the table grows with the
   // file, not with the copies: the step's pieces (once per replica) and the
   // placements that lay them, sorted by destination.
-  std::vector<PieceOp> pieces;             // or, when they fit,
-  std::vector<PackedPieceOp> packedPieces; // sources from packedOrigin
-  const uint8_t *packedOrigin = nullptr;
+  std::vector<PieceOp> pieces;
   std::vector<PlacementOp> local;
-  std::vector<uint32_t> chunks;   // chunk k = local[chunks[k], chunks[k+1]); whole dst tiles
+  // Or, when they all fit, both packed (the arena's first tile as origin).
+  std::vector<PackedPieceOp> packedPieces;
+  std::vector<PackedPlacementOp> packedLocal;
+  uint8_t *packedOrigin = nullptr;
+  std::vector<uint32_t> chunks;   // chunk k = placements [chunks[k], chunks[k+1]); whole dst tiles
   std::vector<RemoteCopy> remote; // cross-IPU, via IpuLink
   // A cross-replica step whose source replica may be in another instance
   // (ReplicaLink): the source bytes, packed in `broadcastCopies` order, are
