@@ -61,6 +61,7 @@ struct Engine::Impl {
   std::vector<ComputeSetPlan> computeSets;
   std::vector<ExchangePlan> exchanges;
   std::vector<bool> runInMain; // per exchange step: main or a function runs it (not only the load program)
+  std::vector<bool> loadOnly;  // per exchange step: only the load program runs it (planned as it runs)
   std::vector<std::vector<const fb::Check *>> checksAfter; // by compute set
   bool runChecks = true;
   std::vector<IoDesc> inputs, outputs, variables;
@@ -345,22 +346,21 @@ struct Engine::Impl {
     // The load program's own steps are planned as it runs them, one at a
     // time, and dropped after (runLoadProgram): their tables are not held
     // beside the runs' (peak RSS).
+    markLoadOnlySteps();
     std::vector<uint32_t> planned;
-    std::vector<bool> loadOnly = loadOnlySteps();
     for (uint32_t e = 0; e < n; ++e)
       if (!loadOnly[e])
         planned.push_back(e);
     pool->parallelFor(planned.size(), [&](size_t i) { planExchange(planned[i]); });
   }
 
-  // Exchange steps that only the load program runs.
-  std::vector<bool> loadOnlySteps() const {
-    std::vector<bool> loadOnly(runInMain.size(), false);
+  // Exchange steps that only the load program runs (after markExchanges).
+  void markLoadOnlySteps() {
+    loadOnly.assign(runInMain.size(), false);
     if (const fb::Program *load = root.load(); load && load->children())
       for (const fb::Program *step : *load->children())
         if (!runInMain[step->index()])
           loadOnly[step->index()] = true;
-    return loadOnly;
   }
 
   void markExchanges(const fb::Program *p) {
@@ -518,7 +518,6 @@ struct Engine::Impl {
       return;
     // A load-only step is planned before its first run here and dropped
     // after its last.
-    const std::vector<bool> loadOnly = loadOnlySteps();
     std::vector<uint32_t> lastRun(loadOnly.size(), 0);
     for (uint32_t i = 0; i < load->children()->size(); ++i)
       lastRun[load->children()->Get(i)->index()] = i;

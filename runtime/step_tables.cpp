@@ -107,8 +107,8 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
   plan.fieldOffsets = cs->field_offsets() ? cs->field_offsets()->data() : nullptr;
   plan.fieldStrides = cs->field_strides() ? cs->field_strides()->data() : nullptr;
-  // Per run: its vertex type and tile, for the costs below.
-  std::vector<uint32_t> runType, runTile, kindTypes;
+  // Per kind its vertex type, per run its tile (for the costs below).
+  std::vector<uint32_t> kindTypes, runTile;
   auto kindOf = [&](uint32_t type, uint32_t nf) {
     auto it = std::find(kindTypes.begin(), kindTypes.end(), type);
     if (it != kindTypes.end())
@@ -123,7 +123,6 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
       plan.tiles.push_back({tiles.base(x.tile()), k, k});
     plan.tiles.back().end = k + 1;
     plan.runs.push_back({kindOf(x.type(), nf), strides, x.fields_begin(), count});
-    runType.push_back(x.type());
     runTile.push_back(x.tile());
   };
   for (uint32_t v : order) {
@@ -136,7 +135,7 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
     // A plain vertex joins the run before it when its field table follows that run's last.
     const VertexRun *last = plan.runs.empty() ? nullptr : &plan.runs.back();
     if (last && last->strides == VertexRun::kNotRepeated && runTile.back() == x->tile() &&
-        runType.back() == x->type() && uint64_t(last->fields) + uint64_t(last->count) * nf == x->fields_begin())
+        kindTypes[last->kind] == x->type() && uint64_t(last->fields) + uint64_t(last->count) * nf == x->fields_begin())
       ++plan.runs.back().count;
     else
       addRun(*x, VertexRun::kNotRepeated, 1, nf);
@@ -146,7 +145,7 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
   for (const TileWork &tw : plan.tiles) {
     costs.clear();
     for (uint32_t k = tw.begin; k < tw.end; ++k)
-      costs.insert(costs.end(), plan.runs[k].count, root.vertex_types()->Get(runType[k])->cycles());
+      costs.insert(costs.end(), plan.runs[k].count, root.vertex_types()->Get(kindTypes[plan.runs[k].kind])->cycles());
     const uint64_t tileCycles = tileComputeCycles(costs, target.workers_per_tile());
     plan.cycles = std::max(plan.cycles, tileCycles);
     const uint32_t ipu = runTile[tw.begin] / target.tiles_per_ipu();
@@ -232,22 +231,22 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
     return plan;
   const fb::Piece *pieces = reinterpret_cast<const fb::Piece *>(step->pieces()->Data());
   plan.packedOrigin = tiles.base(0);
-  auto source = [&](const fb::Piece &p, uint32_t r) { return tiles.base(p.src_tile(), r) + p.src_offset(); };
-  // Every source and destination is then a 32-bit offset from the origin.
+  auto sourceOf = [&](const fb::Piece &p, uint32_t r) { return tiles.base(p.src_tile(), r) + p.src_offset(); };
+  // Every source and destination is then a 32-bit offset from the origin
+  // (and each replica's pieces are the same records).
   const DeviceMemory &arena = tiles.memory;
   bool packed = uint64_t(arena.tile(arena.numTiles() - 1) - plan.packedOrigin) + arena.bytesPerTile() <= UINT32_MAX;
-  for (uint32_t r = 0; r < replicas && packed; ++r)
-    for (const fb::Piece *p = pieces; p != pieces + np && packed; ++p)
-      packed = PackedPieceOp::fits(p->bytes(), uint64_t(p->repeat()) + 1, p->src_stride(), p->dst_stride());
+  for (const fb::Piece *p = pieces; p != pieces + np && packed; ++p)
+    packed = PackedPieceOp::fits(p->bytes(), uint64_t(p->repeat()) + 1, p->src_stride(), p->dst_stride());
   (packed ? plan.packedPieces.reserve(size_t(np) * replicas) : plan.pieces.reserve(size_t(np) * replicas));
   for (uint32_t r = 0; r < replicas; ++r)
     for (const fb::Piece *p = pieces; p != pieces + np; ++p) {
       if (packed)
-        plan.packedPieces.push_back({uint32_t(source(*p, r) - plan.packedOrigin), uint16_t(p->bytes()),
+        plan.packedPieces.push_back({uint32_t(sourceOf(*p, r) - plan.packedOrigin), uint16_t(p->bytes()),
                                      uint16_t(p->repeat() + 1), uint16_t(p->src_stride()),
                                      uint16_t(p->dst_stride())});
       else
-        plan.pieces.push_back({source(*p, r), p->bytes(), p->repeat() + 1, p->src_stride(), p->dst_stride()});
+        plan.pieces.push_back({sourceOf(*p, r), p->bytes(), p->repeat() + 1, p->src_stride(), p->dst_stride()});
     }
   // The compiler writes placements sorted by destination (popef.fbs); any other order is sorted here.
   std::vector<uint32_t> order(nat);
