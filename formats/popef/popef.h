@@ -42,6 +42,15 @@ template <typename T> uint32_t len(const flatbuffers::Vector<T> *v) { return v ?
 // A field that is a number in the vertex's field table, not memory (popef.fbs).
 inline bool isImmediate(const ::popef::fb::FieldDecl &f) { return f.access() == ::popef::fb::FieldAccess::Immediate; }
 
+// The bytes tile t (of one replica) may use: its tile_bytes_used entry, or
+// bytes_per_tile when the file has none. The verifier keeps every tensor
+// interval, vertex field and copy of tile t within them, so the runner lays
+// tiles out in just this much host memory (runtime/device_memory.h).
+inline uint32_t tileMemoryBytes(const ::popef::fb::Executable &exe, uint32_t t) {
+  const auto *used = exe.tile_bytes_used();
+  return used && used->size() ? used->Get(t) : exe.target()->bytes_per_tile();
+}
+
 inline uint64_t copyCount(const ::popef::fb::Copy &c) { return uint64_t(c.repeat()) + 1; }
 inline uint64_t copyTotalBytes(const ::popef::fb::Copy &c) { return uint64_t(c.bytes()) * copyCount(c); }
 // One past the last byte a record reads / writes on its tile.

@@ -33,6 +33,7 @@ public:
   void run() {
     checkHeader();
     checkTarget();
+    checkTileBytesUsed(); // before the ranges, which it bounds
     checkChecksums(); // first: it also checks the constants' segment ranges, which checkTensors reads
     checkTensors();
     checkVertexTypes();
@@ -41,7 +42,6 @@ public:
     checkStreams();
     checkPrograms();
     checkMetadata();
-    checkTileBytesUsed();
     checkRunChecks();
   }
 
@@ -108,7 +108,17 @@ private:
       bad(where, "{} {} out of range (target has {} tiles)", what, tile, numTiles_);
   }
 
-  template <typename W, typename What> void checkRange(const W &where, const What &what, uint64_t offset, uint64_t bytes) {
+  // A range on `tile`: inside the bytes it may use (tileMemoryBytes), which
+  // is all the host memory the runner gives it.
+  template <typename W, typename What>
+  void checkRange(const W &where, const What &what, uint32_t tile, uint64_t offset, uint64_t bytes) {
+    checkExtent(where, what, offset, bytes);
+    if (tileBytesUsed_ && offset + bytes > tileBytesUsed_->Get(tile))
+      bad(where, "{} range [{}, {}) on tile {} exceeds the tile's planned memory (tile_bytes_used[{}] = {})",
+          text(what), offset, offset + bytes, tile, tile, tileBytesUsed_->Get(tile));
+  }
+  // A range on no tile in particular: inside bytes_per_tile.
+  template <typename W, typename What> void checkExtent(const W &where, const What &what, uint64_t offset, uint64_t bytes) {
     if (offset + bytes > bytesPerTile_)
       bad(where, "{} range [{}, {}) exceeds tile memory (bytes_per_tile {})", text(what), offset, offset + bytes,
           bytesPerTile_);
@@ -179,7 +189,7 @@ private:
         checkTile(w, "tile", iv->tile());
         if (times > 1 && iv->bytes() == 0)
           bad(w, "has no bytes but repeats in a cycle");
-        checkRange(w, "interval", iv->offset(), uint64_t(iv->bytes()) * times);
+        checkRange(w, "interval", iv->tile(), iv->offset(), uint64_t(iv->bytes()) * times);
         if (iv->begin() != covered + period)
           bad(w, "begins at tensor byte {}, expected {} (intervals must be sorted by begin and "
                  "cover the tensor exactly once)",
@@ -306,7 +316,7 @@ private:
               uint64_t(v->fields_begin()) + nf, nOffsets);
         for (uint32_t f = 0; f < nf; ++f)
           if (!popef::isImmediate(*vt->fields()->Get(f)))
-            checkRange(where, [f] { return fmt::format("field {}", f); },
+            checkRange(where, [f] { return fmt::format("field {}", f); }, v->tile(),
                        cs->field_offsets()->Get(v->fields_begin() + f), vt->fields()->Get(f)->bytes());
       }
       checkVertexRepeats(i, *cs);
@@ -333,7 +343,7 @@ private:
             uint64_t(r->strides_begin()) + nf, ns);
       for (uint32_t f = 0; f < nf; ++f)
         if (!popef::isImmediate(*vt->fields()->Get(f)))
-          checkRange(where, [f] { return fmt::format("field {} of the last repetition", f); },
+          checkRange(where, [f] { return fmt::format("field {} of the last repetition", f); }, v->tile(),
                      cs.field_offsets()->Get(v->fields_begin() + f) +
                          uint64_t(r->repeat()) * cs.field_strides()->Get(r->strides_begin() + f),
                      vt->fields()->Get(f)->bytes());
@@ -372,8 +382,8 @@ private:
       if (p->repeat() && p->dst_stride() < p->bytes())
         bad(where, "dst_stride {} is less than bytes {}: its {} copies would overlap", p->dst_stride(), p->bytes(),
             uint64_t(p->repeat()) + 1);
-      checkRange(where, "source", p->src_offset(), pieceSrcEnd(*p) - p->src_offset());
-      checkRange(where, "extent", 0, pieceExtent(*p));
+      checkRange(where, "source", p->src_tile(), p->src_offset(), pieceSrcEnd(*p) - p->src_offset());
+      checkExtent(where, "extent", 0, pieceExtent(*p));
       s.gappedBefore[k + 1] = s.gappedBefore[k] + (p->repeat() > 0 && p->dst_stride() > p->bytes());
     }
     s.extentBefore = pieceExtentsBefore(*ex); // each extent checked above: the sums cannot wrap
@@ -384,7 +394,7 @@ private:
       if (at->pieces() == 0 || uint64_t(at->first_piece()) + at->pieces() > np)
         bad(where, "pieces [{}, {}) out of range ({} pieces)", at->first_piece(),
             uint64_t(at->first_piece()) + at->pieces(), np);
-      checkRange(where, "destination", at->dst_offset(), s.extent(*at));
+      checkRange(where, "destination", at->dst_tile(), at->dst_offset(), s.extent(*at));
     }
     checkCopyOverlaps(i, ex, s);
   }
@@ -716,6 +726,8 @@ private:
       if (exe_.tile_bytes_used()->Get(i) > bytesPerTile_)
         bad(fmt::format("tile_bytes_used[{}]", i), "{} exceeds bytes_per_tile {}",
             exe_.tile_bytes_used()->Get(i), bytesPerTile_);
+    if (n)
+      tileBytesUsed_ = exe_.tile_bytes_used();
   }
 
   // A check names a compute set and an int64 tensor of [flag, value, position]
@@ -747,6 +759,7 @@ private:
   const unsigned threads_;
   uint32_t numTiles_ = 0;
   uint64_t bytesPerTile_ = 0;
+  const flatbuffers::Vector<uint32_t> *tileBytesUsed_ = nullptr; // set once checked, when present
   std::vector<uint8_t> fnState_; // 0 unvisited, 1 on stack, 2 done
   std::vector<uint32_t> fnDepth_;
 };

@@ -365,8 +365,17 @@ int main(int argc, char **argv) {
   }
   {
     auto e = sample();
+    e.tile_bytes_used.clear(); // tile 2's 8 planned bytes would refuse it first
     popc::test::setCopy(*e.exchanges[0], 1, popc::popef::singleCopy(1, 32, 2, 4, 8));
     w.exe("copies_overlap", e, 1, "destination overlaps placements[0] on tile 2");
+  }
+  // Within bytes_per_tile but past the tile's planned bytes: the runner gives
+  // tile 2 just those (and the next tile's window follows them).
+  {
+    auto e = sample();
+    popc::test::setCopy(*e.exchanges[0], 1, popc::popef::singleCopy(1, 32, 2, 600, 8));
+    w.exe("copy_past_planned_memory", e, 1,
+          "destination range [600, 608) on tile 2 exceeds the tile's planned memory (tile_bytes_used[2] = 8)");
   }
   {
     auto e = sample();
@@ -379,6 +388,7 @@ int main(int argc, char **argv) {
   {
     auto e = sample();
     e.target->bytes_per_tile = 1 << 20;
+    e.tile_bytes_used.clear(); // every tile may use its 1 MiB
     const uint32_t n = 100000;
     std::vector<fb::Copy> copies = popc::test::copiesOf(*e.exchanges[0]);
     for (uint32_t i = 0; i < n; ++i) { // (distinct sources: 100k placements of 200k pieces)

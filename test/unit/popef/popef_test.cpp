@@ -26,10 +26,12 @@ std::string tempPath(const std::string &name) {
   return (std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()))).string();
 }
 
-// Applies `edit` to a fresh sample, serializes it and expects the reader to
+// Applies `edit` to a fresh sample without tile_bytes_used (so ranges are
+// bounded by bytes_per_tile alone), serializes it and expects the reader to
 // reject it with a message containing `expected`.
 void expectRejected(const std::function<void(fb::ExecutableT &)> &edit, const std::string &expected) {
   auto exe = popc::test::makeSampleExecutable(dummyCode());
+  exe.tile_bytes_used.clear();
   edit(exe);
   auto bytes = popc::popef::serialize(exe);
   try {
@@ -205,6 +207,7 @@ TEST_CASE("popef: repeated vertices are checked at their last repetition", "[pop
   };
   // Vertex 0 (tile 0, fields at 0, 16, 32, 8 bytes each) three more times, 8 bytes on each time.
   auto ok = popc::test::makeSampleExecutable(dummyCode());
+  ok.tile_bytes_used.clear(); // the repetitions reach past the sample's planned 48 bytes
   repeated(ok, fb::VertexRepeat(0, 3, 0), {0, 8, 8});
   auto file = Executable::fromBytes(popc::popef::serialize(ok), "repeated");
   CHECK(popc::popef::vertexCount(*file->root().compute_sets()->Get(0)) == 5);
@@ -220,6 +223,7 @@ TEST_CASE("popef: repeated vertices are checked at their last repetition", "[pop
 
 TEST_CASE("popef: interleaved strided records whose copies do not overlap are accepted", "[popef]") {
   auto exe = popc::test::makeSampleExecutable(dummyCode());
+  exe.tile_bytes_used.clear(); // bounded by bytes_per_tile alone
   // Tile 2 receives rows [0,8) [16,24) [32,40) [48,56) from tile 0 and the gaps
   // [8,16) [24,32) [40,48) [56,64) from tile 1: extents meet, copies do not.
   popc::popef::setCopies(*exe.exchanges[0], {fb::Copy(0, 32, 2, 0, 8, 3, 0, 16), fb::Copy(1, 32, 2, 8, 8, 3, 8, 16)});
@@ -321,7 +325,18 @@ TEST_CASE("popef semantic checks give precise messages", "[popef]") {
     e.metadata->outputs[0]->stream = 0;
   }, "direction HostToDevice, expected DeviceToHost");
   expectRejected([](auto &e) { e.tile_bytes_used = {1, 2}; }, "expected 0 or one per tile (4)");
-  expectRejected([](auto &e) { e.tile_bytes_used[3] = 5000; }, "tile_bytes_used[3]: 5000 exceeds");
+  expectRejected([](auto &e) { e.tile_bytes_used = {48, 48, 8, 5000}; }, "tile_bytes_used[3]: 5000 exceeds");
+  // With tile_bytes_used, every range stays within its tile's entry: the
+  // runner gives each tile just that much host memory.
+  expectRejected(
+      [](auto &e) {
+        e.tile_bytes_used = {48, 48, 8, 8};
+        popc::popef::setCopies(*e.exchanges[0], {popc::popef::singleCopy(0, 0, 2, 4, 8)});
+      },
+      "exchanges[0].placements[0]: destination range [4, 12) on tile 2 exceeds the tile's planned memory "
+      "(tile_bytes_used[2] = 8)");
+  expectRejected([](auto &e) { e.tile_bytes_used = {48, 16, 8, 8}; },
+                 "range [16, 24) on tile 1 exceeds the tile's planned memory (tile_bytes_used[1] = 16)");
 }
 
 TEST_CASE("popef control programs on device values (graph API kinds) are checked", "[popef]") {
@@ -614,6 +629,7 @@ TEST_CASE("popef: a schedule that would reach 2 GiB is refused when written, not
 TEST_CASE("popef: exchange steps checked on several threads report the first failing step", "[popef]") {
   // Enough pieces (8 steps of 10000) for the verifier to split the steps over threads.
   auto exe = popc::test::makeSampleExecutable(dummyCode());
+  exe.tile_bytes_used.clear(); // bounded by bytes_per_tile alone
   for (int s = 0; s < 8; ++s) {
     auto ex = std::make_unique<fb::ExchangeStepT>();
     ex->name = "filler" + std::to_string(s);
