@@ -146,9 +146,7 @@ public:
   explicit Bench(uint32_t tiles) : memory_(tiles, kTileBytes) {}
 
   void compile(codegen::VertexCodegen &cg) {
-    runtime::MemorySandbox sandbox;
-    sandbox.halfStride = memory_.tileStride() / 2;
-    sandbox.guard = runtime::DeviceMemory::kGuardBytes;
+    runtime::MemorySandbox sandbox = runtime::DeviceMemory::sandbox();
     std::vector<std::string> entries;
     for (const codegen::VertexTypeInfo &t : cg.vertexTypes()) {
       entries.push_back(t.symbol);

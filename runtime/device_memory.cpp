@@ -1,56 +1,101 @@
 #include "runtime/device_memory.h"
 
+#include "runtime/thread_pool.h"
+
 #include "support/allocator.h"
 #include "support/error.h"
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
 
 namespace popc::runtime {
 
-uint64_t DeviceMemory::strideFor(uint32_t bytesPerTile) {
-  return std::bit_ceil(2 * (uint64_t(bytesPerTile) + 2 * kGuardBytes));
+namespace {
+
+constexpr uint64_t kHugePage = 2u << 20;
+constexpr uint64_t kPage = 4096;
+
+uint64_t roundUp(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
+
+// The window of a tile that may use `bytes` bytes: guard, memory, slack,
+// at least kMinWindowBytes, ending on a tile boundary once the next tile's
+// slot line is added.
+uint64_t windowFor(uint64_t bytes) {
+  return std::max(roundUp(DeviceMemory::kGuardBytes + bytes + DeviceMemory::kSlackBytes, DeviceMemory::kTileAlign),
+                  DeviceMemory::kMinWindowBytes);
 }
 
-DeviceMemory::DeviceMemory(uint32_t numTiles, uint32_t bytesPerTile)
-    : size_(kGuardBytes + size_t(numTiles) * strideFor(bytesPerTile)), stride_(strideFor(bytesPerTile)),
-      numTiles_(numTiles), bytesPerTile_(bytesPerTile) {
-  void *p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+} // namespace
+
+DeviceMemory::DeviceMemory(uint32_t numTiles, uint32_t bytesPerTile) {
+  layOut(std::vector<uint32_t>(numTiles, bytesPerTile), nullptr);
+}
+
+DeviceMemory::DeviceMemory(std::span<const uint32_t> tileBytes, ThreadPool *populateOn) {
+  layOut(tileBytes, populateOn);
+}
+
+void DeviceMemory::layOut(std::span<const uint32_t> tileBytes, ThreadPool *populateOn) {
+  static_assert(kGuardBytes % kTileAlign == 0 && kMinWindowBytes % kTileAlign == 0 && kLimitSlotBelow > kGuardBytes);
+  // Each tile: one line for its limit slot, then its window.
+  tileOffset_.resize(tileBytes.size());
+  uint64_t at = 0;
+  for (size_t t = 0; t < tileBytes.size(); ++t) {
+    tileOffset_[t] = at + kTileAlign + kGuardBytes;
+    at += kTileAlign + windowFor(tileBytes[t]);
+  }
+  size_ = roundUp(std::max<uint64_t>(at, 1), kHugePage);
+  mappingSize_ = size_ + kHugePage;
+  void *p = ::mmap(nullptr, mappingSize_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    fail("cannot reserve {} bytes of simulated tile memory ({} tiles x {} bytes, {} bytes apart): {}", size_,
-         numTiles, bytesPerTile, stride_, std::strerror(errno));
-  base_ = static_cast<uint8_t *>(p);
+    fail("cannot reserve {} bytes of simulated tile memory for {} tiles: {}", size_, tileBytes.size(),
+         std::strerror(errno));
+  mapping_ = static_cast<uint8_t *>(p);
+  base_ = reinterpret_cast<uint8_t *>(roundUp(reinterpret_cast<uintptr_t>(mapping_), kHugePage));
+#ifdef MADV_HUGEPAGE
+  ::madvise(base_, size_, MADV_HUGEPAGE); // best effort: THP may be off
+#endif
+  if (populateOn) {
+    const size_t parts = populateOn->size() * 2;
+    populateOn->parallelFor(parts, [&](size_t i) { populate(i, parts); });
+  }
+  // After the pages are mapped: written first, each would fault its page in alone.
+  for (uint32_t t = 0; t < tileBytes.size(); ++t) {
+    const uint64_t window = windowFor(tileBytes[t]);
+    std::memcpy(tile(t) - kLimitSlotBelow, &window, sizeof window);
+  }
 }
 
-void DeviceMemory::populate(uint32_t t, uint64_t bytes) const {
+uint64_t DeviceMemory::windowBytes(uint32_t t) const {
+  uint64_t window;
+  std::memcpy(&window, tile(t) - kLimitSlotBelow, sizeof window);
+  return window;
+}
+
+void DeviceMemory::populate(size_t part, size_t parts) const {
 #ifdef MADV_POPULATE_WRITE
-  if (t >= numTiles_ || bytes == 0)
-    return;
-  constexpr uintptr_t kPage = 4096;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(tile(t)) & ~(kPage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(tile(t)) + std::min<uint64_t>(bytes, bytesPerTile_) + kPage - 1) &
-                        ~(kPage - 1);
-  ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_POPULATE_WRITE);
+  // Slices on huge-page boundaries, so that no thread splits another's page.
+  const size_t pages = size_ / kHugePage;
+  const size_t begin = pages * part / parts * kHugePage, end = pages * (part + 1) / parts * kHugePage;
+  if (end > begin)
+    ::madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE);
 #else
-  (void)t;
-  (void)bytes;
+  (void)part;
+  (void)parts;
 #endif
 }
 
 void DeviceMemory::release(size_t part, size_t parts) const {
   // Slices end on whole pages, so no page lies between two of them.
-  constexpr size_t kPage = 4096;
   const size_t pages = size_ / kPage;
   releaseWholePages(base_ + pages * part / parts * kPage, base_ + pages * (part + 1) / parts * kPage);
 }
 
 DeviceMemory::~DeviceMemory() {
-  if (base_)
-    ::munmap(base_, size_);
+  if (mapping_)
+    ::munmap(mapping_, mappingSize_);
 }
 
 } // namespace popc::runtime

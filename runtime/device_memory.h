@@ -1,57 +1,86 @@
-// Simulated tile memory: one arena for all tiles, reserved with mmap and
-// touched lazily, so tiles a program never uses cost nothing. Tile t lives at
-// base + kGuardBytes + t * stride + colour(t), the stride a power of two at
-// least 2 * (bytes_per_tile + 2 * kGuardBytes) and colour(t) < kGuardBytes a
-// few cache lines that keep tiles from mapping to the same cache sets. The
-// memory sandbox (memory_sandbox.h) confines a vertex's accesses to its
-// window [tile - kGuardBytes, tile - kGuardBytes + stride): its memory plus
-// slack, never another tile's memory, always inside the arena.
+// Simulated tile memory: one arena for all tiles, packed tile after tile so
+// that the host's TLB and caches see only the bytes the program planned.
+// Each tile has a window of its own (docs/architecture.md, "Tile memory on
+// the host"):
+//
+//   [limit slot][kGuardBytes below][the tile's memory][slack above]
+//                ^ window start     ^ tile(t)
+//
+// The memory sandbox (memory_sandbox.h) confines a vertex's accesses to
+// [tile(t) - kGuardBytes, tile(t) - kGuardBytes + windowBytes(t)), which
+// holds the tile's memory and never another tile's. windowBytes(t) sits in
+// the 8-byte limit slot just below the window, where only the runtime
+// writes: every write of vertex code is confined to its window, and every
+// host copy the verifier has bounded by the tile's planned bytes.
+//
+// The arena is 2 MiB aligned and asks for transparent huge pages: a run
+// walks every tile's memory, and 4 KiB pages made the TLB misses of that
+// walk 10-17 % of a CNN's run (docs/performance.md, eighteenth round).
 #pragma once
+#include "runtime/memory_sandbox.h"
+
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace popc::runtime {
 
+class ThreadPool;
+
 class DeviceMemory {
 public:
+  // Every tile may use bytesPerTile bytes.
   DeviceMemory(uint32_t numTiles, uint32_t bytesPerTile);
+  // Tile t may use tileBytes[t] bytes (the executable's verified
+  // tile_bytes_used). With a pool, the arena's pages are mapped up front on
+  // its threads, in one system call per slice, instead of one page fault at
+  // a time at first touch (a page fault is dear in a VM; best effort:
+  // kernels before 5.14 leave the pages to fault lazily).
+  explicit DeviceMemory(std::span<const uint32_t> tileBytes, ThreadPool *populateOn = nullptr);
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory &) = delete;
   DeviceMemory &operator=(const DeviceMemory &) = delete;
 
   // The one place a tile's address is computed.
-  uint8_t *tile(uint32_t t) const {
-    return base_ + kGuardBytes + size_t(t) * stride_ + (t % kColours) * kColourBytes;
-  }
-  uint32_t numTiles() const { return numTiles_; }
-  uint32_t bytesPerTile() const { return bytesPerTile_; }
-  uint64_t tileStride() const { return stride_; }
-  // Maps the pages of tile t's first `bytes` bytes now, in one system call,
-  // instead of one page fault per page at first touch (a page fault is dear in
-  // a VM). Best effort: kernels before 5.14 leave the pages to fault lazily.
-  void populate(uint32_t t, uint64_t bytes) const;
+  uint8_t *tile(uint32_t t) const { return base_ + tileOffset_[t]; }
+  uint32_t numTiles() const { return uint32_t(tileOffset_.size()); }
+  // One past the arena's last byte.
+  uint8_t *end() const { return base_ + size_; }
+  // The size of tile t's window, from kGuardBytes below tile(t).
+  uint64_t windowBytes(uint32_t t) const;
   // Hands back the pages of part `part` of `parts` equal slices of the arena
   // (MADV_DONTNEED), so that several threads can free the tiles' memory at
   // once before the arena is unmapped: freeing its pages is serial in
   // munmap (GoogLeNet: 26 ms for 289 MiB at exit).
   void release(size_t part, size_t parts) const;
 
-  // How far below its base a tile's window reaches.
-  static constexpr uint64_t kGuardBytes = 4096;
-  // Without colouring, power-of-two strides put every tile's data in the
-  // same cache sets (2x slower on the cnn sample).
-  static constexpr uint64_t kColours = 32, kColourBytes = 128;
-  static_assert((kColours - 1) * kColourBytes < kGuardBytes);
-  // The power of two >= 2 * (bytesPerTile + 2 * kGuardBytes): offsets from
-  // -kGuardBytes to bytesPerTile + kGuardBytes stay unchanged by the sandbox.
-  static uint64_t strideFor(uint32_t bytesPerTile);
+  // How far below tile(t) its window reaches: vectorised code may address a
+  // vector or two below a field under a mask.
+  static constexpr uint64_t kGuardBytes = 512;
+  // How far above the tile's memory its window reaches, for the same reason.
+  static constexpr uint64_t kSlackBytes = 512;
+  // No window is smaller: the sandbox lets an access (or a group of accesses
+  // from one pointer) of up to this many bytes through with one clamp.
+  static constexpr uint64_t kMinWindowBytes = 4096;
+  // The limit slot (a uint64_t windowBytes(t)) lies this far below tile(t),
+  // just under the window.
+  static constexpr uint64_t kLimitSlotBelow = kGuardBytes + 8;
+  // Tiles start on this boundary (vector loads and cache lines).
+  static constexpr uint64_t kTileAlign = 128;
+  // The sandbox that confines vertex code to these windows (its entries
+  // still to be filled in).
+  static MemorySandbox sandbox() { return {{}, kGuardBytes, kMinWindowBytes, kLimitSlotBelow}; }
 
 private:
+  void layOut(std::span<const uint32_t> tileBytes, ThreadPool *populateOn);
+  void populate(size_t part, size_t parts) const;
+
+  uint8_t *mapping_ = nullptr; // what mmap returned (base_ rounded up to 2 MiB)
+  size_t mappingSize_ = 0;
   uint8_t *base_ = nullptr;
   size_t size_ = 0;
-  uint64_t stride_ = 0;
-  uint32_t numTiles_ = 0;
-  uint32_t bytesPerTile_ = 0;
+  std::vector<uint64_t> tileOffset_; // tile(t) - base_
 };
 
 } // namespace popc::runtime

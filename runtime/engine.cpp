@@ -152,7 +152,6 @@ struct Engine::Impl {
     report.firstReplica = firstReplica;
     report.totalReplicas = totalReplicas;
     report.ipus.resize(target.num_ipus());
-    memory = std::make_unique<DeviceMemory>(tilesPerReplica * replicas, target.bytes_per_tile());
     auto phase = [&, t = Clock::now()](const char *what) mutable {
       log::get("runtime")->debug("{}: load: {} {:.3f} s", label, what, secondsSince(t));
       t = Clock::now();
@@ -160,7 +159,13 @@ struct Engine::Impl {
     // The verified file's pages leave this process's resident memory before
     // the tiles' come in; the constants bring back just their own.
     exe->releaseMappedPages();
-    populateTiles();
+    // Each tile gets the host memory it may use (the verifier bounds every
+    // access by it), mapped on every host thread.
+    std::vector<uint32_t> tileBytes(size_t(tilesPerReplica) * replicas);
+    for (uint32_t r = 0; r < replicas; ++r)
+      for (uint32_t t = 0; t < tilesPerReplica; ++t)
+        tileBytes[size_t(r) * tilesPerReplica + t] = popef::tileMemoryBytes(root, t); // tileOf(t, r)
+    memory = std::make_unique<DeviceMemory>(tileBytes, pool.get());
     phase("tile memory");
     loadConstants();
     phase("constants");
@@ -193,9 +198,7 @@ struct Engine::Impl {
   // The sandbox of code module m: types sharing a symbol get the smallest
   // field table (the strictest).
   MemorySandbox sandboxFor(uint32_t m) const {
-    MemorySandbox sandbox;
-    sandbox.halfStride = DeviceMemory::strideFor(target.bytes_per_tile()) / 2;
-    sandbox.guard = DeviceMemory::kGuardBytes;
+    MemorySandbox sandbox = DeviceMemory::sandbox();
     for (uint32_t t = 0; t < len(root.vertex_types()); ++t) {
       const fb::VertexType *vt = root.vertex_types()->Get(t);
       if (vt->module_() != m)
@@ -258,17 +261,6 @@ struct Engine::Impl {
   void gather(const fb::Tensor &t, uint8_t *host, uint32_t r = 0) {
     popef::forEachInterval(t, [&](const fb::TileInterval &iv) {
       std::memcpy(host + iv.begin(), memory->tile(tileOf(iv.tile(), r)) + iv.offset(), iv.bytes());
-    });
-  }
-
-  // The tiles' planned memory, mapped up front on every host thread: the
-  // constants, the load program and the first run would otherwise fault it in
-  // a page at a time.
-  void populateTiles() {
-    const uint32_t planned = len(root.tile_bytes_used());
-    pool->parallelFor(size_t(planned) * replicas, [this, planned](size_t i) {
-      const uint32_t t = uint32_t(i % planned), r = uint32_t(i / planned);
-      memory->populate(tileOf(t, r), root.tile_bytes_used()->Get(t));
     });
   }
 

@@ -405,7 +405,7 @@ std::unique_ptr<llvm::MemoryBuffer> compilePartition(llvm::StringRef bitcode, co
   // After O3 so vectorisation sees the original accesses; nothing but the
   // code generator runs after it.
   if (sandbox)
-    confineMemoryAccesses(m, sandbox->entryFieldCounts, sandbox->halfStride, sandbox->guard, where);
+    confineMemoryAccesses(m, *sandbox, where);
 
   auto codegenTm = llvm::orc::JITTargetMachineBuilder(host.codegenTmb).createTargetMachine();
   if (!codegenTm)
@@ -442,7 +442,7 @@ public:
   }
   void text(std::string_view name, const std::string &value) { field(name, value.data(), value.size()); }
   void sandbox(const MemorySandbox &sandbox) {
-    std::string s = fmt::format("{} {}", sandbox.halfStride, sandbox.guard);
+    std::string s = fmt::format("window {} {} {}", sandbox.guard, sandbox.minWindow, sandbox.limitSlotBelow);
     for (const auto &[entry, fields] : sandbox.entryFieldCounts)
       s += fmt::format(" {}={}", entry, fields);
     text("sandbox", s);

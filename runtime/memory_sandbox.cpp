@@ -65,10 +65,9 @@ struct Region {
 
 class Confiner {
 public:
-  Confiner(llvm::Function &f, bool entry, unsigned tableBytes, uint64_t halfStride, uint64_t guard,
-           const std::string &where)
-      : f_(f), dl_(f.getParent()->getDataLayout()), entry_(entry), tableBytes_(tableBytes),
-        half_(halfStride), guard_(guard), where_(where), b_(f.getContext()) {
+  Confiner(llvm::Function &f, bool entry, unsigned tableBytes, const MemorySandbox &sandbox, const std::string &where)
+      : f_(f), dl_(f.getParent()->getDataLayout()), entry_(entry), tableBytes_(tableBytes), guard_(sandbox.guard),
+        minWindow_(sandbox.minWindow), slotBelow_(sandbox.limitSlotBelow), where_(where), b_(f.getContext()) {
     i64_ = b_.getInt64Ty();
   }
 
@@ -182,7 +181,26 @@ private:
     uint64_t o = offset.getZExtValue();
     if (isLoad && stripped == f_.getArg(1) && o + size <= tableBytes_ && o <= tableBytes_)
       return true; // the field-offset table
-    return stripped == base() && o < half_ && o + size <= half_ - guard_;
+    return stripped == base() && o < minWindow_ && o + size + guard_ <= minWindow_;
+  }
+
+  // The window's size W, loaded once at the entry from the slot below it
+  // (where no vertex can write). Made after the work list, so not confined.
+  llvm::Value *window() {
+    if (!window_) {
+      llvm::IRBuilder<> ib(f_.getContext());
+      ib.SetInsertPoint(f_.getEntryBlock().getFirstInsertionPt());
+      llvm::Value *slot = ib.CreateConstGEP1_64(ib.getInt8Ty(), base(), -int64_t(slotBelow_));
+      window_ = ib.CreateAlignedLoad(i64_, slot, llvm::Align(8), "sfi.window");
+    }
+    return window_;
+  }
+
+  // tile_base - guard + umin(x, room): x is an offset from the window's
+  // start (any value), room how far into the window an access may start.
+  llvm::Value *clampIntoWindow(llvm::Value *x, llvm::Value *room) {
+    llvm::Value *inside = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, x, room);
+    return b_.CreateSub(inside, llvm::ConstantInt::get(x->getType(), guard_));
   }
 
   Region regionOf(llvm::Value *p, bool isStore) const {
@@ -207,7 +225,8 @@ private:
     return {};
   }
 
-  uint64_t limitOf(const Region &r) const { return r.object ? r.objectSize : half_; }
+  // The largest access of constant size a region takes with one clamp.
+  uint64_t limitOf(const Region &r) const { return r.object ? r.objectSize : minWindow_; }
 
   // An anchor is an access that valid code makes whenever its block runs, at
   // an address the sandbox leaves as it is: a load or store, or a masked one
@@ -215,49 +234,57 @@ private:
   // address is at most a vector below it, within the guard). A masked access
   // with a run-time mask is no anchor: with every lane off, valid code may
   // point it anywhere (a kernel row in the padding).
-  llvm::Value *anchorPointer(llvm::Instruction &inst) const {
+  // Its pointer and the bytes it accesses.
+  std::pair<llvm::Value *, uint64_t> anchorPointer(llvm::Instruction &inst) const {
     if (auto *load = llvm::dyn_cast<llvm::LoadInst>(&inst))
-      return load->getPointerOperand();
+      return {load->getPointerOperand(), sizeOf(load->getType())};
     if (auto *store = llvm::dyn_cast<llvm::StoreInst>(&inst))
-      return store->getPointerOperand();
+      return {store->getPointerOperand(), sizeOf(store->getValueOperand()->getType())};
     auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst);
     if (!call)
-      return nullptr;
+      return {};
     unsigned ptrArg = 0, maskArg = 0;
+    llvm::Type *accessed = nullptr;
     if (call->getIntrinsicID() == llvm::Intrinsic::masked_load) {
       ptrArg = 0;
       maskArg = 2;
+      accessed = call->getType();
     } else if (call->getIntrinsicID() == llvm::Intrinsic::masked_store) {
       ptrArg = 1;
       maskArg = 3;
+      accessed = call->getArgOperand(0)->getType();
     } else {
-      return nullptr;
+      return {};
     }
     auto *mask = llvm::dyn_cast<llvm::Constant>(call->getArgOperand(maskArg));
     if (!mask || mask->isNullValue() || mask->containsUndefOrPoisonElement() ||
         llvm::isa<llvm::ConstantExpr>(mask))
-      return nullptr;
-    return call->getArgOperand(ptrArg);
+      return {};
+    return {call->getArgOperand(ptrArg), sizeOf(accessed)};
   }
 
-  // Per (q, block): the lowest constant offset c of an anchor at q + c. The
-  // accesses of that block at q + c' (c' >= c) then share one confined q + c
-  // and keep c' - c as their addressing mode's displacement (see confine).
+  // Per (q, block): the span [lo, hi) of the anchors at q + c. The accesses
+  // of that block within it then share one confined q + lo and keep their
+  // distance from it as their addressing mode's displacement (see confine).
   void findAnchors(const std::vector<llvm::Instruction *> &work) {
     for (llvm::Instruction *inst : work) {
-      llvm::Value *p = anchorPointer(*inst);
+      auto [p, size] = anchorPointer(*inst);
       if (!p || !p->getType()->isPointerTy() || p->getType()->getPointerAddressSpace() != 0)
         continue;
       llvm::APInt c(64, 0);
       llvm::Value *q = p->stripAndAccumulateConstantOffsets(dl_, c, true);
-      // From tile_base the mask folds to a constant anyway; the field-offset
-      // table is not tile memory (its in-bounds loads are left alone, the
-      // others confined one by one); stack objects and globals are clamped.
+      // From tile_base the offsets are constants; the field-offset table is
+      // not tile memory (its in-bounds loads are left alone, the others
+      // confined one by one); stack objects and globals are clamped.
       if (q == base() || q == f_.getArg(1) || regionOf(p, false).object)
         continue;
-      auto [it, added] = anchors_.try_emplace({q, inst->getParent()}, c.getSExtValue(), nullptr);
-      if (!added && c.getSExtValue() < it->second.lowest)
-        it->second.lowest = c.getSExtValue();
+      const int64_t lo = c.getSExtValue();
+      int64_t hi = 0;
+      if (__builtin_add_overflow(lo, int64_t(size), &hi)) // no valid access wraps
+        continue;
+      auto [it, added] = anchors_.try_emplace({q, inst->getParent()}, Anchor{lo, hi, nullptr});
+      it->second.lo = std::min(it->second.lo, lo);
+      it->second.hi = std::max(it->second.hi, hi);
     }
   }
 
@@ -274,31 +301,30 @@ private:
     llvm::Value *origin = region.object ? region.object : base();
     if (!vecTy && !region.object) {
       // p = q + c: one frozen (q - tile_base) per q serves every access
-      // around it, and the constant folds into the mask's addend.
+      // around it, and the constant folds into the clamp's addend.
       llvm::APInt c(64, 0);
       llvm::Value *q = p->stripAndAccumulateConstantOffsets(dl_, c, true);
-      // In a block with an anchor at q + lowest, valid code has that address
-      // in the unchanged range, so confining it alone and adding d = c -
-      // lowest leaves every access of the block unchanged; any code lands in
-      // [-guard, half - guard) + d + size <= 2 * half - guard: the window.
+      // In a block whose anchors from q span [lo, hi), valid code has all of
+      // that span in the window, so confining q + lo for the whole span
+      // leaves every access within it unchanged; any code lands in
+      // [0, W - (hi - lo)) + (hi - lo) of the window.
       if (auto it = anchors_.find({q, at.getParent()}); it != anchors_.end() && !dynamicSize) {
         Anchor &a = it->second;
-        int64_t d = 0;
-        if (!__builtin_sub_overflow(c.getSExtValue(), a.lowest, &d) && d >= 0 && uint64_t(d) + size <= half_) {
+        const uint64_t span = uint64_t(a.hi) - uint64_t(a.lo);
+        int64_t d = 0, end = 0;
+        if (span <= minWindow_ && !__builtin_sub_overflow(c.getSExtValue(), a.lo, &d) && d >= 0 &&
+            !__builtin_add_overflow(c.getSExtValue(), int64_t(size), &end) && end <= a.hi) {
           if (!a.confined) {
-            llvm::Value *offset =
-                b_.CreateAdd(offsetFromBase(q), b_.getInt64(uint64_t(a.lowest) + guard_));
-            offset = b_.CreateAnd(offset, b_.getInt64(half_ - 1));
-            offset = b_.CreateSub(offset, b_.getInt64(guard_));
-            a.confined = b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
+            llvm::Value *x = b_.CreateAdd(offsetFromBase(q), b_.getInt64(uint64_t(a.lo) + guard_));
+            llvm::Value *room = b_.CreateSub(window(), b_.getInt64(span));
+            a.confined = b_.CreateGEP(b_.getInt8Ty(), origin, clampIntoWindow(x, room), "sfi");
           }
           return d ? b_.CreateGEP(b_.getInt8Ty(), a.confined, b_.getInt64(d), "sfi") : a.confined;
         }
       }
-      llvm::Value *offset = b_.CreateAdd(offsetFromBase(q), b_.getInt64((c + guard_).getZExtValue()));
-      offset = b_.CreateAnd(offset, b_.getInt64(half_ - 1));
-      offset = b_.CreateSub(offset, b_.getInt64(guard_));
-      return b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
+      llvm::Value *x = b_.CreateAdd(offsetFromBase(q), b_.getInt64((c + guard_).getZExtValue()));
+      llvm::Value *room = b_.CreateSub(window(), dynamicSize ? dynamicSize : b_.getInt64(size));
+      return b_.CreateGEP(b_.getInt8Ty(), origin, clampIntoWindow(x, room), "sfi");
     }
     llvm::Value *offset = b_.CreateSub(b_.CreatePtrToInt(p, intTy), splat(b_.CreatePtrToInt(origin, i64_)));
     // Poison or undef offsets become some fixed value, which is then confined.
@@ -308,9 +334,8 @@ private:
                                       : b_.getInt64(region.objectSize - size);
       offset = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, offset, splat(room));
     } else {
-      offset = b_.CreateAdd(offset, splat(b_.getInt64(guard_)));
-      offset = b_.CreateAnd(offset, splat(b_.getInt64(half_ - 1)));
-      offset = b_.CreateSub(offset, splat(b_.getInt64(guard_)));
+      llvm::Value *room = b_.CreateSub(window(), dynamicSize ? dynamicSize : b_.getInt64(size));
+      offset = clampIntoWindow(b_.CreateAdd(offset, splat(b_.getInt64(guard_))), splat(room));
     }
     return b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
   }
@@ -358,7 +383,9 @@ private:
   }
 
   // memcpy/memmove/memset: pointers confined, length clamped so the whole
-  // range stays inside every region it touches.
+  // range stays inside every region it touches. A stack object or global
+  // bounds it by its size; the tile by W, known only at run time, so a
+  // length the tile's minWindow does not cover is clamped at run time.
   void confineMemIntrinsic(llvm::MemIntrinsic &mi) {
     needEntry();
     auto *transfer = llvm::dyn_cast<llvm::MemTransferInst>(&mi);
@@ -366,28 +393,40 @@ private:
     std::optional<Region> src;
     if (transfer)
       src = regionOf(transfer->getRawSource(), false);
-    uint64_t limit = limitOf(dst);
-    if (src)
-      limit = std::min(limit, limitOf(*src));
+    const bool inTile = !dst.object || (src && !src->object);
+    uint64_t limit = UINT64_MAX; // what the stack objects and globals allow
+    if (dst.object)
+      limit = dst.objectSize;
+    if (src && src->object)
+      limit = std::min(limit, src->objectSize);
+    const bool inlined = llvm::isa<llvm::MemCpyInlineInst, llvm::MemSetInlineInst>(mi);
     llvm::Value *length = mi.getLength();
     if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(length)) {
-      bool inlined = llvm::isa<llvm::MemCpyInlineInst, llvm::MemSetInlineInst>(mi);
       if (c->getValue().ugt(limit) && inlined)
         refuse(fmt::format("copies or sets {} bytes inline, more than its memory region allows",
                            c->getValue().getZExtValue()));
       if (c->getValue().ugt(limit)) // no valid access is this long; clamp like dynamic lengths
         mi.setLength(llvm::ConstantInt::get(c->getType(), limit));
-      uint64_t size = std::min<uint64_t>(c->getValue().getLimitedValue(), limit);
-      mi.setDest(confine(mi, mi.getRawDest(), dst, size, nullptr));
-      if (transfer)
-        transfer->setSource(confine(mi, transfer->getRawSource(), *src, size, nullptr));
-      return;
+      const uint64_t size = std::min<uint64_t>(c->getValue().getLimitedValue(), limit);
+      if (!inTile || size <= minWindow_) {
+        mi.setDest(confine(mi, mi.getRawDest(), dst, size, nullptr));
+        if (transfer)
+          transfer->setSource(confine(mi, transfer->getRawSource(), *src, size, nullptr));
+        return;
+      }
+      if (inlined)
+        refuse(fmt::format("copies or sets {} bytes inline, more than the sandbox's {} bytes at once", size,
+                           minWindow_));
+      length = mi.getLength();
     }
-    if (llvm::isa<llvm::MemCpyInlineInst, llvm::MemSetInlineInst>(mi))
+    if (inlined)
       refuse("uses an inline memory intrinsic with a dynamic length"); // the verifier forbids this
     b_.SetInsertPoint(&mi);
-    llvm::Value *length64 = b_.CreateZExtOrTrunc(length, i64_);
-    llvm::Value *clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, length64, b_.getInt64(limit));
+    llvm::Value *clamped = b_.CreateZExtOrTrunc(length, i64_);
+    if (limit != UINT64_MAX)
+      clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, clamped, b_.getInt64(limit));
+    if (inTile)
+      clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, clamped, window());
     mi.setDest(confine(mi, mi.getRawDest(), dst, 0, clamped));
     if (transfer)
       transfer->setSource(confine(mi, transfer->getRawSource(), *src, 0, clamped));
@@ -448,36 +487,37 @@ private:
   const llvm::DataLayout &dl_;
   bool entry_;
   unsigned tableBytes_;
-  uint64_t half_;
   uint64_t guard_;
+  uint64_t minWindow_;
+  uint64_t slotBelow_;
+  llvm::Value *window_ = nullptr;
   const std::string &where_;
   llvm::IRBuilder<> b_;
   llvm::Type *i64_ = nullptr;
   llvm::DenseMap<llvm::Value *, llvm::Value *> offsets_;
   struct Anchor {
-    int64_t lowest;                 // the lowest anchor's constant offset from q
-    llvm::Value *confined;          // q + lowest confined, made at the block's first access from q
+    int64_t lo, hi;        // the anchors' span from q: [lowest offset, highest offset + size)
+    llvm::Value *confined; // q + lo confined, made at the block's first access from q
   };
   llvm::DenseMap<std::pair<llvm::Value *, llvm::BasicBlock *>, Anchor> anchors_;
 };
 
 } // namespace
 
-void confineMemoryAccesses(llvm::Module &module, const std::map<std::string, unsigned> &entryFieldCounts,
-                           uint64_t halfStride, uint64_t guard, const std::string &where) {
-  POPC_ASSERT(halfStride >= 2 && (halfStride & (halfStride - 1)) == 0 && guard < halfStride);
+void confineMemoryAccesses(llvm::Module &module, const MemorySandbox &sandbox, const std::string &where) {
+  POPC_ASSERT(sandbox.minWindow > sandbox.guard && sandbox.limitSlotBelow >= sandbox.guard + 8);
   for (llvm::Function &f : module) {
     if (f.isDeclaration())
       continue;
-    auto entry = entryFieldCounts.find(f.getName().str());
-    bool isEntry = entry != entryFieldCounts.end();
+    auto entry = sandbox.entryFieldCounts.find(f.getName().str());
+    bool isEntry = entry != sandbox.entryFieldCounts.end();
     if (isEntry && (f.arg_size() != 2 || !f.getArg(0)->getType()->isPointerTy() ||
                     !f.getArg(1)->getType()->isPointerTy()))
       fail("{}: entry function '{}' must have type void(ptr, ptr)", where, f.getName().str());
     // Large frames (spills included) touch each page in turn, so they
     // fault on the thread's guard page instead of stepping over it.
     f.addFnAttr("probe-stack", "inline-asm");
-    Confiner(f, isEntry, isEntry ? 4 * entry->second : 0, halfStride, guard, where).run();
+    Confiner(f, isEntry, isEntry ? 4 * entry->second : 0, sandbox, where).run();
   }
 }
 

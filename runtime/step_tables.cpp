@@ -235,7 +235,7 @@ ExchangePlan planExchange(const fb::Executable &root, uint32_t e, const ReplicaT
   // Every source and destination is then a 32-bit offset from the origin
   // (and each replica's pieces are the same records).
   const DeviceMemory &arena = tiles.memory;
-  bool packed = uint64_t(arena.tile(arena.numTiles() - 1) - plan.packedOrigin) + arena.bytesPerTile() <= UINT32_MAX;
+  bool packed = uint64_t(arena.end() - plan.packedOrigin) <= UINT32_MAX;
   for (const fb::Piece *p = pieces; p != pieces + np && packed; ++p)
     packed = PackedPieceOp::fits(p->bytes(), uint64_t(p->repeat()) + 1, p->src_stride(), p->dst_stride());
   (packed ? plan.packedPieces.reserve(size_t(np) * replicas) : plan.pieces.reserve(size_t(np) * replicas));

@@ -14,8 +14,6 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <bit>
-#include <sys/mman.h>
 #include <cmath>
 #include <map>
 
@@ -23,36 +21,24 @@ namespace popc::codegen::test {
 
 namespace {
 
-// The fake tile's window: the sandbox confines accesses to [tile - guard,
-// tile - guard + 2 * halfStride), so a JitModule reserves all of it once
-// (pages are only mapped where a test writes). Tiles up to 16 MiB: the
+// One tile of an arena laid out as poprun-lite's (its window and limit
+// slot; pages are only mapped where a test writes). Tiles up to 16 MiB: the
 // benchmark runs whole layers as one vertex.
-constexpr uint64_t kGuard = runtime::DeviceMemory::kGuardBytes;
-constexpr uint64_t kTileBytes = 16 << 20;
-constexpr uint64_t kHalfStride = std::bit_ceil(kTileBytes + kGuard);
-constexpr uint64_t kWindowBytes = 2 * kHalfStride + kGuard;
+constexpr uint32_t kTileBytes = 16 << 20;
 
 } // namespace
 
 struct JitModule::Impl {
   runtime::Jit jit;
-  uint8_t *window = nullptr;
-  Impl() {
-    void *p = ::mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    REQUIRE(p != MAP_FAILED);
-    window = static_cast<uint8_t *>(p);
-  }
-  ~Impl() { ::munmap(window, kWindowBytes); }
-  uint8_t *tile() const { return window + kGuard; } // page aligned
+  runtime::DeviceMemory memory{1, kTileBytes};
+  uint8_t *tile() const { return memory.tile(0); }
 };
 
 JitModule::JitModule(VertexCodegen &codegen) : JitModule(codegen.finish(), codegen.vertexTypes()) {}
 
 JitModule::JitModule(const Bytes &bitcode, const std::vector<VertexTypeInfo> &types)
     : impl_(std::make_unique<Impl>()) {
-  runtime::MemorySandbox sandbox;
-  sandbox.halfStride = kHalfStride;
-  sandbox.guard = kGuard;
+  runtime::MemorySandbox sandbox = runtime::DeviceMemory::sandbox();
   std::vector<std::string> entries;
   for (const VertexTypeInfo &t : types) {
     entries.push_back(t.symbol);

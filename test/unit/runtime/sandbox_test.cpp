@@ -90,36 +90,54 @@ std::vector<float> floats(const popc::runtime::HostTensor &t) {
 
 } // namespace
 
-TEST_CASE("tile stride is a power of two with private slack", "[runtime][sandbox]") {
+TEST_CASE("tiles are packed in windows of their own, their limits outside every window", "[runtime][sandbox]") {
   using popc::runtime::DeviceMemory;
-  CHECK(DeviceMemory::strideFor(624 * 1024) == 2 * kMiB);
-  CHECK(DeviceMemory::strideFor(1024) == 32 * 1024);
-  CHECK(DeviceMemory::strideFor(1 << 20) == 4 * kMiB);
-  DeviceMemory memory(40, 1000);
-  uint64_t stride = memory.tileStride(), guard = DeviceMemory::kGuardBytes;
-  CHECK(stride >= 2 * (1000 + 2 * guard));
-  // Each tile's window [tile - guard, tile - guard + stride) holds no other tile's memory.
-  for (uint32_t t = 0; t < 40; ++t) {
-    uintptr_t lo = reinterpret_cast<uintptr_t>(memory.tile(t)) - guard, hi = lo + stride;
-    CHECK(lo >= reinterpret_cast<uintptr_t>(memory.tile(0)) - guard); // inside the arena
-    CHECK(hi <= reinterpret_cast<uintptr_t>(memory.tile(0)) + 40 * stride); // arena: guard + 40 strides
-    for (uint32_t u = 0; u < 40; ++u) {
-      uintptr_t b = reinterpret_cast<uintptr_t>(memory.tile(u));
+  const std::vector<uint32_t> bytes = {1000, 0, 5000, 70000, 3, 624 * 1024};
+  DeviceMemory memory(bytes);
+  const uint64_t guard = DeviceMemory::kGuardBytes;
+  const uintptr_t arenaBegin = reinterpret_cast<uintptr_t>(memory.tile(0)) - DeviceMemory::kLimitSlotBelow;
+  uint64_t windows = 0;
+  for (uint32_t t = 0; t < bytes.size(); ++t) {
+    CAPTURE(t);
+    const uint64_t w = memory.windowBytes(t);
+    windows += w;
+    CHECK(w >= guard + bytes[t] + DeviceMemory::kSlackBytes);
+    CHECK(w >= DeviceMemory::kMinWindowBytes);
+    CHECK(reinterpret_cast<uintptr_t>(memory.tile(t)) % DeviceMemory::kTileAlign == 0);
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(memory.tile(t)) - guard, hi = lo + w;
+    CHECK(lo >= arenaBegin);
+    CHECK(hi <= reinterpret_cast<uintptr_t>(memory.end()));
+    for (uint32_t u = 0; u < bytes.size(); ++u) {
+      const uintptr_t b = reinterpret_cast<uintptr_t>(memory.tile(u));
+      const uintptr_t slot = b - DeviceMemory::kLimitSlotBelow;
+      CHECK((slot + 8 <= lo || slot >= hi)); // no vertex can write a limit
       if (u != t)
-        CHECK((b + 1000 <= lo || b >= hi));
+        CHECK((b + bytes[u] <= lo || b >= hi)); // nor another tile's memory
     }
   }
+  // Packed: the windows and a line per limit slot, rounded to a huge page.
+  CHECK(uint64_t(reinterpret_cast<uintptr_t>(memory.end()) - arenaBegin) <=
+        windows + bytes.size() * DeviceMemory::kTileAlign + (2u << 20));
 }
 
 TEST_CASE("a vertex writing outside its tile does not touch other tiles", "[runtime][sandbox]") {
-  uint64_t stride = popc::runtime::DeviceMemory::strideFor(1024);
   llvm::LLVMContext ctx;
+  auto plain = makeModule(ctx, [](auto &, auto &, auto *, auto *) {});
+  auto exe = popc::test::makeSampleExecutable(bitcodeOf(*plain));
+  // The rogue writes aim at the next tiles, as the runner lays them out.
+  std::vector<uint32_t> tileBytes;
+  {
+    const auto sample = popc::popef::serialize(exe);
+    const auto *root = fb::GetExecutable(sample.data());
+    for (uint32_t t = 0; t < root->target()->num_ipus() * root->target()->tiles_per_ipu(); ++t)
+      tileBytes.push_back(popc::popef::tileMemoryBytes(*root, t));
+  }
+  const popc::runtime::DeviceMemory layout(tileBytes);
+  const uint64_t stride = uint64_t(layout.tile(1) - layout.tile(0));
   // Tile 0 runs the rogue vertex type; tile 1 the plain one.
   auto rogue = makeModule(ctx, [&](auto &b, auto &m, auto *base, auto *offsets) {
     rogueWrites(b, m, base, offsets, stride);
   }, "rogue");
-  auto plain = makeModule(ctx, [](auto &, auto &, auto *, auto *) {});
-  auto exe = popc::test::makeSampleExecutable(bitcodeOf(*plain));
   auto code = std::make_unique<fb::CodeModuleT>();
   code->bitcode = bitcodeOf(*rogue);
   exe.code.push_back(std::move(code));
@@ -138,40 +156,42 @@ TEST_CASE("a vertex writing outside its tile does not touch other tiles", "[runt
     for (int run = 0; run < 3; ++run) {
       CAPTURE(run);
       std::vector<float> out = floats(engine.run({{"a", a}})["out"]);
-      // Tile 1's half (a + constant b) is intact on every run: its b was never overwritten.
+      // Tile 1's half (a + constant b) is intact on every run: its b was
+      // never overwritten. (Tile 0's memset of 1 GiB, clamped to its whole
+      // window, wipes its own result.)
       CHECK(out[2] == 33);
       CHECK(out[3] == 44);
-      if (run == 0) { // tile 0's own result was computed before it scribbled on itself
-        CHECK(out[0] == 11);
-        CHECK(out[1] == 22);
-      }
     }
   }
 }
 
-// Entry "add_f32_2" (the add, then `body`) confined to a window of kHalf =
-// 1024 bytes (guard 256) in a larger buffer that is filled with 0xab: the
-// tile holds in0 = {1.5, -2} at 0 and in1 = {0.25, 8} at 16, field 2 is at
-// 32, and the field table has a fourth word, 0xdeadbeef, past its three.
+// Entry "add_f32_2" (the add, then `body`) confined to a window of `window`
+// bytes (guard 256, at least kMinWindow) in a larger buffer that is filled
+// with 0xab, its size in the slot below it: the tile holds in0 = {1.5, -2}
+// at 0 and in1 = {0.25, 8} at 16, field 2 is at 32, and the field table has
+// a fourth word, 0xdeadbeef, past its three.
 struct WindowRun {
-  static constexpr uint64_t kHalf = 1024, kStride = 2 * kHalf, kGuard = 256;
-  std::vector<uint32_t> memory = std::vector<uint32_t>(6 * kStride / 4, 0xabababab);
-  uint8_t *window = reinterpret_cast<uint8_t *>(memory.data()) + kStride;
-  uint8_t *tile = window + kGuard;
+  static constexpr uint64_t kWindow = 2048, kGuard = 256, kMinWindow = 1024, kSlotBelow = kGuard + 8;
+  uint64_t window;
+  std::vector<uint32_t> memory;
+  uint8_t *start, *tile;
   alignas(16) uint32_t offsets[4] = {0, 16, 32, 0xdeadbeef};
 
   // `fillWindow(word index)` gives each window word its value before the run.
-  WindowRun(const Body &body, const std::function<uint32_t(uint32_t)> &fillWindow) {
+  WindowRun(const Body &body, const std::function<uint32_t(uint32_t)> &fillWindow, uint64_t windowBytes = kWindow)
+      : window(windowBytes), memory(3 * windowBytes / 4, 0xabababab),
+        start(reinterpret_cast<uint8_t *>(memory.data()) + windowBytes), tile(start + kGuard) {
     auto context = std::make_unique<llvm::LLVMContext>();
     auto module = makeModule(*context, body);
     Jit jit;
-    popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, kHalf, kGuard};
+    popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, kGuard, kMinWindow, kSlotBelow};
     jit.addModule(std::move(module), std::move(context), "test", &sandbox);
     auto fn = jit.lookup("add_f32_2", "test");
-    for (uint32_t w = 0; w < kStride / 4; ++w) {
+    for (uint32_t w = 0; w < window / 4; ++w) {
       const uint32_t v = fillWindow(w);
-      std::memcpy(window + 4 * w, &v, 4);
+      std::memcpy(start + 4 * w, &v, 4);
     }
+    std::memcpy(tile - kSlotBelow, &window, 8);
     const float in0[2] = {1.5f, -2}, in1[2] = {0.25f, 8};
     std::memcpy(tile, in0, 8);
     std::memcpy(tile + 16, in1, 8);
@@ -182,48 +202,68 @@ struct WindowRun {
     std::memcpy(&v, tile + 32 + 4 * i, 4);
     return v;
   }
-  // Every word outside the window still holds the fill.
+  // Every word outside the window but the limit slot still holds the fill.
   bool outsideIntact() const {
+    const size_t first = window / 4, last = 2 * window / 4, slot = (window - (kSlotBelow - kGuard)) / 4;
     for (size_t i = 0; i < memory.size(); ++i)
-      if ((i < kStride / 4 || i >= 2 * kStride / 4) && memory[i] != 0xabababab)
+      if ((i < first || i >= last) && i != slot && i != slot + 1 && memory[i] != 0xabababab)
         return false;
     return true;
   }
 };
 
 TEST_CASE("the sandbox keeps accesses inside the tile's window", "[runtime][sandbox]") {
-  constexpr uint64_t kHalf = WindowRun::kHalf, kGuard = WindowRun::kGuard;
-  // Entry: the add, the rogue writes, and a load past the 3-entry field table
-  // (offsets[3]) stored to tile_base + 40. Window words hold their index.
-  WindowRun r(
-      [&](auto &b, auto &m, auto *base, auto *offsets) {
-        rogueWrites(b, m, base, offsets, WindowRun::kStride);
-        llvm::Value *beyond = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, 3));
-        b.CreateStore(beyond, at(b, base, 40));
-      },
-      [](uint32_t w) { return w; });
-  CHECK(r.out(0) == 1.75f);
-  CHECK(r.out(1) == 6.0f);
-  CHECK(r.outsideIntact());
-  // The load past the table came from the tile, not from offsets[3].
-  uint32_t beyond;
-  std::memcpy(&beyond, r.tile + 40, 4);
-  CHECK(beyond != 0xdeadbeef);
-  int64_t redirected = int64_t(((reinterpret_cast<uintptr_t>(r.offsets + 3) - reinterpret_cast<uintptr_t>(r.tile) +
-                                 kGuard) &
-                                (kHalf - 1))) -
-                       int64_t(kGuard);
-  CHECK(redirected % 4 == 0);
-  if (redirected != 40) { // nothing but the store to +40 writes after the load
-    uint32_t word;
-    std::memcpy(&word, r.tile + redirected, 4);
-    CHECK(beyond == word);
+  constexpr uint64_t kGuard = WindowRun::kGuard;
+  // The window's size is read at run time: the same code in a small window
+  // and in one four times larger.
+  for (uint64_t window : {WindowRun::kWindow, 4 * WindowRun::kWindow}) {
+    CAPTURE(window);
+    // Entry: the add, the rogue writes, and a load past the 3-entry field
+    // table (offsets[3]) stored to tile_base + 40. Window words hold their index.
+    WindowRun r(
+        [&](auto &b, auto &m, auto *base, auto *offsets) {
+          rogueWrites(b, m, base, offsets, window);
+          llvm::Value *beyond = b.CreateLoad(b.getInt32Ty(), b.CreateConstGEP1_32(b.getInt32Ty(), offsets, 3));
+          b.CreateStore(beyond, at(b, base, 40));
+        },
+        [](uint32_t w) { return w; }, window);
+    CHECK(r.outsideIntact()); // (the memset of 1 GiB, clamped to the window, wipes the add's result)
+    // The load past the table came from the tile, not from offsets[3].
+    uint32_t beyond;
+    std::memcpy(&beyond, r.tile + 40, 4);
+    CHECK(beyond != 0xdeadbeef);
+    const uint64_t x = reinterpret_cast<uintptr_t>(r.offsets + 3) - reinterpret_cast<uintptr_t>(r.tile) + kGuard;
+    const int64_t redirected = int64_t(std::min<uint64_t>(x, window - 4)) - int64_t(kGuard);
+    CHECK(redirected % 4 == 0);
+    if (redirected != 40) { // nothing but the store to +40 writes after the load
+      uint32_t word;
+      std::memcpy(&word, r.tile + redirected, 4);
+      CHECK(beyond == word);
+    }
   }
+}
+
+TEST_CASE("valid accesses longer than the smallest window are left whole", "[runtime][sandbox]") {
+  // A memset of 1,200 bytes (more than kMinWindow, within the window) from a
+  // field, and stores 1,500 bytes apart from one pointer: all where valid
+  // code put them.
+  WindowRun r([](auto &b, auto &, auto *base, auto *offsets) {
+    llvm::Value *out = popc::test::fieldPointer(b, base, offsets, 2);
+    b.CreateMemSet(at(b, out, 32), b.getInt8(0x11), b.getInt64(1200), llvm::MaybeAlign(4));
+    b.CreateStore(b.getInt32(0x22222222), at(b, out, 8));
+    b.CreateStore(b.getInt32(0x33333333), at(b, out, 1508));
+  }, [](uint32_t) { return 0u; });
+  CHECK(r.outsideIntact());
+  for (uint32_t i = 0; i < 1200; ++i)
+    CHECK(r.tile[64 + i] == 0x11);
+  CHECK(r.tile[40] == 0x22);
+  CHECK(r.tile[32 + 1508] == 0x33);
+  CHECK(r.out(0) == 1.75f);
 }
 
 TEST_CASE("accesses from one base in a block are confined together", "[runtime][sandbox]") {
   // A forged base far outside the tile with accesses at several constant
-  // offsets: those within half a stride of the lowest share its confined
+  // offsets: those within the smallest window of the lowest share its confined
   // address, the others are confined alone; none leaves the window.
   WindowRun r([](auto &b, auto &, auto *base, auto *) {
     llvm::Value *q = forged(b, base, 100 * kMiB + 512);
@@ -262,7 +302,7 @@ TEST_CASE("the sandbox refuses what it cannot confine", "[runtime][sandbox]") {
     auto context = std::make_unique<llvm::LLVMContext>();
     auto module = makeModule(*context, body);
     Jit jit;
-    popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, 1024, 256};
+    popc::runtime::MemorySandbox sandbox{{{"add_f32_2", 3}}, 256, 1024, 264};
     try {
       jit.addModule(std::move(module), std::move(context), "m.popef: code module 0", &sandbox);
     } catch (const popc::Error &e) {
