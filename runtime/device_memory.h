@@ -1,7 +1,6 @@
 // Simulated tile memory: one arena for all tiles, packed tile after tile so
 // that the host's TLB and caches see only the bytes the program planned.
-// Each tile has a window of its own (docs/architecture.md, "Tile memory on
-// the host"):
+// Each tile has a window of its own (runtime/README.md, "Memory sandbox"):
 //
 //   [limit slot][kGuardBytes below][the tile's memory][slack above]
 //                ^ window start     ^ tile(t)
