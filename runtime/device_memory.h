@@ -44,8 +44,9 @@ public:
   // The one place a tile's address is computed.
   uint8_t *tile(uint32_t t) const { return base_ + tileOffset_[t]; }
   uint32_t numTiles() const { return uint32_t(tileOffset_.size()); }
-  // One past the arena's last byte.
+  // One past the arena's last byte; its size.
   uint8_t *end() const { return base_ + size_; }
+  uint64_t bytes() const { return size_; }
   // The size of tile t's window, from kGuardBytes below tile(t).
   uint64_t windowBytes(uint32_t t) const;
   // Hands back the pages of part `part` of `parts` equal slices of the arena

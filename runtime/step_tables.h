@@ -29,10 +29,17 @@ struct ReplicaTiles {
   uint8_t *base(uint32_t tile, uint32_t r = 0) const { return memory.tile(tileOf(tile, r)); }
 };
 
-// A vertex type as a compute set's runs call it.
+// A vertex type as a compute set's runs call it; its memory fields are
+// ComputeSetPlan::spans[spansBegin, spansEnd).
 struct VertexKind {
   VertexFn fn;
   uint32_t fields;
+  uint32_t spansBegin = 0, spansEnd = 0;
+};
+// A memory field of a vertex type: its index in the field table and how
+// many of its bytes the run asks the cache for ahead of the call.
+struct FieldSpan {
+  uint32_t field, bytes;
 };
 // Vertices of one type on one tile, run one after the other, their field
 // tables in the file's field_offsets: `count` calls whose tables follow
@@ -53,17 +60,23 @@ struct TileWork {
 };
 struct ComputeSetPlan {
   std::vector<VertexKind> kinds;           // the types the compute set runs
+  std::vector<FieldSpan> spans;            // their memory fields
   std::vector<VertexRun> runs;             // grouped by tile, one type after another
   const uint32_t *fieldOffsets = nullptr;  // the file's field_offsets (none when no vertex has fields)
   const uint32_t *fieldStrides = nullptr;  // and field_strides
   std::vector<TileWork> tiles;             // every replica's tiles
   std::vector<uint32_t> chunks;  // chunk k = tiles[chunks[k], chunks[k+1]), similar work each
   uint64_t cycles = 0;           // the busiest tile (tileComputeCycles)
+  bool prefetch = false;         // the arena outgrows the caches: ask for each tile's operands ahead
   uint32_t tilesPerReplica = 0;
   std::vector<std::pair<uint32_t, uint64_t>> ipuCycles; // (IPU, its busiest tile) for the report
 
   // f(fn, fieldOffsets) for each vertex of tile work `tw`, in order.
   template <typename F> void forEachCall(const TileWork &tw, F &&f) const {
+    forEachKindCall(tw, [&f](const VertexKind &kind, const uint32_t *fields) { f(kind.fn, fields); });
+  }
+  // f(kind, fieldOffsets) for each vertex of tile work `tw`, in order.
+  template <typename F> void forEachKindCall(const TileWork &tw, F &&f) const {
     for (const VertexRun *run = runs.data() + tw.begin, *end = runs.data() + tw.end; run != end; ++run) {
       // Locals, not loads through `run` after every (opaque) call.
       const VertexKind kind = kinds[run->kind];
@@ -71,7 +84,7 @@ struct ComputeSetPlan {
       const uint32_t *first = fieldOffsets ? fieldOffsets + run->fields : nullptr;
       if (run->strides == VertexRun::kNotRepeated) {
         for (uint32_t k = 0; k != count; ++k)
-          f(kind.fn, first + size_t(k) * nf);
+          f(kind, first + size_t(k) * nf);
         continue;
       }
       uint32_t small[kRunFieldsOnStack];
@@ -81,13 +94,32 @@ struct ComputeSetPlan {
       for (uint32_t i = 0; i < nf; ++i)
         fields[i] = first[i];
       for (uint32_t n = 0; n < count; ++n) {
-        f(kind.fn, const_cast<const uint32_t *>(fields));
+        f(kind, const_cast<const uint32_t *>(fields));
         for (uint32_t i = 0; i < nf; ++i)
           fields[i] += strides[i]; // the file's offset + n * stride, modulo 2^32
       }
     }
   }
   static constexpr uint32_t kRunFieldsOnStack = 64;
+
+  // f(address, bytes) for the memory fields of tile work `tw`'s calls, in
+  // order, while f returns true: what runComputeSet asks the cache for ahead
+  // of the tile. Offsets as forEachKindCall computes them, without stepping
+  // every field of a repeated vertex.
+  template <typename F> void forEachFieldSpan(const TileWork &tw, F &&f) const {
+    for (const VertexRun *run = runs.data() + tw.begin, *end = runs.data() + tw.end; run != end; ++run) {
+      const VertexKind &kind = kinds[run->kind];
+      const uint32_t *first = fieldOffsets + run->fields;
+      const bool repeated = run->strides != VertexRun::kNotRepeated;
+      for (uint32_t n = 0; n < run->count; ++n)
+        for (const FieldSpan *s = spans.data() + kind.spansBegin, *e = spans.data() + kind.spansEnd; s != e; ++s) {
+          const uint32_t offset = repeated ? first[s->field] + n * fieldStrides[run->strides + s->field] // mod 2^32
+                                           : first[size_t(n) * kind.fields + s->field];
+          if (!f(static_cast<const uint8_t *>(tw.base + offset), s->bytes))
+            return;
+        }
+    }
+  }
 };
 
 // Compute set `c` of `root`; typeFns[i] runs vertex type i.

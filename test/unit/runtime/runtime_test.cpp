@@ -515,8 +515,21 @@ TEST_CASE("a repeated vertex plans the same calls and cycles as its repetitions 
     const std::vector<popc::runtime::VertexFn> fns(1, nullptr);
     auto p = popc::runtime::planComputeSet(*root, 0, tiles, fns, 1);
     std::vector<std::vector<uint32_t>> fields;
-    for (const auto &tw : p.tiles)
+    // The memory fields a run asks the cache for ahead of each tile: those its calls use.
+    std::vector<std::pair<const uint8_t *, uint32_t>> spans, used;
+    for (const auto &tw : p.tiles) {
       p.forEachCall(tw, [&](popc::runtime::VertexFn, const uint32_t *f) { fields.emplace_back(f, f + nf); });
+      p.forEachKindCall(tw, [&](const popc::runtime::VertexKind &kind, const uint32_t *f) {
+        for (uint32_t k = kind.spansBegin; k < kind.spansEnd; ++k)
+          used.emplace_back(tw.base + f[p.spans[k].field], p.spans[k].bytes);
+      });
+      p.forEachFieldSpan(tw, [&](const uint8_t *at, uint32_t bytes) {
+        spans.emplace_back(at, bytes);
+        return true;
+      });
+    }
+    CHECK(spans == used);
+    CHECK(spans.size() == 5 * nf); // every field of the sample's type is memory
     return std::tuple(fields, p.cycles, p.runs.size());
   };
   const auto [written, writtenCycles, writtenRuns] = plan(exe);
