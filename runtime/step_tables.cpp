@@ -8,16 +8,6 @@
 
 namespace popc::runtime {
 
-// What a compute set asks the cache for ahead of a tile's vertices: each
-// memory field's first bytes, until the tile's budget is spent (GoogLeNet:
-// 24 % faster runs, ResNet-50 18 %; 64 and 128 KiB alike, 16 KiB half the
-// gain: docs/performance.md, nineteenth round).
-constexpr uint32_t kPrefetchFieldBytes = 16 << 10;
-constexpr int64_t kPrefetchTileBytes = 64 << 10;
-// Only when the arena outgrows a last-level cache (32 MiB on a Zen CCD):
-// operands that come from L3 gain nothing, and the prefetches cost their
-// issue slots (the Transformer layer, in cache: 22 % slower with them).
-constexpr uint64_t kPrefetchMinArenaBytes = 32 << 20;
 
 namespace fb = ::popef::fb;
 using popef::len;
@@ -201,8 +191,7 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
 void prefetchTile(const ComputeSetPlan &plan, const TileWork &tw) {
   int64_t left = kPrefetchTileBytes;
   plan.forEachFieldSpan(tw, [&left](const uint8_t *p, uint32_t bytes) {
-    for (uint32_t b = 0; b < bytes; b += 64)
-      __builtin_prefetch(p + b, 0, 3);
+    prefetchBytes(p, bytes);
     left -= bytes;
     return left > 0;
   });

@@ -122,6 +122,22 @@ struct ComputeSetPlan {
   }
 };
 
+// What a run asks the cache for ahead of a tile's vertices (step_tables.cpp):
+// each memory field's first bytes, until the tile's budget is spent
+// (GoogLeNet: 24 % faster runs, ResNet-50 18 %; 64 and 128 KiB alike,
+// 16 KiB half the gain: docs/performance.md, nineteenth round). Only when
+// the arena outgrows a last-level cache (32 MiB on a Zen CCD): operands
+// that come from L3 gain nothing, and the prefetches cost their issue
+// slots (the Transformer layer, in cache: 22 % slower with them).
+constexpr uint32_t kPrefetchFieldBytes = 16 << 10;
+constexpr int64_t kPrefetchTileBytes = 64 << 10;
+constexpr uint64_t kPrefetchMinArenaBytes = 32 << 20;
+// Asks the cache for the `bytes` bytes from p, line by line (into L1).
+inline void prefetchBytes(const uint8_t *p, uint32_t bytes) {
+  for (uint32_t b = 0; b < bytes; b += 64)
+    __builtin_prefetch(p + b, 0, 3);
+}
+
 // Compute set `c` of `root`; typeFns[i] runs vertex type i.
 ComputeSetPlan planComputeSet(const ::popef::fb::Executable &root, uint32_t c, const ReplicaTiles &tiles,
                               std::span<const VertexFn> typeFns, size_t threads);
