@@ -37,6 +37,14 @@ DeviceMemory::DeviceMemory(std::span<const uint32_t> tileBytes, ThreadPool *popu
   layOut(tileBytes, populateOn);
 }
 
+uint64_t DeviceMemory::arenaBytes(std::span<const uint32_t> tileBytes) {
+  uint64_t at = 0;
+  for (uint32_t bytes : tileBytes)
+    at += kTileAlign + windowFor(bytes);
+  // A small arena stays small: no huge page to fill.
+  return roundUp(std::max<uint64_t>(at, 1), at < kHugePage ? kPage : kHugePage);
+}
+
 void DeviceMemory::layOut(std::span<const uint32_t> tileBytes, ThreadPool *populateOn) {
   static_assert(kGuardBytes % kTileAlign == 0 && kMinWindowBytes % kTileAlign == 0 && kLimitSlotBelow > kGuardBytes);
   // Each tile: one line for its limit slot, then its window.
@@ -46,7 +54,7 @@ void DeviceMemory::layOut(std::span<const uint32_t> tileBytes, ThreadPool *popul
     tileOffset_[t] = at + kTileAlign + kGuardBytes;
     at += kTileAlign + windowFor(tileBytes[t]);
   }
-  size_ = roundUp(std::max<uint64_t>(at, 1), kHugePage);
+  size_ = arenaBytes(tileBytes); // the same sum, rounded
   mappingSize_ = size_ + kHugePage;
   void *p = ::mmap(nullptr, mappingSize_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
@@ -76,9 +84,10 @@ uint64_t DeviceMemory::windowBytes(uint32_t t) const {
 
 void DeviceMemory::populate(size_t part, size_t parts) const {
 #ifdef MADV_POPULATE_WRITE
-  // Slices on huge-page boundaries, so that no thread splits another's page.
-  const size_t pages = size_ / kHugePage;
-  const size_t begin = pages * part / parts * kHugePage, end = pages * (part + 1) / parts * kHugePage;
+  // Slices on huge-page boundaries, so that no thread splits another's page
+  // (an arena under one huge page is sliced by 4 KiB pages).
+  const size_t unit = size_ % kHugePage ? kPage : kHugePage, pages = size_ / unit;
+  const size_t begin = pages * part / parts * unit, end = pages * (part + 1) / parts * unit;
   if (end > begin)
     ::madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE);
 #else

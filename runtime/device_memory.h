@@ -68,6 +68,10 @@ public:
   static constexpr uint64_t kLimitSlotBelow = kGuardBytes + 8;
   // Tiles start on this boundary (vector loads and cache lines).
   static constexpr uint64_t kTileAlign = 128;
+  // The bytes an arena for tiles that may use tileBytes[t] maps (and the
+  // engine populates): windows and limit slots, rounded to a huge page (to a
+  // 4 KiB page when under one).
+  static uint64_t arenaBytes(std::span<const uint32_t> tileBytes);
   // The sandbox that confines vertex code to these windows (its entries
   // still to be filled in).
   static MemorySandbox sandbox() { return {{}, kGuardBytes, kMinWindowBytes, kLimitSlotBelow}; }

@@ -1,5 +1,6 @@
 #include "runtime/memory_budget.h"
 
+#include "runtime/device_memory.h"
 #include "runtime/step_tables.h"
 #include "support/error.h"
 
@@ -12,7 +13,6 @@ namespace fb = ::popef::fb;
 
 namespace {
 using popc::popef::len;
-constexpr uint64_t kPage = 4096;
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", b / double(1ull << 30)); }
 
 // What planExchange (step_tables.h) builds for a step: its stored pieces
@@ -70,10 +70,14 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
     e.tables += exchangeTableBytes(t, *step);
   }
   for (uint32_t end : extent)
-    if (end) {
-      e.device += (end + kPage - 1) / kPage * kPage;
-      e.tilesUsed++;
-    }
+    e.tilesUsed += end != 0;
+  // The engine maps and populates every tile's window: the bytes each tile
+  // may use (the verifier bounds all the ranges above by them), per replica.
+  const uint32_t replicas = std::max<uint32_t>(1, t.replication_factor());
+  std::vector<uint32_t> tileBytes(extent.size() * replicas);
+  for (size_t i = 0; i < tileBytes.size(); ++i)
+    tileBytes[i] = popef::tileMemoryBytes(root, uint32_t(i % extent.size()));
+  e.device = DeviceMemory::arenaBytes(tileBytes);
   if (const fb::Metadata *m = root.metadata())
     for (const auto *list : {m->inputs(), m->outputs()})
       for (uint32_t i = 0; i < len(list); ++i)

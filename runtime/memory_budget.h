@@ -10,11 +10,11 @@
 namespace popc::runtime {
 
 struct MemoryEstimate {
-  uint64_t device = 0; // tile memory touched: per tile, the furthest byte any tensor, field or copy names (pages)
+  uint64_t device = 0; // the tile arena the engine maps: each tile's window (DeviceMemory::arenaBytes)
   uint64_t host = 0;   // model input and output buffers of one run
   uint64_t tables = 0; // the Engine's compute-set and exchange tables
   uint64_t schedule = 0; // a compressed file's schedule, decompressed in memory (not from the cache)
-  uint64_t tilesUsed = 0;
+  uint64_t tilesUsed = 0; // tiles some tensor, field or copy names
   uint64_t total() const { return device + host + tables + schedule; }
 };
 

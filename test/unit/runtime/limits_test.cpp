@@ -1,6 +1,7 @@
 // Resource limits of the runtime: the memory estimate poprun-lite checks
 // against --max-memory, the stop flag behind --timeout, and skipJit.
 #include "runtime/engine.h"
+#include "runtime/device_memory.h"
 #include "runtime/memory_budget.h"
 #include "runtime/step_tables.h"
 #include "support/error.h"
@@ -41,10 +42,13 @@ popc::runtime::HostTensorMap inputs() {
 TEST_CASE("memory estimate of the sample executable", "[runtime][limits]") {
   auto exe = sample({1, 2, 3, 4}); // the estimate never looks at the code
   auto e = popc::runtime::estimateMemory(*exe);
-  // Tiles 0 and 1 reach byte 40 (a, b, sum and the vertex fields), tiles 2 and
-  // 3 byte 8 (out): one page each.
+  // All four tiles are named; the arena maps a window of each tile's
+  // tile_bytes_used (48, 48, 8, 8: the 4 KiB minimum each) and its limit
+  // slot's line, in 4 KiB pages.
   CHECK(e.tilesUsed == 4);
-  CHECK(e.device == 4 * 4096);
+  const std::vector<uint32_t> used = {48, 48, 8, 8};
+  CHECK(e.device == popc::runtime::DeviceMemory::arenaBytes(used));
+  CHECK(e.device == 5 * 4096); // 4 x (4096 + 128) bytes
   CHECK(e.host == 16 + 16);                   // input a, output out
   // 2 vertices; the exchange as planExchange holds it: its pieces and placements
   // (and, on this 2-IPU target, its records for the link).
