@@ -109,6 +109,8 @@ struct ComputeSetPlan {
   template <typename F> void forEachFieldSpan(const TileWork &tw, F &&f) const {
     for (const VertexRun *run = runs.data() + tw.begin, *end = runs.data() + tw.end; run != end; ++run) {
       const VertexKind &kind = kinds[run->kind];
+      if (kind.spansBegin == kind.spansEnd)
+        continue; // no memory fields (and perhaps no field table at all)
       const uint32_t *first = fieldOffsets + run->fields;
       const bool repeated = run->strides != VertexRun::kNotRepeated;
       for (uint32_t n = 0; n < run->count; ++n)
