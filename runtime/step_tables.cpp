@@ -8,7 +8,6 @@
 
 namespace popc::runtime {
 
-
 namespace fb = ::popef::fb;
 using popef::len;
 
@@ -183,12 +182,12 @@ ComputeSetPlan planComputeSet(const fb::Executable &root, uint32_t c, const Repl
 
 // Asks for the memory fields of the vertices of `tw` to come into the
 // cache while the tile before it runs, up to kPrefetchTileBytes (into L1:
-// prefetcht0 measured 5-7 % faster runs than an L2 hint). A
-// run walks hundreds of MB of tiles, so a vertex's operands come from DRAM:
+// prefetcht0 measured 5-7 % faster runs than an L2 hint). A run walks
+// hundreds of MB of tiles, so a vertex's operands come from DRAM:
 // a small vertex runs at 5-15 % of a core's peak cold, 2x that when its
 // tile was asked for in time (popc-vertex-bench). Only the cache sees it:
 // nothing is read or written that the vertices would not.
-void prefetchTile(const ComputeSetPlan &plan, const TileWork &tw) {
+static void prefetchTile(const ComputeSetPlan &plan, const TileWork &tw) {
   int64_t left = kPrefetchTileBytes;
   plan.forEachFieldSpan(tw, [&left](const uint8_t *p, uint32_t bytes) {
     prefetchBytes(p, bytes);

@@ -126,8 +126,8 @@ struct ComputeSetPlan {
 
 // What a run asks the cache for ahead of a tile's vertices (step_tables.cpp):
 // each memory field's first bytes, until the tile's budget is spent
-// (GoogLeNet: 24 % faster runs, ResNet-50 18 %; 64 and 128 KiB alike,
-// 16 KiB half the gain: docs/performance.md, nineteenth round). Only when
+// (GoogLeNet: 24 % faster runs, ResNet-50 18 %; budgets of 64 and 128 KiB
+// alike, 16 KiB half the gain: docs/performance.md, nineteenth round). Only when
 // the arena outgrows a last-level cache (32 MiB on a Zen CCD): operands
 // that come from L3 gain nothing, and the prefetches cost their issue
 // slots (the Transformer layer, in cache: 22 % slower with them).
