@@ -161,11 +161,7 @@ struct Engine::Impl {
     exe->releaseMappedPages();
     // Each tile gets the host memory it may use (the verifier bounds every
     // access by it), mapped on every host thread.
-    std::vector<uint32_t> tileBytes(size_t(tilesPerReplica) * replicas);
-    for (uint32_t r = 0; r < replicas; ++r)
-      for (uint32_t t = 0; t < tilesPerReplica; ++t)
-        tileBytes[size_t(r) * tilesPerReplica + t] = popef::tileMemoryBytes(root, t); // tileOf(t, r)
-    memory = std::make_unique<DeviceMemory>(tileBytes, pool.get());
+    memory = std::make_unique<DeviceMemory>(popef::replicaTileMemoryBytes(root, replicas), pool.get());
     phase("tile memory");
     loadConstants();
     phase("constants");

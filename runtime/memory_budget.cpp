@@ -74,10 +74,7 @@ MemoryEstimate estimateMemory(const popef::Executable &exe) {
   // The engine maps and populates every tile's window: the bytes each tile
   // may use (the verifier bounds all the ranges above by them), per replica.
   const uint32_t replicas = std::max<uint32_t>(1, t.replication_factor());
-  std::vector<uint32_t> tileBytes(extent.size() * replicas);
-  for (size_t i = 0; i < tileBytes.size(); ++i)
-    tileBytes[i] = popef::tileMemoryBytes(root, uint32_t(i % extent.size()));
-  e.device = DeviceMemory::arenaBytes(tileBytes);
+  e.device = DeviceMemory::arenaBytes(popef::replicaTileMemoryBytes(root, replicas));
   if (const fb::Metadata *m = root.metadata())
     for (const auto *list : {m->inputs(), m->outputs()})
       for (uint32_t i = 0; i < len(list); ++i)

@@ -50,6 +50,16 @@ inline uint32_t tileMemoryBytes(const ::popef::fb::Executable &exe, uint32_t t) 
   const auto *used = exe.tile_bytes_used();
   return used && used->size() ? used->Get(t) : exe.target()->bytes_per_tile();
 }
+// tileMemoryBytes of every tile of `replicas` replicas, replica after
+// replica (replica r's tile t at r * tiles per replica + t): what the
+// runner's arena holds, and what its memory estimate counts.
+inline std::vector<uint32_t> replicaTileMemoryBytes(const ::popef::fb::Executable &exe, uint32_t replicas) {
+  const uint32_t tiles = exe.target()->num_ipus() * exe.target()->tiles_per_ipu();
+  std::vector<uint32_t> bytes(size_t(tiles) * replicas);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = tileMemoryBytes(exe, uint32_t(i % tiles));
+  return bytes;
+}
 
 inline uint64_t copyCount(const ::popef::fb::Copy &c) { return uint64_t(c.repeat()) + 1; }
 inline uint64_t copyTotalBytes(const ::popef::fb::Copy &c) { return uint64_t(c.bytes()) * copyCount(c); }
