@@ -27,6 +27,13 @@ uint64_t windowFor(uint64_t bytes) {
                   DeviceMemory::kMinWindowBytes);
 }
 
+// An arena of `bytes` windows and slot lines, as mapped: rounded to a huge
+// page, or to a 4 KiB page when under one (a small arena stays small: no
+// huge page to fill).
+uint64_t roundArena(uint64_t bytes) {
+  return roundUp(std::max<uint64_t>(bytes, 1), bytes < kHugePage ? kPage : kHugePage);
+}
+
 } // namespace
 
 DeviceMemory::DeviceMemory(uint32_t numTiles, uint32_t bytesPerTile) {
@@ -41,8 +48,7 @@ uint64_t DeviceMemory::arenaBytes(std::span<const uint32_t> tileBytes) {
   uint64_t at = 0;
   for (uint32_t bytes : tileBytes)
     at += kTileAlign + windowFor(bytes);
-  // A small arena stays small: no huge page to fill.
-  return roundUp(std::max<uint64_t>(at, 1), at < kHugePage ? kPage : kHugePage);
+  return roundArena(at);
 }
 
 void DeviceMemory::layOut(std::span<const uint32_t> tileBytes, ThreadPool *populateOn) {
@@ -54,7 +60,7 @@ void DeviceMemory::layOut(std::span<const uint32_t> tileBytes, ThreadPool *popul
     tileOffset_[t] = at + kTileAlign + kGuardBytes;
     at += kTileAlign + windowFor(tileBytes[t]);
   }
-  size_ = arenaBytes(tileBytes); // the same sum, rounded
+  size_ = roundArena(at); // = arenaBytes(tileBytes)
   mappingSize_ = size_ + kHugePage;
   void *p = ::mmap(nullptr, mappingSize_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
