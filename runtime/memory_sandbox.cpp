@@ -196,6 +196,13 @@ private:
     return window_;
   }
 
+  // How far into the window an access of `size` bytes (`dynamicSize` when
+  // not constant) may start: W - size, never negative (size <= minWindow
+  // <= W, or a dynamic size already clamped to W).
+  llvm::Value *roomFor(uint64_t size, llvm::Value *dynamicSize) {
+    return b_.CreateSub(window(), dynamicSize ? dynamicSize : b_.getInt64(size));
+  }
+
   // tile_base - guard + umin(x, room): x is an offset from the window's
   // start (any value), room how far into the window an access may start.
   llvm::Value *clampIntoWindow(llvm::Value *x, llvm::Value *room) {
@@ -316,15 +323,13 @@ private:
             !__builtin_add_overflow(c.getSExtValue(), int64_t(size), &end) && end <= a.hi) {
           if (!a.confined) {
             llvm::Value *x = b_.CreateAdd(offsetFromBase(q), b_.getInt64(uint64_t(a.lo) + guard_));
-            llvm::Value *room = b_.CreateSub(window(), b_.getInt64(span));
-            a.confined = b_.CreateGEP(b_.getInt8Ty(), origin, clampIntoWindow(x, room), "sfi");
+            a.confined = b_.CreateGEP(b_.getInt8Ty(), origin, clampIntoWindow(x, roomFor(span, nullptr)), "sfi");
           }
           return d ? b_.CreateGEP(b_.getInt8Ty(), a.confined, b_.getInt64(d), "sfi") : a.confined;
         }
       }
       llvm::Value *x = b_.CreateAdd(offsetFromBase(q), b_.getInt64((c + guard_).getZExtValue()));
-      llvm::Value *room = b_.CreateSub(window(), dynamicSize ? dynamicSize : b_.getInt64(size));
-      return b_.CreateGEP(b_.getInt8Ty(), origin, clampIntoWindow(x, room), "sfi");
+      return b_.CreateGEP(b_.getInt8Ty(), origin, clampIntoWindow(x, roomFor(size, dynamicSize)), "sfi");
     }
     llvm::Value *offset = b_.CreateSub(b_.CreatePtrToInt(p, intTy), splat(b_.CreatePtrToInt(origin, i64_)));
     // Poison or undef offsets become some fixed value, which is then confined.
@@ -334,8 +339,7 @@ private:
                                       : b_.getInt64(region.objectSize - size);
       offset = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, offset, splat(room));
     } else {
-      llvm::Value *room = b_.CreateSub(window(), dynamicSize ? dynamicSize : b_.getInt64(size));
-      offset = clampIntoWindow(b_.CreateAdd(offset, splat(b_.getInt64(guard_))), splat(room));
+      offset = clampIntoWindow(b_.CreateAdd(offset, splat(b_.getInt64(guard_))), splat(roomFor(size, dynamicSize)));
     }
     return b_.CreateGEP(b_.getInt8Ty(), origin, offset, "sfi");
   }
